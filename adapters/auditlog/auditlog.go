@@ -1,0 +1,123 @@
+// Package auditlog turns any ports.AuditStore into a ports.AuditLog with
+// group commit: concurrent requests hand their records to one writer, which
+// commits everything waiting in one transaction and then releases every
+// waiter. A caller returns only after its own record is durable, and one
+// fsync serves a whole batch, so durability does not cap throughput.
+package auditlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/wire"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// ErrClosed is returned by Record after Close.
+var ErrClosed = errors.New("auditlog: closed")
+
+// maxBatch bounds one transaction, so a burst cannot hold the write lock for long.
+const maxBatch = 512
+
+// Committer is the group-commit writer.
+type Committer struct {
+	store   ports.AuditStore
+	log     *zap.Logger
+	in      chan *pending
+	closing chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+	pool    sync.Pool
+}
+
+type pending struct {
+	rec  domain.AuditRecord
+	done chan error
+}
+
+var _ ports.AuditLog = (*Committer)(nil)
+
+// Set provides the committer as the service's AuditLog.
+var Set = wire.NewSet(New, wire.Bind(new(ports.AuditLog), new(*Committer)))
+
+// New starts the writer. The returned cleanup commits what is pending and
+// stops it; call it after the HTTP server has drained.
+func New(store ports.AuditStore, log *zap.Logger) (*Committer, func()) {
+	c := &Committer{
+		store:   store,
+		log:     log.Named("auditlog"),
+		in:      make(chan *pending), // unbuffered: a send succeeds only while the writer runs
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	c.pool.New = func() any { return &pending{done: make(chan error, 1)} }
+	go c.run()
+	return c, c.Close
+}
+
+// Record hands r to the writer and waits until it is committed. Once handed
+// over, the record is committed even if ctx ends; Record then still waits so
+// that the caller never answers before its record is durable.
+func (c *Committer) Record(ctx context.Context, r domain.AuditRecord) error {
+	p := c.pool.Get().(*pending)
+	p.rec = r
+	select {
+	case c.in <- p:
+	case <-c.closing:
+		c.pool.Put(p)
+		return ErrClosed
+	case <-ctx.Done():
+		c.pool.Put(p)
+		return fmt.Errorf("auditlog: %w", ctx.Err())
+	}
+	err := <-p.done
+	p.rec = domain.AuditRecord{}
+	c.pool.Put(p)
+	return err
+}
+
+// Close commits every record already handed over and stops the writer.
+func (c *Committer) Close() {
+	c.once.Do(func() { close(c.closing) })
+	<-c.stopped
+}
+
+func (c *Committer) run() {
+	defer close(c.stopped)
+	batch := make([]*pending, 0, maxBatch)
+	recs := make([]domain.AuditRecord, 0, maxBatch)
+	for {
+		select {
+		case p := <-c.in:
+			batch = append(batch[:0], p)
+		case <-c.closing:
+			return
+		}
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case p := <-c.in:
+				batch = append(batch, p)
+			default:
+				break collect
+			}
+		}
+		recs = recs[:0]
+		for _, p := range batch {
+			recs = append(recs, p.rec)
+		}
+		err := c.store.AppendAudit(context.Background(), recs)
+		if err != nil {
+			c.log.Error("audit commit failed; requests in this batch are answered with an error", zap.Int("records", len(recs)), zap.Error(err))
+			err = fmt.Errorf("auditlog: commit: %w", errors.Join(err, domain.ErrUnavailable))
+		}
+		for _, p := range batch {
+			p.done <- err
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package rest
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// errorBody is the one error shape of the API.
+type errorBody struct {
+	Error     errorDetail `json:"error"`
+	RequestID string      `json:"request_id"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Reason and Missing explain a 403.
+	Reason  string `json:"reason,omitempty"`
+	Missing string `json:"missing,omitempty"`
+}
+
+// problem is what the error handler decided to send.
+type problem struct {
+	status int
+	detail errorDetail
+}
+
+// classify maps an error to its status and client-safe detail. Messages of
+// 4xx domain errors are written for clients; anything else becomes a generic
+// 500 whose details stay in the log.
+func classify(err error) problem {
+	var denied *domain.AccessDenied
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &denied):
+		reason := denied.Decision.Reason()
+		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: reason, Reason: reason, Missing: string(denied.Decision.Permission)}}
+	case errors.Is(err, domain.ErrUnauthenticated):
+		return problem{fiber.StatusUnauthorized, errorDetail{Code: "unauthenticated", Message: unauthenticatedMessage(err)}}
+	case errors.Is(err, domain.ErrForbidden):
+		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: err.Error(), Reason: err.Error()}}
+	case errors.Is(err, domain.ErrNotFound):
+		return problem{fiber.StatusNotFound, errorDetail{Code: "not_found", Message: err.Error()}}
+	case errors.Is(err, domain.ErrInvalidInput):
+		return problem{fiber.StatusBadRequest, errorDetail{Code: "invalid_request", Message: err.Error()}}
+	case errors.Is(err, domain.ErrConflict):
+		return problem{fiber.StatusConflict, errorDetail{Code: "conflict", Message: err.Error()}}
+	case errors.Is(err, domain.ErrTooManyRequests):
+		return problem{fiber.StatusTooManyRequests, errorDetail{Code: "too_many_requests", Message: "too many requests; retry later"}}
+	case errors.Is(err, domain.ErrUnavailable):
+		return problem{fiber.StatusServiceUnavailable, errorDetail{Code: "unavailable", Message: "a service this request depends on is unavailable; retry later"}}
+	case errors.As(err, &fe):
+		return problem{fe.Code, errorDetail{Code: codeFor(fe.Code), Message: fe.Message}}
+	}
+	return problem{fiber.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error; the request id identifies it in the server log"}}
+}
+
+// errMissingCredential and errBadCredential are the two 401s the edge
+// produces itself; clients learn no more than which of the two it was.
+var (
+	errMissingCredential = errors.New("authentication required: send Authorization: Bearer <credential>")
+	errBadCredential     = errors.New("credential not accepted")
+)
+
+func unauthenticatedMessage(err error) string {
+	if errors.Is(err, errMissingCredential) {
+		return errMissingCredential.Error()
+	}
+	return errBadCredential.Error()
+}
+
+func codeFor(status int) string {
+	switch status {
+	case fiber.StatusNotFound:
+		return "not_found"
+	case fiber.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case fiber.StatusRequestEntityTooLarge:
+		return "too_large"
+	case fiber.StatusUnsupportedMediaType:
+		return "unsupported_media_type"
+	case fiber.StatusRequestHeaderFieldsTooLarge:
+		return "headers_too_large"
+	case fiber.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	if status >= 500 {
+		return "internal"
+	}
+	return "invalid_request"
+}
+
+// handleError is Fiber's ErrorHandler: it writes the error body.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	p := classify(err)
+	if p.status == fiber.StatusInternalServerError {
+		s.log.Error("request failed", zap.String("request_id", requestID(c)), zap.Error(err))
+	}
+	if p.status == fiber.StatusUnauthorized {
+		if errors.Is(err, errMissingCredential) {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth"`)
+		} else {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`)
+		}
+	}
+	return c.Status(p.status).JSON(errorBody{Error: p.detail, RequestID: requestID(c)})
+}

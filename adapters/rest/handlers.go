@@ -1,0 +1,78 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+func (s *Server) health(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+type meResponse struct {
+	Subject     string              `json:"subject"`
+	Roles       []domain.Role       `json:"roles"`
+	Method      domain.AuthMethod   `json:"method"`
+	RoleSource  string              `json:"role_source"`
+	Permissions []domain.Permission `json:"permissions"`
+}
+
+func (s *Server) me(c *fiber.Ctx) error {
+	p := principalOf(c)
+	return c.JSON(meResponse{
+		Subject:     p.Subject,
+		Roles:       p.Roles,
+		Method:      p.Method,
+		RoleSource:  p.RoleSource,
+		Permissions: s.authz.Permissions(p.Roles),
+	})
+}
+
+// decodeJSON reads a JSON object strictly: unknown fields and trailing data
+// are refused with a 400 that says what is wrong.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fmt.Errorf("request body is empty; send a JSON object: %w", domain.ErrInvalidInput)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %v: %w", err, domain.ErrInvalidInput)
+	}
+	if dec.More() {
+		return fmt.Errorf("request body: more than one JSON value: %w", domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+func queryInt(c *fiber.Ctx, name string) (int, error) {
+	raw := c.Query(name)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("query parameter %s=%q: want a non-negative integer: %w", name, raw, domain.ErrInvalidInput)
+	}
+	return n, nil
+}
+
+func queryTime(c *fiber.Ctx, name string) (time.Time, error) {
+	raw := c.Query(name)
+	if raw == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("query parameter %s=%q: want an RFC 3339 time such as 2026-01-02T15:04:05Z: %w", name, raw, domain.ErrInvalidInput)
+	}
+	return t, nil
+}

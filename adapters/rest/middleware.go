@@ -1,0 +1,204 @@
+package rest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// HeaderRequestID carries the request id on every response.
+const HeaderRequestID = "X-Request-ID"
+
+// SessionCookie is the cookie that carries an OIDC login session.
+const SessionCookie = "user_session"
+
+// reqState is everything the stages learn about one request. One value per
+// request comes from a pool and is kept in Locals under stateKey, so the
+// stages share it without allocating.
+type reqState struct {
+	id        string
+	principal domain.Principal
+	// authenticated is set once the authenticate stage accepted a credential.
+	authenticated bool
+	// decided is set once the authorize stage ran; decision is its outcome.
+	decided  bool
+	decision domain.Decision
+}
+
+type stateKey struct{}
+
+var statePool = sync.Pool{New: func() any { return new(reqState) }}
+
+func stateOf(c *fiber.Ctx) *reqState {
+	if st, ok := c.Locals(stateKey{}).(*reqState); ok {
+		return st
+	}
+	return &reqState{} // only for handlers tested without the chain
+}
+
+func requestID(c *fiber.Ctx) string { return stateOf(c).id }
+
+// principalOf returns the authenticated caller.
+func principalOf(c *fiber.Ctx) domain.Principal { return stateOf(c).principal }
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// withRequestID gives the request its id and state, and marks debug-mode
+// responses.
+func (s *Server) withRequestID(c *fiber.Ctx) error {
+	st := statePool.Get().(*reqState)
+	*st = reqState{id: newRequestID()}
+	c.Locals(stateKey{}, st)
+	c.Set(HeaderRequestID, st.id)
+	if s.cfg.Debug {
+		c.Set("X-Auth-Debug", "true")
+	}
+	err := c.Next()
+	if err != nil {
+		// Answer here, while the state is still ours to read.
+		if herr := s.handleError(c, err); herr != nil {
+			s.log.Error("write error response", zap.Error(herr))
+		}
+	}
+	c.Locals(stateKey{}, nil)
+	statePool.Put(st)
+	return nil
+}
+
+// accessLog writes one line per request. It logs no header or cookie value.
+func (s *Server) accessLog(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	if err != nil {
+		if herr := s.handleError(c, err); herr != nil {
+			return herr
+		}
+	}
+	st := stateOf(c)
+	s.log.Info("request",
+		zap.String("request_id", st.id),
+		zap.String("method", c.Method()),
+		zap.String("path", c.Path()),
+		zap.Int("status", c.Response().StatusCode()),
+		zap.Duration("latency", time.Since(start)),
+		zap.String("subject", st.principal.Subject),
+	)
+	return nil
+}
+
+// audit records the access decision of every request that reaches it and
+// answers only after the record is committed. If the record cannot be
+// committed the response becomes a 503: nothing is answered unaudited.
+func (s *Server) audit(c *fiber.Ctx) error {
+	err := c.Next()
+	reason := ""
+	if err != nil {
+		reason = err.Error()
+		if herr := s.handleError(c, err); herr != nil {
+			return herr
+		}
+	}
+	st := stateOf(c)
+	rec := domain.AuditRecord{
+		Time:       time.Now(),
+		RequestID:  st.id,
+		Subject:    st.principal.Subject,
+		Roles:      st.principal.Roles,
+		AuthMethod: st.principal.Method,
+		Method:     c.Method(),
+		Path:       c.Path(),
+		Decision:   domain.AuditDeny,
+		Status:     c.Response().StatusCode(),
+	}
+	switch {
+	case st.decided && st.decision.Allowed && err == nil:
+		rec.Decision, rec.Reason = domain.AuditAllow, st.decision.Reason()
+	case st.decided && st.decision.Allowed:
+		rec.Decision, rec.Reason = domain.AuditAllow, st.decision.Reason()+"; then: "+reason
+	case reason != "":
+		rec.Reason = reason
+	case !st.decided:
+		rec.Reason = "no route matches " + c.Method() + " " + c.Path()
+	}
+	if aerr := s.auditLog.Record(c.UserContext(), rec); aerr != nil {
+		s.log.Error("audit record not committed; answering 503", zap.String("request_id", st.id), zap.Error(aerr))
+		c.Response().ResetBody()
+		return fmt.Errorf("audit log: %w", errors.Join(aerr, domain.ErrUnavailable))
+	}
+	return nil
+}
+
+// recoverPanic turns a panic into a 500 error so the audit stage sees it.
+func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panicked", zap.String("request_id", requestID(c)), zap.Any("panic", r), zap.Stack("stack"))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.Next()
+}
+
+// credentialFrom reads the Bearer token, or else the session cookie.
+func credentialFrom(c *fiber.Ctx) ports.Credential {
+	if h := c.Get(fiber.HeaderAuthorization); h != "" {
+		scheme, value, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			if v := strings.TrimSpace(value); v != "" {
+				return ports.Credential{Kind: ports.CredentialBearer, Value: v}
+			}
+		}
+		// Another scheme, or an empty token: present but unusable.
+		return ports.Credential{Kind: ports.CredentialBearer}
+	}
+	if v := c.Cookies(SessionCookie); v != "" {
+		return ports.Credential{Kind: ports.CredentialCookie, Value: v}
+	}
+	return ports.Credential{}
+}
+
+// authenticate resolves the caller or stops the request with 401 (503 when
+// the identity source cannot answer).
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	cred := credentialFrom(c)
+	switch {
+	case cred.Kind == ports.CredentialNone:
+		return fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errMissingCredential)
+	case cred.Value == "":
+		return fmt.Errorf("malformed Authorization header: %w", domain.ErrUnauthenticated)
+	}
+	p, err := s.authn.Authenticate(c.UserContext(), cred)
+	if err != nil {
+		return err
+	}
+	st := stateOf(c)
+	st.principal, st.authenticated = p, true
+	return c.Next()
+}
+
+// require authorizes the route's permission for the caller's roles.
+func (s *Server) require(need domain.Permission) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		st := stateOf(c)
+		st.decision = s.authz.Decide(st.principal.Roles, need)
+		st.decided = true
+		if !st.decision.Allowed {
+			return &domain.AccessDenied{Decision: st.decision}
+		}
+		return c.Next()
+	}
+}

@@ -1,0 +1,129 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/wire"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Config is what the edge needs to know about its deployment.
+type Config struct {
+	// Addr is host:port to listen on.
+	Addr string
+	// Debug marks every response with X-Auth-Debug: true.
+	Debug bool
+	// ShutdownTimeout bounds how long in-flight requests may take to finish.
+	ShutdownTimeout time.Duration
+}
+
+// Server is the Fiber application with its dependencies.
+type Server struct {
+	cfg      Config
+	app      *fiber.App
+	log      *zap.Logger
+	authn    ports.Authenticator
+	authz    *domain.Authorizer
+	auditLog ports.AuditLog
+	sessions *app.Sessions
+	audits   *app.Audit
+	settings *app.Settings
+}
+
+// Set provides the server.
+var Set = wire.NewSet(New)
+
+// readBufferSize bounds request headers. Keycloak access tokens with many
+// roles exceed fasthttp's 4 KiB default, so room is made for them on purpose.
+const readBufferSize = 32 << 10
+
+// New builds the application and registers every route.
+func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditLog ports.AuditLog,
+	sessions *app.Sessions, audits *app.Audit, settings *app.Settings, log *zap.Logger) *Server {
+	s := &Server{cfg: cfg, log: log.Named("http"), authn: authn, authz: authz, auditLog: auditLog,
+		sessions: sessions, audits: audits, settings: settings}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "agentauth",
+		DisableStartupMessage: true,
+		ReadBufferSize:        readBufferSize,
+		BodyLimit:             1 << 20,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ErrorHandler:          s.handleError,
+	})
+	s.routes()
+	return s
+}
+
+// route is one authenticated endpoint and the permission it needs.
+type route struct {
+	method  string
+	path    string
+	need    domain.Permission
+	handler fiber.Handler
+}
+
+// apiRoutes lists every authenticated endpoint; each feature's file
+// contributes its own list.
+func (s *Server) apiRoutes() []route {
+	return slices.Concat(
+		[]route{{fiber.MethodGet, "/api/v2/me", domain.PermMeRead, s.me}},
+		s.sessionRoutes(),
+		s.auditRoutes(),
+		s.settingsRoutes(),
+	)
+}
+
+func (s *Server) routes() {
+	s.app.Use(s.withRequestID, s.accessLog)
+	s.app.Get("/health", s.health)
+	s.app.Use(s.audit, s.recoverPanic, s.authenticate)
+	for _, r := range s.apiRoutes() {
+		s.app.Add(r.method, r.path, s.require(r.need), r.handler)
+	}
+}
+
+// App exposes the Fiber application, for tests that use app.Test.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Run serves until ctx ends, then stops accepting connections and waits for
+// in-flight requests (and so their audit records) to finish.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SERVICE_HOST, SERVICE_PORT): %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.log.Info("listening", zap.String("url", "http://"+ln.Addr().String()))
+	served := make(chan error, 1)
+	go func() { served <- s.app.Listener(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: finishing in-flight requests")
+	timeout := s.cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	if err := s.app.ShutdownWithTimeout(timeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return <-served
+}

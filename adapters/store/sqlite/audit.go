@@ -1,0 +1,140 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// AppendAudit writes records in one transaction, extending the hash chain.
+func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin audit append: %w", err)
+	}
+	defer tx.Rollback()
+	var (
+		seq  int64
+		prev = domain.GenesisHash
+	)
+	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: read audit chain head: %w", err)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: prepare audit insert: %w", err)
+	}
+	defer stmt.Close()
+	for i := range records {
+		r := &records[i]
+		seq++
+		r.Seq, r.PrevHash = seq, prev
+		r.Time = r.Time.UTC().Truncate(time.Microsecond)
+		r.Hash = r.ChainHash(prev)
+		prev = r.Hash
+		if _, err := stmt.ExecContext(ctx, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
+			r.Method, r.Path, string(r.Decision), r.Reason, r.Status, r.PrevHash, r.Hash); err != nil {
+			return fmt.Errorf("sqlite: insert audit record: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit audit records: %w", err)
+	}
+	return nil
+}
+
+const auditColumns = `seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash`
+
+// QueryAudit returns matching records, newest first.
+func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if q.Subject != "" {
+		where, args = append(where, "subject = ?"), append(args, q.Subject)
+	}
+	if q.Decision != "" {
+		where, args = append(where, "decision = ?"), append(args, string(q.Decision))
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "time >= ?"), append(args, q.Since.UnixMicro())
+	}
+	if !q.Until.IsZero() {
+		where, args = append(where, "time < ?"), append(args, q.Until.UnixMicro())
+	}
+	if q.Before > 0 {
+		where, args = append(where, "seq < ?"), append(args, q.Before)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	query += ` ORDER BY seq DESC LIMIT ?`
+	return s.queryAudit(ctx, query, append(args, limit)...)
+}
+
+// AuditChain returns records after seq in increasing order.
+func (s *Store) AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error) {
+	return s.queryAudit(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+}
+
+func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]domain.AuditRecord, error) {
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query audit: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.AuditRecord{}
+	for rows.Next() {
+		var (
+			r                       domain.AuditRecord
+			micros                  int64
+			roles, method, decision string
+		)
+		if err := rows.Scan(&r.Seq, &micros, &r.RequestID, &r.Subject, &roles, &method, &r.Method, &r.Path,
+			&decision, &r.Reason, &r.Status, &r.PrevHash, &r.Hash); err != nil {
+			return nil, fmt.Errorf("sqlite: scan audit record: %w", err)
+		}
+		r.Time = time.UnixMicro(micros).UTC()
+		r.Roles = splitRoles(roles)
+		r.AuthMethod, r.Decision = domain.AuthMethod(method), domain.AuditDecision(decision)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func joinRoles(roles []domain.Role) string {
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ",")
+}
+
+func splitRoles(s string) []domain.Role {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	roles := make([]domain.Role, len(parts))
+	for i, p := range parts {
+		roles[i] = domain.Role(p)
+	}
+	return roles
+}

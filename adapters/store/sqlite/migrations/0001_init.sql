@@ -1,0 +1,34 @@
+CREATE TABLE sessions (
+    id         TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    project    TEXT NOT NULL DEFAULT '',
+    title      TEXT NOT NULL DEFAULT '',
+    mode       TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_owner_created ON sessions (owner, created_at DESC);
+CREATE INDEX sessions_created ON sessions (created_at DESC);
+
+CREATE TABLE audit (
+    seq         INTEGER PRIMARY KEY,
+    time        INTEGER NOT NULL,
+    request_id  TEXT NOT NULL,
+    subject     TEXT NOT NULL,
+    roles       TEXT NOT NULL,
+    auth_method TEXT NOT NULL,
+    method      TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    decision    TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    status      INTEGER NOT NULL,
+    prev_hash   TEXT NOT NULL,
+    hash        TEXT NOT NULL
+);
+CREATE INDEX audit_subject_seq ON audit (subject, seq);
+CREATE INDEX audit_time ON audit (time);
+
+CREATE TABLE settings (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    body TEXT NOT NULL
+);

@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// CreateSession inserts s.
+func (s *Store) CreateSession(ctx context.Context, sess domain.Session) error {
+	_, err := s.write.ExecContext(ctx,
+		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("sqlite: insert session: %w", err)
+	}
+	return nil
+}
+
+const sessionColumns = `id, owner, project, title, mode, state, created_at`
+
+// GetSession reads one session.
+func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, error) {
+	row := s.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id)
+	sess, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Session{}, fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	return sess, err
+}
+
+// ListSessions returns sessions newest first.
+func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if f.Owner == "" {
+		rows, err = s.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+	} else {
+		rows, err = s.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?`, f.Owner, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Session{}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// DeleteSession removes one session.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(row scanner) (domain.Session, error) {
+	var (
+		sess        domain.Session
+		mode, state string
+		created     int64
+	)
+	if err := row.Scan(&sess.ID, &sess.Owner, &sess.Project, &sess.Title, &mode, &state, &created); err != nil {
+		return domain.Session{}, err
+	}
+	sess.Mode, sess.State = domain.SessionMode(mode), domain.SessionState(state)
+	sess.CreatedAt = time.Unix(0, created).UTC()
+	return sess, nil
+}

@@ -1,0 +1,148 @@
+// Package sqlite is the embedded store of agentauth: one SQLite file under
+// the data directory, opened with the pure-Go modernc.org/sqlite driver (no
+// cgo), in WAL mode with synchronous=FULL so that a committed audit record
+// survives a crash. Schema migrations are applied at open.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/wire"
+	"go.uber.org/zap"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/agentauth/agentauth/ports"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Path is the database file.
+type Path string
+
+// Store implements the store ports on SQLite. Writes go through a single
+// connection (SQLite has one writer anyway); reads use a pool.
+type Store struct {
+	write *sql.DB
+	read  *sql.DB
+	log   *zap.Logger
+}
+
+var (
+	_ ports.SessionStore  = (*Store)(nil)
+	_ ports.AuditStore    = (*Store)(nil)
+	_ ports.SettingsStore = (*Store)(nil)
+)
+
+// Set provides the store for every store port.
+var Set = wire.NewSet(
+	Open,
+	wire.Bind(new(ports.SessionStore), new(*Store)),
+	wire.Bind(new(ports.AuditStore), new(*Store)),
+	wire.Bind(new(ports.SettingsStore), new(*Store)),
+)
+
+// Open opens (creating if needed) the database at path and migrates it.
+// The cleanup closes it.
+func Open(path Path, log *zap.Logger) (*Store, func(), error) {
+	if err := os.MkdirAll(filepath.Dir(string(path)), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("sqlite: create folder for %s: %w", path, err)
+	}
+	// Create the file ourselves so that it, and the -wal and -shm files SQLite
+	// derives from it, are readable by the owner only.
+	f, err := os.OpenFile(string(path), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if err := errors.Join(f.Chmod(0o600), f.Close()); err != nil {
+		return nil, nil, fmt.Errorf("sqlite: restrict %s to its owner: %w", path, err)
+	}
+	dsn := func(extra string) string {
+		q := url.Values{}
+		for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)"} {
+			q.Add("_pragma", p)
+		}
+		if extra != "" {
+			q.Set("_txlock", extra)
+		}
+		return "file:" + string(path) + "?" + q.Encode()
+	}
+	write, err := sql.Open("sqlite", dsn("immediate"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	read, err := sql.Open("sqlite", dsn(""))
+	if err != nil {
+		write.Close()
+		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(8)
+	s := &Store{write: write, read: read, log: log.Named("sqlite")}
+	if err := s.migrate(context.Background()); err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, s.close, nil
+}
+
+func (s *Store) close() {
+	if err := errors.Join(s.read.Close(), s.write.Close()); err != nil {
+		s.log.Error("close database", zap.Error(err))
+	}
+}
+
+// migrate applies, in name order, every embedded migration not yet applied.
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("sqlite: list migrations: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(filepath.Base(name), ".sql")
+		if err := s.apply(ctx, version, name); err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", version, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, version, name string) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	body, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, version); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Audit is the read side of the audit log.
+type Audit struct {
+	store ports.AuditStore
+}
+
+// NewAudit wires the use case.
+func NewAudit(store ports.AuditStore) *Audit { return &Audit{store: store} }
+
+// Page limits.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// AuditPage is one page of records, newest first, and the cursor of the next
+// page (0 when there is none).
+type AuditPage struct {
+	Records []domain.AuditRecord
+	Next    int64
+}
+
+// Query returns one page. Limit is clamped to [1, MaxPageSize].
+func (a *Audit) Query(ctx context.Context, q ports.AuditQuery) (AuditPage, error) {
+	switch {
+	case q.Limit <= 0:
+		q.Limit = DefaultPageSize
+	case q.Limit > MaxPageSize:
+		q.Limit = MaxPageSize
+	}
+	want := q.Limit
+	q.Limit++ // one more tells whether a next page exists
+	recs, err := a.store.QueryAudit(ctx, q)
+	if err != nil {
+		return AuditPage{}, err
+	}
+	page := AuditPage{Records: recs}
+	if len(recs) > want {
+		page.Records = recs[:want]
+		page.Next = recs[want-1].Seq
+	}
+	return page, nil
+}

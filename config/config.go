@@ -1,0 +1,243 @@
+// Package config reads agentauth's settings once, at start: defaults set in
+// code, then the YAML file (--config / SERVICE_CONFIG), then environment
+// variables, then command-line flags, each overriding the one before. The
+// result is validated as a whole, and every problem is reported together,
+// naming the setting to fix.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentauth/agentauth/adapters/identity/apikey"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// Config is every setting of the service. The yaml tags are the config-file
+// keys; the env tags the environment variables.
+type Config struct {
+	Server   Server   `yaml:"server"`
+	DataDir  string   `yaml:"dataDir" env:"SERVICE_DATA_DIR"`
+	Log      Log      `yaml:"log"`
+	Auth     Auth     `yaml:"auth"`
+	Database Database `yaml:"database"`
+}
+
+// Server is the HTTP listener.
+type Server struct {
+	Host            string        `yaml:"host" env:"SERVICE_HOST"`
+	Port            int           `yaml:"port" env:"SERVICE_PORT"`
+	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"SERVICE_SHUTDOWN_TIMEOUT"`
+}
+
+// Log is the process log (not the audit log).
+type Log struct {
+	Level string `yaml:"level" env:"SERVICE_LOG_LEVEL"`
+}
+
+// Auth selects and configures the authentication mode.
+type Auth struct {
+	// APIKey is a secret: environment or flag only, never the config file.
+	APIKey string       `yaml:"-" env:"SERVICE_API_KEY"`
+	Debug  bool         `yaml:"debug" env:"SERVICE_AUTH_DEBUG"`
+	OIDC   OIDC         `yaml:"oidc"`
+	Roles  []CustomRole `yaml:"roles"`
+}
+
+// CustomRole defines a role in configuration (auth.roles[]).
+type CustomRole struct {
+	Name        string   `yaml:"name"`
+	Extends     string   `yaml:"extends"`
+	Permissions []string `yaml:"permissions"`
+}
+
+// Database selects the store. Empty URL: the embedded SQLite file.
+type Database struct {
+	URL string `yaml:"url" env:"SERVICE_DATABASE_URL"`
+}
+
+// Defaults returns the settings in force when nothing is configured.
+func Defaults() Config {
+	return Config{
+		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
+		DataDir: defaultDataDir(),
+		Log:     Log{Level: "info"},
+	}
+}
+
+// defaultDataDir is $XDG_DATA_HOME/agentauth, else ~/.local/share/agentauth.
+func defaultDataDir() string {
+	if xdg := os.Getenv("XDG_DATA_HOME"); xdg != "" {
+		return filepath.Join(xdg, "agentauth")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "agentauth")
+	}
+	return filepath.Join(".", "agentauth-data")
+}
+
+// Load builds the configuration: defaults, then the file at path (if not
+// empty), then the environment. Flags are applied by the caller afterwards.
+func Load(path string, environ map[string]string) (Config, error) {
+	cfg := Defaults()
+	if path != "" {
+		if err := decodeFile(path, &cfg); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+		return Config{}, explainEnvError(err, environ)
+	}
+	return cfg, nil
+}
+
+func decodeFile(path string, cfg *Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file (--config / SERVICE_CONFIG): %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)                                              // a misspelt key is an error, not a silent default
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file sets nothing
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// explainEnvError names the environment variable behind a parse error
+// (caarlos0/env reports the Go field name).
+func explainEnvError(err error, environ map[string]string) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("environment: %w", err)
+	}
+	var out []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if name := envVarOf(reflect.TypeOf(Config{}), pe.Name, environ); name != "" {
+				out = append(out, fmt.Errorf("%s=%q: %v", name, environ[name], pe.Err))
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// envVarOf finds the set environment variable of the field called name.
+func envVarOf(t reflect.Type, name string, environ map[string]string) string {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
+			if v := envVarOf(f.Type, name, environ); v != "" {
+				return v
+			}
+			continue
+		}
+		if tag := f.Tag.Get("env"); f.Name == name && tag != "" {
+			if _, set := environ[tag]; set {
+				return tag
+			}
+		}
+	}
+	return ""
+}
+
+// Mode is the authentication mode, derived from the settings.
+type Mode string
+
+// The modes of the specification.
+const (
+	ModeLocal  Mode = "local"
+	ModeAPIKey Mode = "apikey"
+	ModeDebug  Mode = "debug"
+	ModeOIDC   Mode = "oidc"
+)
+
+// Mode says which authentication mode the settings select.
+func (c Config) Mode() Mode {
+	switch {
+	case c.Auth.OIDC.Enabled:
+		return ModeOIDC
+	case c.Auth.Debug:
+		return ModeDebug
+	case c.Auth.APIKey != "":
+		return ModeAPIKey
+	}
+	return ModeLocal
+}
+
+// Addr is the listen address.
+func (c Config) Addr() string { return net.JoinHostPort(c.Server.Host, fmt.Sprint(c.Server.Port)) }
+
+// Validate checks every setting and reports all problems at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Server.Host == "" {
+		bad("server.host / SERVICE_HOST / --host: must not be empty")
+	}
+	if c.Server.Port < 1 || c.Server.Port > 65535 {
+		bad("server.port / SERVICE_PORT / --port: %d is not a port number (1-65535)", c.Server.Port)
+	}
+	if c.Server.ShutdownTimeout <= 0 {
+		bad("server.shutdownTimeout / SERVICE_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s")
+	}
+	if c.DataDir == "" {
+		bad("dataDir / SERVICE_DATA_DIR / --data-dir: must not be empty")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level / SERVICE_LOG_LEVEL: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	if c.Auth.Debug {
+		if c.Auth.APIKey != "" || c.Auth.OIDC.Enabled {
+			bad("SERVICE_AUTH_DEBUG=true replaces real identity checking and cannot be combined with SERVICE_API_KEY or OIDC: turn one off")
+		}
+		if !IsLoopback(c.Server.Host) {
+			bad("SERVICE_AUTH_DEBUG=true is for local development only and needs a loopback SERVICE_HOST (127.0.0.1, ::1 or localhost), not %q", c.Server.Host)
+		}
+	}
+	if c.Auth.APIKey != "" && len(c.Auth.APIKey) < apikey.MinKeyLength {
+		bad("SERVICE_API_KEY / --api-key: must have at least %d characters", apikey.MinKeyLength)
+	}
+	if _, err := c.Authorizer(); err != nil {
+		bad("auth.roles: %v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// Authorizer builds the role table from the built-in matrix and auth.roles.
+func (c Config) Authorizer() (*domain.Authorizer, error) {
+	custom := make([]domain.CustomRole, 0, len(c.Auth.Roles))
+	for _, r := range c.Auth.Roles {
+		perms := make([]domain.Permission, len(r.Permissions))
+		for i, p := range r.Permissions {
+			perms[i] = domain.Permission(p)
+		}
+		custom = append(custom, domain.CustomRole{Name: domain.Role(r.Name), Extends: domain.Role(strings.ToUpper(r.Extends)), Permissions: perms})
+	}
+	return domain.NewAuthorizer(custom)
+}
+
+// IsLoopback reports whether host names only this machine.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

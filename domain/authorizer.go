@@ -1,0 +1,152 @@
+package domain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Authorizer decides whether a set of roles grants a permission. It is built
+// once from the default matrix and the configured custom roles and is then
+// read-only, so one value serves all requests concurrently.
+type Authorizer struct {
+	grants map[Role]permBits
+	roles  []Role
+}
+
+// permBits is a set of permissions, one bit per entry of AllPermissions.
+type permBits uint64
+
+var permIndex = func() map[Permission]uint {
+	all := AllPermissions()
+	if len(all) > 64 {
+		panic("domain: more than 64 permissions; widen permBits")
+	}
+	idx := make(map[Permission]uint, len(all))
+	for i, p := range all {
+		idx[p] = uint(i)
+	}
+	return idx
+}()
+
+func bitsOf(perms []Permission) permBits {
+	var b permBits
+	for _, p := range perms {
+		if i, ok := permIndex[p]; ok {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// CustomRole is a role defined in configuration: its own permissions plus,
+// optionally, everything a built-in role grants.
+type CustomRole struct {
+	Name        Role
+	Extends     Role
+	Permissions []Permission
+}
+
+// NewAuthorizer returns the default matrix extended with custom roles. A
+// custom role may not redefine a built-in role, appear twice, extend an
+// unknown role or name an unknown permission.
+func NewAuthorizer(custom []CustomRole) (*Authorizer, error) {
+	a := &Authorizer{grants: map[Role]permBits{}}
+	for _, r := range BuiltinRoles() {
+		a.grants[r] = bitsOf(DefaultGrants()[r])
+		a.roles = append(a.roles, r)
+	}
+	for _, c := range custom {
+		if err := validateRoleName(string(c.Name)); err != nil {
+			return nil, err
+		}
+		if _, dup := a.grants[c.Name]; dup {
+			return nil, fmt.Errorf("role %s is defined twice or redefines a built-in role: %w", c.Name, ErrInvalidInput)
+		}
+		var b permBits
+		if c.Extends != "" {
+			if !c.Extends.IsBuiltin() {
+				return nil, fmt.Errorf("role %s extends %q, which is not a built-in role: %w", c.Name, c.Extends, ErrInvalidInput)
+			}
+			b = a.grants[c.Extends]
+		}
+		for _, p := range c.Permissions {
+			if _, err := ParsePermission(string(p)); err != nil {
+				return nil, fmt.Errorf("role %s: %w", c.Name, err)
+			}
+		}
+		a.grants[c.Name] = b | bitsOf(c.Permissions)
+		a.roles = append(a.roles, c.Name)
+	}
+	return a, nil
+}
+
+// Roles lists the built-in roles followed by the custom ones.
+func (a *Authorizer) Roles() []Role { return append([]Role(nil), a.roles...) }
+
+// Knows reports whether r is a built-in or configured role.
+func (a *Authorizer) Knows(r Role) bool {
+	_, ok := a.grants[r]
+	return ok
+}
+
+// Permissions lists what the roles grant together, in documentation order.
+func (a *Authorizer) Permissions(roles []Role) []Permission {
+	b := a.union(roles)
+	var out []Permission
+	for _, p := range AllPermissions() {
+		if b&(1<<permIndex[p]) != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (a *Authorizer) union(roles []Role) permBits {
+	var b permBits
+	for _, r := range roles {
+		b |= a.grants[r]
+	}
+	return b
+}
+
+// Decide allows the request when any of the roles grants need. An unknown
+// permission or an empty role list is refused: the zero value grants nothing.
+func (a *Authorizer) Decide(roles []Role, need Permission) Decision {
+	i, known := permIndex[need]
+	if known {
+		for _, r := range roles {
+			if a.grants[r]&(1<<i) != 0 {
+				return Decision{Allowed: true, Permission: need, Role: r}
+			}
+		}
+	}
+	return Decision{Permission: need, Roles: roles}
+}
+
+// Decision is the outcome of an access check, with what is needed to explain it.
+type Decision struct {
+	Allowed    bool
+	Permission Permission
+	// Role is the role that granted the permission, when allowed.
+	Role Role
+	// Roles are the roles that were held, when refused.
+	Roles []Role
+}
+
+// Reason explains the decision in one line, for error bodies and the audit log.
+func (d Decision) Reason() string {
+	if d.Allowed {
+		return "role " + string(d.Role) + " grants " + string(d.Permission)
+	}
+	switch len(d.Roles) {
+	case 0:
+		return "no role grants " + string(d.Permission)
+	case 1:
+		return "role " + string(d.Roles[0]) + " lacks " + string(d.Permission)
+	}
+	names := make([]string, len(d.Roles))
+	for i, r := range d.Roles {
+		names[i] = string(r)
+	}
+	return "roles " + strings.Join(names, ", ") + " lack " + string(d.Permission)
+}

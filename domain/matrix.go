@@ -1,0 +1,35 @@
+package domain
+
+// DefaultGrants is the built-in role → permission matrix. It is data so that
+// the README table and the endpoint tests are generated from it and cannot
+// drift from what the service enforces.
+//
+// ADMIN may do everything. LEAD extends USER with projects and the team
+// dashboard. AUDITOR reads audit and working data but writes nothing.
+func DefaultGrants() map[Role][]Permission {
+	user := []Permission{
+		PermMeRead,
+		PermSessionsRead, PermSessionsWrite,
+		PermProjectsRead,
+		PermToolsRead,
+	}
+	lead := append(append([]Permission(nil), user...),
+		PermSessionsTeam,
+		PermProjectsCreate,
+		PermDashboardRead,
+	)
+	auditor := []Permission{
+		PermMeRead,
+		PermSessionsRead, PermSessionsAudit,
+		PermProjectsRead,
+		PermToolsRead, PermServersRead,
+		PermPoliciesRead,
+		PermAuditRead, PermAuditExport,
+	}
+	return map[Role][]Permission{
+		RoleAdmin:   AllPermissions(),
+		RoleUser:    user,
+		RoleLead:    lead,
+		RoleAuditor: auditor,
+	}
+}

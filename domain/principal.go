@@ -1,0 +1,29 @@
+package domain
+
+import "slices"
+
+// AuthMethod says how a caller proved who it is.
+type AuthMethod string
+
+// The authentication methods, one per mode of the service.
+const (
+	MethodAPIKey AuthMethod = "api_key"
+	MethodDebug  AuthMethod = "debug"
+	MethodLocal  AuthMethod = "local"
+	MethodOIDC   AuthMethod = "oidc"
+	MethodHybrid AuthMethod = "hybrid"
+)
+
+// Principal is an authenticated caller: who it is, which roles it holds and
+// where those roles came from. The zero value is no one and holds no role.
+type Principal struct {
+	Subject string
+	Roles   []Role
+	Method  AuthMethod
+	// RoleSource explains where the roles came from, for /api/v2/me and the
+	// audit log: "api key", "debug key", "id_token", "remote https://…".
+	RoleSource string
+}
+
+// Has reports whether the principal holds role r.
+func (p Principal) Has(r Role) bool { return slices.Contains(p.Roles, r) }

@@ -1,0 +1,94 @@
+// Package ports declares the interfaces the application core needs from the
+// outside world: identity providers, stores, the audit log and the clock.
+// Each is small and owned by its consumer; adapters implement them.
+package ports
+
+//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditLog,SettingsStore,Clock
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// CredentialKind says where a credential was carried.
+type CredentialKind int
+
+// Credential carriers.
+const (
+	CredentialNone   CredentialKind = iota
+	CredentialBearer                // Authorization: Bearer <value>
+	CredentialCookie                // the user_session cookie
+)
+
+// Credential is what a caller presented. Value is a secret: never log it.
+type Credential struct {
+	Kind  CredentialKind
+	Value string
+}
+
+// Authenticator turns a credential into a principal, or fails with an error
+// wrapping domain.ErrUnauthenticated (or domain.ErrUnavailable when the
+// identity source cannot answer).
+type Authenticator interface {
+	Authenticate(ctx context.Context, cred Credential) (domain.Principal, error)
+}
+
+// SessionFilter narrows ListSessions. An empty Owner lists every owner.
+type SessionFilter struct {
+	Owner string
+	Limit int
+}
+
+// SessionStore keeps agent sessions.
+type SessionStore interface {
+	CreateSession(ctx context.Context, s domain.Session) error
+	// GetSession fails with domain.ErrNotFound when there is no such session.
+	GetSession(ctx context.Context, id string) (domain.Session, error)
+	// ListSessions returns sessions newest first.
+	ListSessions(ctx context.Context, f SessionFilter) ([]domain.Session, error)
+	// DeleteSession fails with domain.ErrNotFound when there is no such session.
+	DeleteSession(ctx context.Context, id string) error
+}
+
+// AuditQuery selects audit records, newest first. Zero fields do not filter.
+// Before is a cursor: only records with Seq < Before.
+type AuditQuery struct {
+	Subject  string
+	Decision domain.AuditDecision
+	Since    time.Time
+	Until    time.Time
+	Before   int64
+	Limit    int
+}
+
+// AuditStore persists audit records durably.
+type AuditStore interface {
+	// AppendAudit writes the records in one transaction, in order, assigning
+	// each its Seq and extending the hash chain. When it returns nil every
+	// record is durable.
+	AppendAudit(ctx context.Context, records []domain.AuditRecord) error
+	QueryAudit(ctx context.Context, q AuditQuery) ([]domain.AuditRecord, error)
+	// AuditChain returns records with Seq > after in increasing order, at
+	// most limit of them, for verification.
+	AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error)
+}
+
+// AuditLog records access decisions. Record returns only once the record is
+// durable, so a response sent after it is never missing from the log.
+type AuditLog interface {
+	Record(ctx context.Context, r domain.AuditRecord) error
+}
+
+// SettingsStore keeps the service-wide settings.
+type SettingsStore interface {
+	// GetSettings returns domain.DefaultSettings when none were saved.
+	GetSettings(ctx context.Context) (domain.Settings, error)
+	PutSettings(ctx context.Context, s domain.Settings) error
+}
+
+// Clock tells the time; tests replace it.
+type Clock interface {
+	Now() time.Time
+}

@@ -1,0 +1,46 @@
+// Package wire composes agentauth for each deployment with Google Wire: one
+// injector per authentication mode in wire.go (built only under the
+// wireinject tag), generated into wire_gen.go, which is committed. main
+// picks the injector that matches the configured mode.
+package wire
+
+import (
+	gwire "github.com/google/wire"
+
+	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/identity/apikey"
+	"github.com/agentauth/agentauth/adapters/identity/local"
+	"github.com/agentauth/agentauth/adapters/rest"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/config"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// appSet provides the use cases.
+var appSet = gwire.NewSet(
+	app.NewSessions,
+	app.NewAudit,
+	app.NewSettings,
+	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
+)
+
+// settingsSet turns the configuration into the named values adapters take.
+var settingsSet = gwire.NewSet(restConfig, sqlitePath, dataDir, apiKey, authorizer)
+
+// coreSet is everything but the identity adapter: store, audit log, use
+// cases and the HTTP edge.
+var coreSet = gwire.NewSet(settingsSet, sqlite.Set, auditlog.Set, appSet, rest.Set)
+
+func restConfig(cfg config.Config) rest.Config {
+	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout}
+}
+
+func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }
+
+func dataDir(cfg config.Config) local.DataDir { return local.DataDir(cfg.DataDir) }
+
+func apiKey(cfg config.Config) apikey.Key { return apikey.Key(cfg.Auth.APIKey) }
+
+func authorizer(cfg config.Config) (*domain.Authorizer, error) { return cfg.Authorizer() }
