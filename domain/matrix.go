@@ -1,5 +1,7 @@
 package domain
 
+//go:generate go run ../internal/docgen -readme ../README.md
+
 // DefaultGrants is the built-in role → permission matrix. It is data so that
 // the README table and the endpoint tests are generated from it and cannot
 // drift from what the service enforces.
@@ -12,16 +14,17 @@ func DefaultGrants() map[Role][]Permission {
 		PermSessionsRead, PermSessionsWrite,
 		PermProjectsRead,
 		PermToolsRead,
+		PermAgentsWrite, PermToolCallsWrite, PermToolCallsApprove,
 	}
 	lead := append(append([]Permission(nil), user...),
 		PermSessionsTeam,
-		PermProjectsCreate,
+		PermProjectsCreate, PermProjectsWrite,
 		PermDashboardRead,
 	)
 	auditor := []Permission{
 		PermMeRead,
 		PermSessionsRead, PermSessionsAudit,
-		PermProjectsRead,
+		PermProjectsRead, PermProjectsAudit,
 		PermToolsRead, PermServersRead,
 		PermPoliciesRead,
 		PermAuditRead, PermAuditExport,

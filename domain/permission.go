@@ -19,13 +19,20 @@ const (
 	PermSessionsManage Permission = "sessions:manage" // manage every session
 	PermSessionsTeam   Permission = "sessions:team"   // manage the sessions of projects one leads
 
-	PermProjectsRead   Permission = "projects:read"
-	PermProjectsCreate Permission = "projects:create"
-	PermProjectsManage Permission = "projects:manage"
+	PermProjectsRead   Permission = "projects:read"   // projects one is a member of
+	PermProjectsCreate Permission = "projects:create" // create projects (the creator leads them)
+	PermProjectsWrite  Permission = "projects:write"  // manage members of projects one leads
+	PermProjectsAudit  Permission = "projects:audit"  // read every project, write none
+	PermProjectsManage Permission = "projects:manage" // manage every project
 
-	PermToolsRead    Permission = "tools:read"
+	PermToolsRead    Permission = "tools:read" // list the tools policy lets one use
+	PermToolsWrite   Permission = "tools:write"
 	PermServersRead  Permission = "servers:read"
 	PermServersWrite Permission = "servers:write"
+
+	PermAgentsWrite      Permission = "agents:write"      // create agents in sessions one manages
+	PermToolCallsWrite   Permission = "toolcalls:write"   // ask for tool-call decisions
+	PermToolCallsApprove Permission = "toolcalls:approve" // approve or reject calls of sessions one manages
 
 	PermPoliciesRead  Permission = "policies:read"
 	PermPoliciesWrite Permission = "policies:write"
@@ -46,8 +53,9 @@ func AllPermissions() []Permission {
 	return []Permission{
 		PermMeRead,
 		PermSessionsRead, PermSessionsWrite, PermSessionsAudit, PermSessionsManage, PermSessionsTeam,
-		PermProjectsRead, PermProjectsCreate, PermProjectsManage,
-		PermToolsRead, PermServersRead, PermServersWrite,
+		PermProjectsRead, PermProjectsCreate, PermProjectsWrite, PermProjectsAudit, PermProjectsManage,
+		PermToolsRead, PermToolsWrite, PermServersRead, PermServersWrite,
+		PermAgentsWrite, PermToolCallsWrite, PermToolCallsApprove,
 		PermPoliciesRead, PermPoliciesWrite,
 		PermSettingsRead, PermSettingsWrite,
 		PermDashboardRead,
@@ -77,4 +85,39 @@ func (p Permission) Resource() string {
 func (p Permission) Action() string {
 	_, action, _ := strings.Cut(string(p), ":")
 	return action
+}
+
+// Describe says in a few words what the permission allows, for the README
+// table and `agentauth policy can`.
+func (p Permission) Describe() string {
+	return permissionText[p]
+}
+
+var permissionText = map[Permission]string{
+	PermMeRead:           "read one's own identity, roles and permissions",
+	PermSessionsRead:     "list and read one's own sessions (LEAD: and those of projects it leads)",
+	PermSessionsWrite:    "create sessions in one's projects, manage one's own",
+	PermSessionsAudit:    "read every session, write none",
+	PermSessionsManage:   "read and manage every session",
+	PermSessionsTeam:     "read and manage the sessions of projects one leads, loosen their mode",
+	PermProjectsRead:     "read the projects one is a member of",
+	PermProjectsCreate:   "create projects (the creator leads them)",
+	PermProjectsWrite:    "manage the members of projects one leads",
+	PermProjectsAudit:    "read every project, write none",
+	PermProjectsManage:   "create, change and delete every project",
+	PermToolsRead:        "list the tools policy lets one use",
+	PermToolsWrite:       "register and remove tools",
+	PermServersRead:      "list tool servers",
+	PermServersWrite:     "register and remove tool servers",
+	PermAgentsWrite:      "create agents and sub-agents in sessions one manages",
+	PermToolCallsWrite:   "ask for tool-call decisions in sessions one manages",
+	PermToolCallsApprove: "approve or reject pending tool calls of sessions one manages",
+	PermPoliciesRead:     "read tool policies",
+	PermPoliciesWrite:    "write tool policies",
+	PermSettingsRead:     "read service settings",
+	PermSettingsWrite:    "change service settings and the security gateway",
+	PermDashboardRead:    "read the dashboard (LEAD: its projects; ADMIN: all)",
+	PermAuditRead:        "read and verify the audit log",
+	PermAuditExport:      "export the audit log as NDJSON",
+	PermMetricsRead:      "read service metrics",
 }

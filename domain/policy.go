@@ -1,0 +1,160 @@
+package domain
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Effect is what a policy rule says about a tool.
+type Effect string
+
+// Effects, from weakest to strongest: when several rules match, the
+// strongest wins, so deny wins over ask and ask over allow.
+const (
+	EffectAllow Effect = "allow"
+	EffectAsk   Effect = "ask"
+	EffectDeny  Effect = "deny"
+)
+
+func (e Effect) rank() int {
+	switch e {
+	case EffectAllow:
+		return 1
+	case EffectAsk:
+		return 2
+	case EffectDeny:
+		return 3
+	}
+	return 0
+}
+
+// ScopeKind says whom a rule applies to.
+type ScopeKind string
+
+// Rule scopes.
+const (
+	ScopeRole    ScopeKind = "role"
+	ScopeProject ScopeKind = "project"
+	ScopeSubject ScopeKind = "subject"
+)
+
+// PolicyRule allows, asks for or denies tools whose name matches Tool (a
+// pattern where * matches any run of characters) for a role, a project or
+// a subject.
+type PolicyRule struct {
+	ID        string
+	Effect    Effect
+	Tool      string
+	Scope     ScopeKind
+	Value     string // the role, project ID or subject
+	CreatedBy string
+	CreatedAt time.Time
+}
+
+// ValidateRule checks every field of a rule.
+func ValidateRule(r PolicyRule) error {
+	if r.Effect.rank() == 0 {
+		return fmt.Errorf("policy effect %q: want allow, ask or deny: %w", r.Effect, ErrInvalidInput)
+	}
+	if err := ValidateName("tool pattern", stripStars(r.Tool, len(r.Tool) > 0)); err != nil {
+		return err
+	}
+	switch r.Scope {
+	case ScopeRole:
+		return validateRoleName(r.Value)
+	case ScopeProject, ScopeSubject:
+		if r.Value == "" || len(r.Value) > 256 {
+			return fmt.Errorf("policy %s must have 1 to 256 characters: %w", r.Scope, ErrInvalidInput)
+		}
+		return nil
+	}
+	return fmt.Errorf("policy scope %q: want role, project or subject: %w", r.Scope, ErrInvalidInput)
+}
+
+// stripStars removes the wildcards before the name check; a pattern that is
+// only stars becomes "x" so that "*" is accepted.
+func stripStars(p string, nonEmpty bool) string {
+	out := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] != '*' {
+			out = append(out, p[i])
+		}
+	}
+	if len(out) == 0 && nonEmpty {
+		return "x"
+	}
+	return string(out)
+}
+
+// MatchTool reports whether name matches pattern, where * matches any run of
+// characters (also none) and every other character matches itself.
+func MatchTool(pattern, name string) bool {
+	// Iterative glob with one backtrack point: linear in practice, no
+	// recursion a hostile pattern could blow up.
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case p < len(pattern) && pattern[p] == name[n]:
+			p++
+			n++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// Subject is whom a policy is evaluated for.
+type Subject struct {
+	Subject  string
+	Roles    []Role
+	Projects []string // the project of the session, or the caller's projects when listing tools
+}
+
+// applies reports whether r is about s.
+func (r PolicyRule) applies(s Subject) bool {
+	switch r.Scope {
+	case ScopeRole:
+		return slices.Contains(s.Roles, Role(r.Value))
+	case ScopeProject:
+		return slices.Contains(s.Projects, r.Value)
+	case ScopeSubject:
+		return r.Value == s.Subject
+	}
+	return false
+}
+
+// PolicyOutcome is the verdict of the rules on one tool.
+type PolicyOutcome struct {
+	Effect Effect
+	// Rule is the ID of the deciding rule; empty when no rule matched.
+	Rule string
+}
+
+// EvaluatePolicy applies every rule that matches tool and is about s. The
+// strongest effect wins (deny over ask over allow); with no matching rule
+// the answer is deny, so a tool nobody allowed is never used.
+func EvaluatePolicy(rules []PolicyRule, s Subject, tool string) PolicyOutcome {
+	var out PolicyOutcome
+	for _, r := range rules {
+		if r.Effect.rank() > out.Effect.rank() && r.applies(s) && MatchTool(r.Tool, tool) {
+			out = PolicyOutcome{Effect: r.Effect, Rule: r.ID}
+		}
+	}
+	if out.Effect == "" {
+		return PolicyOutcome{Effect: EffectDeny}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package domain
+
+import "time"
+
+// Tool-call reason codes, one per step that can decide.
+const (
+	ReasonSessionClosed    = "session_closed"
+	ReasonGatewayUnknown   = "gateway_unregistered_tool"
+	ReasonNoPolicyRule     = "no_policy_rule"
+	ReasonPolicyDeny       = "policy_deny"
+	ReasonPolicyAsk        = "policy_ask"
+	ReasonPolicyAllow      = "policy_allow"
+	ReasonModeReadonly     = "mode_readonly"
+	ReasonModeAsk          = "mode_ask"
+	ReasonAgentToolMissing = "agent_tool_not_permitted"
+	ReasonAgentReadonly    = "agent_readonly"
+	ReasonAgentAsk         = "agent_ask"
+)
+
+// ToolCallInput is everything a tool-call decision depends on.
+type ToolCallInput struct {
+	Principal Principal
+	Session   Session
+	Agent     Agent
+	Tool      string
+	// Registered is the tool as registered, or nil when no registered
+	// server offers it.
+	Registered *Tool
+	Gateway    bool
+	Rules      []PolicyRule
+}
+
+// ToolDecision is the outcome of a tool call with its explanation.
+type ToolDecision struct {
+	Effect  Effect
+	Reason  string // a Reason* code
+	Rule    string // the deciding policy rule, if any
+	Message string
+}
+
+// DecideToolCall runs the steps in order: role, policy (with the security
+// gateway), session mode, agent limits. The first step that denies
+// decides; otherwise the first that asks; otherwise the call is allowed on
+// the policy's word. An unregistered tool counts as not read-only.
+func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
+	if d := a.Decide(in.Principal.Roles, PermToolCallsWrite); !d.Allowed {
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonRoleLacksPermission, Message: d.Reason()}
+	}
+	if in.Session.State == SessionClosed {
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonSessionClosed, Message: "session " + in.Session.ID + " is closed"}
+	}
+	if in.Gateway && in.Registered == nil {
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonGatewayUnknown,
+			Message: "the security gateway is on and no registered server offers tool " + in.Tool}
+	}
+	var projects []string
+	if in.Session.Project != "" {
+		projects = []string{in.Session.Project}
+	}
+	pol := EvaluatePolicy(in.Rules, Subject{Subject: in.Principal.Subject, Roles: in.Principal.Roles, Projects: projects}, in.Tool)
+	readOnly := in.Registered != nil && in.Registered.ReadOnly
+
+	var ask *ToolDecision
+	steps := []ToolDecision{policyStep(pol, in.Tool)}
+	steps = append(steps, modeStep(in.Session.Mode, readOnly, in.Tool)...)
+	steps = append(steps, agentSteps(in.Agent, readOnly, in.Tool)...)
+	for i := range steps {
+		switch steps[i].Effect {
+		case EffectDeny:
+			return steps[i]
+		case EffectAsk:
+			if ask == nil {
+				ask = &steps[i]
+			}
+		}
+	}
+	if ask != nil {
+		return *ask
+	}
+	return steps[0]
+}
+
+func policyStep(pol PolicyOutcome, tool string) ToolDecision {
+	switch {
+	case pol.Rule == "":
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonNoPolicyRule, Message: "no policy rule allows tool " + tool}
+	case pol.Effect == EffectDeny:
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonPolicyDeny, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " denies tool " + tool}
+	case pol.Effect == EffectAsk:
+		return ToolDecision{Effect: EffectAsk, Reason: ReasonPolicyAsk, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " requires approval for tool " + tool}
+	}
+	return ToolDecision{Effect: EffectAllow, Reason: ReasonPolicyAllow, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " allows tool " + tool}
+}
+
+func modeStep(mode SessionMode, readOnly bool, tool string) []ToolDecision {
+	switch {
+	case mode == ModeAuto:
+		return nil
+	case mode == ModeAsk:
+		return []ToolDecision{{Effect: EffectAsk, Reason: ReasonModeAsk, Message: "the session is in ask mode: every tool call needs approval"}}
+	case mode == ModeReadonly && readOnly:
+		return nil
+	}
+	// readonly with a tool that is not read-only, or an unknown mode: fail closed.
+	return []ToolDecision{{Effect: EffectDeny, Reason: ReasonModeReadonly, Message: "the session is read-only and tool " + tool + " is not"}}
+}
+
+func agentSteps(ag Agent, readOnly bool, tool string) []ToolDecision {
+	var out []ToolDecision
+	if !ag.Limits.PermitsTool(tool) {
+		out = append(out, ToolDecision{Effect: EffectDeny, Reason: ReasonAgentToolMissing, Message: "agent " + ag.ID + " may not use tool " + tool})
+	}
+	if ag.Limits.ReadOnly && !readOnly {
+		out = append(out, ToolDecision{Effect: EffectDeny, Reason: ReasonAgentReadonly, Message: "agent " + ag.ID + " is read-only and tool " + tool + " is not"})
+	}
+	if ag.Limits.Approval {
+		out = append(out, ToolDecision{Effect: EffectAsk, Reason: ReasonAgentAsk, Message: "agent " + ag.ID + " needs approval for every tool call"})
+	}
+	return out
+}
+
+// ToolCallStatus is where a tool call stands.
+type ToolCallStatus string
+
+// Tool-call statuses. Only pending calls can be approved or rejected.
+const (
+	CallAllowed  ToolCallStatus = "allowed"
+	CallDenied   ToolCallStatus = "denied"
+	CallPending  ToolCallStatus = "pending"
+	CallApproved ToolCallStatus = "approved"
+	CallRejected ToolCallStatus = "rejected"
+)
+
+// StatusOf is the initial status of a call decided with effect e.
+func StatusOf(e Effect) ToolCallStatus {
+	switch e {
+	case EffectAllow:
+		return CallAllowed
+	case EffectAsk:
+		return CallPending
+	}
+	return CallDenied
+}
+
+// ToolCall is a stored tool-call decision and, for ask, its resolution.
+type ToolCall struct {
+	ID          string
+	Session     string
+	Agent       string
+	Tool        string
+	Decision    ToolDecision
+	Status      ToolCallStatus
+	RequestedBy string
+	CreatedAt   time.Time
+	ResolvedBy  string
+	ResolvedAt  time.Time
+}

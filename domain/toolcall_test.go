@@ -1,0 +1,74 @@
+package domain
+
+import "testing"
+
+func TestDecideToolCall(t *testing.T) {
+	authz, err := NewAuthorizer([]CustomRole{{Name: "VIEWER", Permissions: []Permission{PermSessionsRead}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := Principal{Subject: "alice", Roles: []Role{RoleUser}}
+	read := &Tool{Name: "fs.read", Server: "fs", ReadOnly: true}
+	write := &Tool{Name: "fs.write", Server: "fs"}
+	allowAll := PolicyRule{ID: "allow", Effect: EffectAllow, Tool: "*", Scope: ScopeRole, Value: "USER"}
+	askWrite := PolicyRule{ID: "ask", Effect: EffectAsk, Tool: "fs.write", Scope: ScopeProject, Value: "p1"}
+	denyPush := PolicyRule{ID: "deny", Effect: EffectDeny, Tool: "git.push", Scope: ScopeSubject, Value: "alice"}
+	rules := []PolicyRule{allowAll, askWrite, denyPush}
+	auto := Session{ID: "s1", Owner: "alice", Project: "p1", Mode: ModeAuto, State: SessionActive}
+	withMode := func(m SessionMode) Session { s := auto; s.Mode = m; return s }
+	personal := auto
+	personal.Project = ""
+	closed := auto
+	closed.State = SessionClosed
+	root := Agent{ID: "a0", Session: "s1"}
+	narrow := Agent{ID: "a1", Session: "s1", Limits: Limits{Tools: []string{"fs.read"}}}
+	roAgent := Agent{ID: "a2", Session: "s1", Limits: Limits{ReadOnly: true}}
+	askAgent := Agent{ID: "a3", Session: "s1", Limits: Limits{Approval: true}}
+
+	tests := []struct {
+		name       string
+		in         ToolCallInput
+		wantEffect Effect
+		wantReason string
+	}{
+		{"allowed by policy", ToolCallInput{alice, auto, root, "fs.read", read, false, rules}, EffectAllow, ReasonPolicyAllow},
+		{"role lacks toolcalls:write", ToolCallInput{Principal{Subject: "v", Roles: []Role{"VIEWER"}}, auto, root, "fs.read", read, false, rules}, EffectDeny, ReasonRoleLacksPermission},
+		{"auditor never calls tools", ToolCallInput{Principal{Subject: "a", Roles: []Role{RoleAuditor}}, auto, root, "fs.read", read, false, rules}, EffectDeny, ReasonRoleLacksPermission},
+		{"closed session", ToolCallInput{alice, closed, root, "fs.read", read, false, rules}, EffectDeny, ReasonSessionClosed},
+		{"gateway refuses unregistered", ToolCallInput{alice, auto, root, "net.raw", nil, true, rules}, EffectDeny, ReasonGatewayUnknown},
+		{"gateway off: unregistered follows policy", ToolCallInput{alice, auto, root, "net.raw", nil, false, rules}, EffectAllow, ReasonPolicyAllow},
+		{"no rule denies", ToolCallInput{alice, auto, root, "fs.read", read, false, nil}, EffectDeny, ReasonNoPolicyRule},
+		{"project rule asks", ToolCallInput{alice, auto, root, "fs.write", write, false, rules}, EffectAsk, ReasonPolicyAsk},
+		{"project rule needs the project", ToolCallInput{alice, personal, root, "fs.write", write, false, rules}, EffectAllow, ReasonPolicyAllow},
+		{"deny wins", ToolCallInput{alice, auto, root, "git.push", nil, false, rules}, EffectDeny, ReasonPolicyDeny},
+		{"readonly mode refuses write tool", ToolCallInput{alice, withMode(ModeReadonly), root, "fs.write", write, false, rules}, EffectDeny, ReasonModeReadonly},
+		{"readonly mode runs read-only tool", ToolCallInput{alice, withMode(ModeReadonly), root, "fs.read", read, false, rules}, EffectAllow, ReasonPolicyAllow},
+		{"readonly mode: unregistered is not read-only", ToolCallInput{alice, withMode(ModeReadonly), root, "net.raw", nil, false, rules}, EffectDeny, ReasonModeReadonly},
+		{"unknown mode fails closed", ToolCallInput{alice, withMode("weird"), root, "fs.read", read, false, rules}, EffectDeny, ReasonModeReadonly},
+		{"ask mode asks", ToolCallInput{alice, withMode(ModeAsk), root, "fs.read", read, false, rules}, EffectAsk, ReasonModeAsk},
+		{"policy deny beats ask mode", ToolCallInput{alice, withMode(ModeAsk), root, "git.push", nil, false, rules}, EffectDeny, ReasonPolicyDeny},
+		{"policy ask comes before mode ask", ToolCallInput{alice, withMode(ModeAsk), root, "fs.write", write, false, rules}, EffectAsk, ReasonPolicyAsk},
+		{"agent tool set", ToolCallInput{alice, auto, narrow, "fs.write", write, false, rules}, EffectDeny, ReasonAgentToolMissing},
+		{"agent deny beats policy ask", ToolCallInput{alice, withMode(ModeAsk), narrow, "fs.write", write, false, rules}, EffectDeny, ReasonAgentToolMissing},
+		{"read-only agent", ToolCallInput{alice, auto, roAgent, "fs.write", write, false, rules}, EffectDeny, ReasonAgentReadonly},
+		{"read-only agent, read tool", ToolCallInput{alice, auto, roAgent, "fs.read", read, false, rules}, EffectAllow, ReasonPolicyAllow},
+		{"asking agent", ToolCallInput{alice, auto, askAgent, "fs.read", read, false, rules}, EffectAsk, ReasonAgentAsk},
+	}
+	for _, tt := range tests {
+		got := authz.DecideToolCall(tt.in)
+		if got.Effect != tt.wantEffect || got.Reason != tt.wantReason {
+			t.Errorf("%s: got %s/%s (%s), want %s/%s", tt.name, got.Effect, got.Reason, got.Message, tt.wantEffect, tt.wantReason)
+		}
+		if got.Message == "" {
+			t.Errorf("%s: empty message", tt.name)
+		}
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	for e, want := range map[Effect]ToolCallStatus{EffectAllow: CallAllowed, EffectAsk: CallPending, EffectDeny: CallDenied, "": CallDenied} {
+		if got := StatusOf(e); got != want {
+			t.Errorf("StatusOf(%q) = %s, want %s", e, got, want)
+		}
+	}
+}
