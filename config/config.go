@@ -51,6 +51,7 @@ type Auth struct {
 	APIKey string       `yaml:"-" env:"SERVICE_API_KEY"`
 	Debug  bool         `yaml:"debug" env:"SERVICE_AUTH_DEBUG"`
 	OIDC   OIDC         `yaml:"oidc"`
+	Hybrid Hybrid       `yaml:"hybrid"`
 	Roles  []CustomRole `yaml:"roles"`
 }
 
@@ -164,11 +165,14 @@ const (
 	ModeAPIKey Mode = "apikey"
 	ModeDebug  Mode = "debug"
 	ModeOIDC   Mode = "oidc"
+	ModeHybrid Mode = "hybrid"
 )
 
 // Mode says which authentication mode the settings select.
 func (c Config) Mode() Mode {
 	switch {
+	case c.Auth.Hybrid.Enabled():
+		return ModeHybrid
 	case c.Auth.OIDC.Enabled:
 		return ModeOIDC
 	case c.Auth.Debug:
@@ -217,6 +221,8 @@ func (c Config) Validate() error {
 	if _, err := c.Authorizer(); err != nil {
 		bad("auth.roles: %v", err)
 	}
+	errs = append(errs, c.validateOIDC()...)
+	errs = append(errs, c.validateHybrid()...)
 	return errors.Join(errs...)
 }
 

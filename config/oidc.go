@@ -1,11 +1,247 @@
 package config
 
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
 // OIDC is the OpenID Connect client (auth.oidc.*).
 type OIDC struct {
-	Enabled          bool   `yaml:"enabled" env:"SERVICE_OIDC_ENABLED"`
-	Issuer           string `yaml:"issuer" env:"SERVICE_OIDC_ISSUER"`
-	ClientID         string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
-	ClientSecret     string `yaml:"clientSecret" env:"SERVICE_OIDC_CLIENT_SECRET"`
+	Enabled  bool   `yaml:"enabled" env:"SERVICE_OIDC_ENABLED"`
+	Issuer   string `yaml:"issuer" env:"SERVICE_OIDC_ISSUER"`
+	ClientID string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
+	// ClientSecret comes from the environment (secret storage).
+	ClientSecret string `yaml:"-" env:"SERVICE_OIDC_CLIENT_SECRET"`
+	// FileClientSecret is auth.oidc.clientSecret of the config file, kept
+	// apart so that validation knows where the secret came from: it is
+	// refused unless AllowSecretInConfig is set.
+	FileClientSecret string `yaml:"clientSecret"`
 	ClientSecretFile string `yaml:"clientSecretFile" env:"SERVICE_OIDC_CLIENT_SECRET_FILE"`
 	RedirectURI      string `yaml:"redirectUri" env:"SERVICE_OIDC_REDIRECT_URI"`
+	// AllowSecretInConfig is the explicit opt-in for a plain-text
+	// clientSecret in the config file (a lab set-up, never production).
+	AllowSecretInConfig bool `yaml:"allowSecretInConfig" env:"SERVICE_OIDC_ALLOW_SECRET_IN_CONFIG"`
+	// CAFile is a PEM bundle added to the system roots for every call to
+	// the provider. NODE_EXTRA_CA_CERTS, the variable the specification
+	// names, is honoured too (see CAFiles).
+	CAFile           string `yaml:"caFile" env:"SERVICE_OIDC_CA_FILE"`
+	NodeExtraCACerts string `yaml:"-" env:"NODE_EXTRA_CA_CERTS"`
+	// RoleMap maps exact provider role names to the four roles, for realms
+	// that use other names. Empty (the default) keeps the specification's
+	// behaviour.
+	RoleMap map[string]string `yaml:"roleMap" env:"SERVICE_OIDC_ROLE_MAP" envSeparator:"," envKeyValSeparator:":"`
+	// PasswordLogin switches POST /auth/login (ROPC) on or off.
+	PasswordLogin *bool `yaml:"passwordLogin" env:"SERVICE_OIDC_PASSWORD_LOGIN"`
+	// SessionIdle ends a login session unused for this long.
+	SessionIdle time.Duration `yaml:"sessionIdle" env:"SERVICE_OIDC_SESSION_IDLE"`
+	// SessionMax ends a login session this long after login, whatever
+	// the refresh token allows.
+	SessionMax time.Duration `yaml:"sessionMax" env:"SERVICE_OIDC_SESSION_MAX"`
+	// RefreshBefore is how long before the access token expires a session
+	// refreshes it.
+	RefreshBefore time.Duration `yaml:"refreshBefore" env:"SERVICE_OIDC_REFRESH_BEFORE"`
+	// LoginFailures failed password logins within LoginWindow, per username
+	// and (times four) per client address, answer 429 until the window
+	// slides past them.
+	LoginFailures int           `yaml:"loginFailures" env:"SERVICE_OIDC_LOGIN_FAILURES"`
+	LoginWindow   time.Duration `yaml:"loginWindow" env:"SERVICE_OIDC_LOGIN_WINDOW"`
+}
+
+// OIDC defaults, applied by OIDCWithDefaults.
+const (
+	DefaultSessionIdle   = 8 * time.Hour
+	DefaultSessionMax    = 24 * time.Hour
+	DefaultRefreshBefore = 60 * time.Second
+	DefaultLoginFailures = 5
+	DefaultLoginWindow   = 15 * time.Minute
+)
+
+// PasswordLoginEnabled reports whether POST /auth/login is on (default on,
+// as the specification lists it).
+func (o OIDC) PasswordLoginEnabled() bool { return o.PasswordLogin == nil || *o.PasswordLogin }
+
+// WithDefaults fills the durations and limits left at zero.
+func (o OIDC) WithDefaults() OIDC {
+	if o.SessionIdle == 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.SessionMax == 0 {
+		o.SessionMax = DefaultSessionMax
+	}
+	if o.RefreshBefore == 0 {
+		o.RefreshBefore = DefaultRefreshBefore
+	}
+	if o.LoginFailures == 0 {
+		o.LoginFailures = DefaultLoginFailures
+	}
+	if o.LoginWindow == 0 {
+		o.LoginWindow = DefaultLoginWindow
+	}
+	return o
+}
+
+// CAFiles lists the PEM bundles to trust in addition to the system roots.
+func (o OIDC) CAFiles() []string {
+	var out []string
+	for _, f := range []string{o.CAFile, o.NodeExtraCACerts} {
+		if f != "" && !contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Secret returns the client secret: SERVICE_OIDC_CLIENT_SECRET, else the
+// config file's (when allowed), else the content of the secret file.
+func (o OIDC) Secret() (string, error) {
+	if o.ClientSecret != "" {
+		return o.ClientSecret, nil
+	}
+	if o.FileClientSecret != "" && o.AllowSecretInConfig {
+		return o.FileClientSecret, nil
+	}
+	if o.ClientSecretFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(o.ClientSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("auth.oidc.clientSecretFile / SERVICE_OIDC_CLIENT_SECRET_FILE: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Roles turns RoleMap into domain roles (upper-cased targets).
+func (o OIDC) Roles() map[string]domain.Role {
+	if len(o.RoleMap) == 0 {
+		return nil
+	}
+	m := make(map[string]domain.Role, len(o.RoleMap))
+	for k, v := range o.RoleMap {
+		m[k] = domain.Role(strings.ToUpper(strings.TrimSpace(v)))
+	}
+	return m
+}
+
+// validateOIDC checks auth.oidc.* when OIDC is on.
+func (c Config) validateOIDC() []error {
+	o := c.Auth.OIDC
+	if !o.Enabled {
+		return nil
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := CheckIssuer(o.Issuer); err != nil {
+		bad("auth.oidc.issuer / SERVICE_OIDC_ISSUER: %v", err)
+	}
+	if o.ClientID == "" {
+		bad("auth.oidc.clientId / SERVICE_OIDC_CLIENT_ID: must be set to the client id configured at the provider")
+	}
+	switch {
+	case o.FileClientSecret != "" && !o.AllowSecretInConfig:
+		bad("auth.oidc.clientSecret: a plain-text client secret in the config file is refused, because config files are copied, committed and shown in diffs; " +
+			"supply it as SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE from secret storage, or set auth.oidc.allowSecretInConfig: true to accept the risk")
+	case o.ClientSecret == "" && o.FileClientSecret == "" && o.ClientSecretFile == "":
+		bad("SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE: the service is a confidential client and needs the client secret")
+	case o.ClientSecret == "" && o.FileClientSecret == "":
+		if s, err := o.Secret(); err != nil {
+			bad("%v", err)
+		} else if s == "" {
+			bad("auth.oidc.clientSecretFile / SERVICE_OIDC_CLIENT_SECRET_FILE: %s is empty", o.ClientSecretFile)
+		}
+	}
+	if err := CheckRedirectURI(o.RedirectURI); err != nil {
+		bad("auth.oidc.redirectUri / SERVICE_OIDC_REDIRECT_URI: %v", err)
+	}
+	for _, f := range o.CAFiles() {
+		if _, err := os.Stat(f); err != nil {
+			bad("SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS: %v", err)
+		}
+	}
+	for k, r := range o.Roles() {
+		if !r.IsBuiltin() {
+			bad("auth.oidc.roleMap / SERVICE_OIDC_ROLE_MAP: %q maps to %q, not one of ADMIN, USER, LEAD, AUDITOR", k, string(r))
+		}
+	}
+	d := o.WithDefaults()
+	if o.SessionIdle < 0 || o.SessionMax < 0 || o.RefreshBefore < 0 || o.LoginWindow < 0 {
+		bad("auth.oidc.sessionIdle, sessionMax, refreshBefore, loginWindow (SERVICE_OIDC_SESSION_IDLE, …): must be positive durations such as 30m")
+	}
+	if d.SessionIdle > d.SessionMax {
+		bad("auth.oidc.sessionIdle / SERVICE_OIDC_SESSION_IDLE (%s) must not exceed auth.oidc.sessionMax / SERVICE_OIDC_SESSION_MAX (%s)", d.SessionIdle, d.SessionMax)
+	}
+	if o.LoginFailures < 0 {
+		bad("auth.oidc.loginFailures / SERVICE_OIDC_LOGIN_FAILURES: must be a positive number")
+	}
+	return errs
+}
+
+// CheckIssuer accepts https://<host>/realms/<realm>; plain http only for a
+// loopback host (tests and local Keycloak).
+func CheckIssuer(issuer string) error {
+	if issuer == "" {
+		return fmt.Errorf("must be set, in the form https://<idp-host>/realms/<realm>")
+	}
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", issuer, err)
+	}
+	if err := checkScheme(u); err != nil {
+		return fmt.Errorf("%q: %v", issuer, err)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: no query, fragment or user info allowed", issuer)
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	n := len(parts)
+	if n < 2 || parts[n-2] != "realms" || parts[n-1] == "" || strings.HasSuffix(u.Path, "/") {
+		return fmt.Errorf("%q: want the form https://<idp-host>/realms/<realm> (no trailing slash)", issuer)
+	}
+	return nil
+}
+
+// CheckRedirectURI accepts an absolute https URL ending in /auth/callback
+// (http only on a loopback host).
+func CheckRedirectURI(raw string) error {
+	if raw == "" {
+		return fmt.Errorf("must be set, in the form https://<service-host>/auth/callback")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", raw, err)
+	}
+	if err := checkScheme(u); err != nil {
+		return fmt.Errorf("%q: %v", raw, err)
+	}
+	if u.Path != "/auth/callback" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: want the form https://<service-host>/auth/callback", raw)
+	}
+	return nil
+}
+
+func checkScheme(u *url.URL) error {
+	switch {
+	case u.Host == "":
+		return fmt.Errorf("no host")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && IsLoopback(u.Hostname()):
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("plain http is allowed only for a loopback host (127.0.0.1, ::1, localhost); use https")
+	}
+	return fmt.Errorf("scheme %q: use https", u.Scheme)
 }

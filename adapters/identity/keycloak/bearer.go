@@ -1,0 +1,113 @@
+package keycloak
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Authenticator accepts Bearer access tokens of the realm issued to our
+// client. Verified tokens are cached under their SHA-256 until they expire,
+// so a token seen before costs a hash and a map look-up; failures are
+// never cached, and the provider is never called for a token whose key is
+// in the cached JWKS.
+type Authenticator struct {
+	p     *Provider
+	cache *tokenCache
+	// noCache turns the cache off (benchmarks).
+	noCache bool
+}
+
+var _ ports.Authenticator = (*Authenticator)(nil)
+
+// NewAuthenticator builds the Bearer authenticator of p.
+func NewAuthenticator(p *Provider) *Authenticator {
+	return &Authenticator{p: p, cache: newTokenCache(p.cfg.CacheSize)}
+}
+
+// Authenticate verifies a Bearer access token and returns its principal
+// with the roles of the access token (step 2 of role extraction: a Bearer
+// request carries no id_token).
+func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
+	if cred.Kind != ports.CredentialBearer || cred.Value == "" {
+		return domain.Principal{}, fmt.Errorf("keycloak: want a Bearer access token: %w", domain.ErrUnauthenticated)
+	}
+	now := a.p.cfg.Now()
+	key := sha256.Sum256([]byte(cred.Value))
+	if !a.noCache {
+		if p, ok := a.cache.get(key, now); ok {
+			return p, nil
+		}
+	}
+	v, err := a.p.verify(ctx, cred.Value, kindAccess, "")
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	ex := domain.ExtractRoles(nil, v.claims, a.p.cfg.ClientID, a.p.cfg.RoleMap)
+	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
+	if !a.noCache {
+		a.cache.put(key, p, v.expiry.Add(a.p.cfg.Skew), now)
+	}
+	return p, nil
+}
+
+// tokenCache is a bounded map of verified tokens. When full it first drops
+// expired entries, then arbitrary ones: a cache miss costs one local
+// verification, never a call to the provider.
+type tokenCache struct {
+	mu      sync.RWMutex
+	max     int
+	entries map[[sha256.Size]byte]cached
+}
+
+type cached struct {
+	p   domain.Principal
+	exp time.Time
+}
+
+func newTokenCache(max int) *tokenCache {
+	return &tokenCache{max: max, entries: make(map[[sha256.Size]byte]cached)}
+}
+
+func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (domain.Principal, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[key]
+	c.mu.RUnlock()
+	if !ok || !now.Before(e.exp) {
+		return domain.Principal{}, false
+	}
+	return e.p, true
+}
+
+func (c *tokenCache) put(key [sha256.Size]byte, p domain.Principal, exp, now time.Time) {
+	if c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		for k, e := range c.entries {
+			if !now.Before(e.exp) {
+				delete(c.entries, k)
+			}
+		}
+		for k := range c.entries {
+			if len(c.entries) < c.max {
+				break
+			}
+			delete(c.entries, k)
+		}
+	}
+	c.entries[key] = cached{p: p, exp: exp}
+}
+
+func (c *tokenCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}

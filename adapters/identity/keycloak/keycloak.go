@@ -1,0 +1,402 @@
+// Package keycloak is agentauth's OpenID Connect client of a Keycloak realm:
+// it discovers the realm (issuer checked, retried with backoff while the
+// provider is unreachable), trusts the provider through the system roots
+// plus the configured CA bundles, verifies id and access tokens locally
+// against a cached JWKS, extracts roles with domain.ExtractRoles, talks to
+// Keycloak's token, logout and introspection endpoints through gocloak, and
+// exchanges authorization codes with PKCE through golang.org/x/oauth2
+// (gocloak has no code_verifier).
+//
+// Provider implements ports.IdentityProvider for the login use case;
+// Authenticator implements ports.Authenticator for Bearer access tokens and
+// never calls the provider for a token it has already verified.
+package keycloak
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Nerzal/gocloak/v13"
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-resty/resty/v2"
+	"github.com/google/wire"
+	"go.uber.org/zap"
+	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Config is the client's settings (auth.oidc.*).
+type Config struct {
+	// Issuer is https://<host>/realms/<realm>.
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	RedirectURI  string
+	// CAFiles are PEM bundles trusted in addition to the system roots
+	// (SERVICE_OIDC_CA_FILE, NODE_EXTRA_CA_CERTS).
+	CAFiles []string
+	RoleMap map[string]domain.Role
+	// Skew is the clock difference tolerated on exp, nbf and iat (default 30s).
+	Skew time.Duration
+	// HTTPTimeout bounds each call to the provider (default 10s).
+	HTTPTimeout time.Duration
+	// KeyRefetch is the least time between two JWKS fetches caused by an
+	// unknown key id (default 30s).
+	KeyRefetch time.Duration
+	// CacheSize bounds the verified Bearer-token cache (default 10000).
+	CacheSize int
+	// Now tells the time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultSkew        = 30 * time.Second
+	DefaultHTTPTimeout = 10 * time.Second
+	DefaultKeyRefetch  = 30 * time.Second
+	DefaultCacheSize   = 10000
+)
+
+func (c *Config) setDefaults() {
+	if c.Skew == 0 {
+		c.Skew = DefaultSkew
+	}
+	if c.HTTPTimeout == 0 {
+		c.HTTPTimeout = DefaultHTTPTimeout
+	}
+	if c.KeyRefetch == 0 {
+		c.KeyRefetch = DefaultKeyRefetch
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	u, err := url.Parse(c.Issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		errs = append(errs, fmt.Errorf("issuer %q is not an http(s) URL", c.Issuer))
+	} else if _, _, err := splitIssuer(c.Issuer); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ClientID == "" {
+		errs = append(errs, errors.New("client id is empty"))
+	}
+	if c.ClientSecret == "" {
+		errs = append(errs, errors.New("client secret is empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", err, domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+// splitIssuer derives Keycloak's base URL and realm from
+// https://<host>[/prefix]/realms/<realm>.
+func splitIssuer(issuer string) (base, realm string, err error) {
+	i := strings.LastIndex(issuer, "/realms/")
+	if i < 0 || strings.HasSuffix(issuer, "/") || strings.Contains(issuer[i+len("/realms/"):], "/") || issuer[i+len("/realms/"):] == "" {
+		return "", "", fmt.Errorf("issuer %q: want the form https://<idp-host>/realms/<realm>", issuer)
+	}
+	return issuer[:i], issuer[i+len("/realms/"):], nil
+}
+
+// Provider is one Keycloak realm, discovered in the background.
+type Provider struct {
+	cfg   Config
+	log   *zap.Logger
+	http  *http.Client
+	base  string
+	realm string
+	kc    *gocloak.GoCloak
+	keys  *keySet
+
+	disc atomic.Pointer[discovery]
+
+	mu      sync.Mutex
+	lastErr error // of the last discovery attempt; nil once discovered
+	jwksErr error
+
+	tlsWarned atomic.Bool
+}
+
+// discovery is what the realm's openid-configuration said.
+type discovery struct {
+	endpoint      oauth2.Endpoint
+	endSession    string
+	introspection string
+	algs          []string
+	verifier      *oidc.IDTokenVerifier
+}
+
+var _ ports.IdentityProvider = (*Provider)(nil)
+
+// Set provides the provider and the Bearer authenticator.
+var Set = wire.NewSet(Open, NewAuthenticator, wire.Bind(new(ports.IdentityProvider), new(*Provider)))
+
+// New builds the provider without contacting it; Start discovers it.
+func New(cfg Config, log *zap.Logger) (*Provider, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("keycloak: %w", err)
+	}
+	base, realm, _ := splitIssuer(cfg.Issuer)
+	p := &Provider{cfg: cfg, log: log.Named("keycloak"), base: base, realm: realm}
+	roots, err := rootsWith(cfg.CAFiles)
+	if err != nil {
+		return nil, fmt.Errorf("keycloak: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	p.http = &http.Client{Timeout: cfg.HTTPTimeout, Transport: &trustTransport{next: tr, p: p}}
+	p.kc = gocloak.NewClient(base)
+	p.kc.SetRestyClient(resty.NewWithClient(p.http))
+	p.keys = newKeySet(p.http, cfg.KeyRefetch, cfg.Now)
+	return p, nil
+}
+
+// Open builds the provider and starts discovery in the background; the
+// cleanup stops it.
+func Open(cfg Config, log *zap.Logger) (*Provider, func(), error) {
+	p, err := New(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	return p, func() { cancel(); <-done }, nil
+}
+
+// rootsWith returns the system roots plus every certificate of files.
+func rootsWith(files []string) (*x509.CertPool, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	for _, f := range files {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("CA bundle (SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS): %w", err)
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA bundle %s (SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS) holds no PEM certificate: %w", f, domain.ErrInvalidInput)
+		}
+	}
+	return roots, nil
+}
+
+// trustTransport notices an untrusted provider certificate and logs it once,
+// naming the settings that fix it.
+type trustTransport struct {
+	next http.RoundTripper
+	p    *Provider
+}
+
+func (t *trustTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil && isUntrusted(err) {
+		err = &untrustedError{err: err}
+		if t.p.tlsWarned.CompareAndSwap(false, true) {
+			t.p.log.Error("the identity provider's TLS certificate is not trusted: set SERVICE_OIDC_CA_FILE (or NODE_EXTRA_CA_CERTS) to the PEM file of the certificate authority that signed it",
+				zap.String("host", r.URL.Host), zap.Error(err))
+		}
+	}
+	return resp, err
+}
+
+type untrustedError struct{ err error }
+
+func (e *untrustedError) Error() string {
+	return "provider certificate not trusted (set SERVICE_OIDC_CA_FILE or NODE_EXTRA_CA_CERTS): " + e.err.Error()
+}
+func (e *untrustedError) Unwrap() error { return e.err }
+
+func isUntrusted(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var cv *tls.CertificateVerificationError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &ua) || errors.As(err, &cv) || errors.As(err, &hn) || errors.As(err, &ci)
+}
+
+// Run discovers the realm, retrying with backoff (1 s doubling to 30 s)
+// until it succeeds or ctx ends. Logins answer 503 meanwhile.
+func (p *Provider) Run(ctx context.Context) {
+	delay := time.Second
+	for {
+		err := p.Discover(ctx)
+		if err == nil {
+			return
+		}
+		p.log.Warn("OIDC discovery failed; retrying", zap.String("issuer", p.cfg.Issuer), zap.Duration("in", delay), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+// asymmetric is the allow-list of signature algorithms: never "none", never
+// an HMAC (whose key would be our client secret).
+var asymmetric = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// Discover reads the realm's openid-configuration once, checks that it
+// names our issuer, and loads the JWKS.
+func (p *Provider) Discover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.http), p.cfg.HTTPTimeout)
+	defer cancel()
+	op, err := oidc.NewProvider(ctx, p.cfg.Issuer) // fails when the document names another issuer
+	if err != nil {
+		err = fmt.Errorf("discovery of %s/.well-known/openid-configuration: %w", p.cfg.Issuer, err)
+		p.setStatus(err, nil)
+		return err
+	}
+	var meta struct {
+		JWKSURI       string   `json:"jwks_uri"`
+		EndSession    string   `json:"end_session_endpoint"`
+		Introspection string   `json:"introspection_endpoint"`
+		Algs          []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := op.Claims(&meta); err != nil {
+		err = fmt.Errorf("discovery document: %w", err)
+		p.setStatus(err, nil)
+		return err
+	}
+	algs := allowedAlgs(meta.Algs)
+	if len(algs) == 0 {
+		err := fmt.Errorf("discovery document advertises no asymmetric signing algorithm (got %q)", meta.Algs)
+		p.setStatus(err, nil)
+		return err
+	}
+	if meta.JWKSURI == "" {
+		err := errors.New("discovery document has no jwks_uri")
+		p.setStatus(err, nil)
+		return err
+	}
+	p.keys.configure(meta.JWKSURI, algs)
+	jwksErr := p.keys.refresh(ctx)
+	if jwksErr != nil {
+		p.setStatus(nil, jwksErr)
+		return fmt.Errorf("jwks: %w", jwksErr)
+	}
+	d := &discovery{
+		endpoint:      op.Endpoint(),
+		endSession:    meta.EndSession,
+		introspection: meta.Introspection,
+		algs:          algs,
+		verifier: oidc.NewVerifier(p.cfg.Issuer, p.keys, &oidc.Config{
+			SupportedSigningAlgs: algs,
+			// Audience, azp and lifetimes are checked by checkClaims with a
+			// small skew; go-oidc's nbf leeway is five minutes.
+			SkipClientIDCheck: true,
+			SkipExpiryCheck:   true,
+		}),
+	}
+	p.disc.Store(d)
+	p.setStatus(nil, nil)
+	p.log.Info("OIDC provider discovered", zap.String("issuer", p.cfg.Issuer), zap.Strings("algorithms", algs))
+	return nil
+}
+
+// allowedAlgs keeps the advertised algorithms that are on the allow-list;
+// a provider that advertises none gets RS256, the one OIDC mandates.
+func allowedAlgs(advertised []string) []string {
+	if len(advertised) == 0 {
+		return []string{"RS256"}
+	}
+	var out []string
+	for _, a := range advertised {
+		for _, ok := range asymmetric {
+			if a == ok {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+func (p *Provider) setStatus(discErr, jwksErr error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastErr, p.jwksErr = discErr, jwksErr
+}
+
+// Ready fails until discovery has succeeded: with domain.ErrUnavailable,
+// or domain.ErrUnauthenticated when the provider's certificate is not
+// trusted (the specification's 401 at login).
+func (p *Provider) Ready() error {
+	if p.disc.Load() != nil {
+		return nil
+	}
+	p.mu.Lock()
+	err := errors.Join(p.lastErr, p.jwksErr)
+	p.mu.Unlock()
+	var ue *untrustedError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("keycloak: %w: %w", ue, domain.ErrUnauthenticated)
+	}
+	if err == nil {
+		err = errors.New("discovery has not finished yet")
+	}
+	return fmt.Errorf("keycloak: OIDC provider not ready: %w: %w", err, domain.ErrUnavailable)
+}
+
+// Checks reports readiness per part for /health: "ok" or what is wrong.
+func (p *Provider) Checks() map[string]string {
+	if p.disc.Load() != nil {
+		return map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := map[string]string{"oidc_discovery": "pending", "oidc_jwks": "pending"}
+	var ue *untrustedError
+	if errors.As(p.lastErr, &ue) || errors.As(p.jwksErr, &ue) {
+		c["oidc_tls"] = "provider certificate not trusted: set SERVICE_OIDC_CA_FILE or NODE_EXTRA_CA_CERTS"
+	}
+	if p.lastErr != nil {
+		c["oidc_discovery"] = "failing: " + p.lastErr.Error()
+	} else if p.jwksErr != nil {
+		c["oidc_discovery"] = "ok"
+		c["oidc_jwks"] = "failing: " + p.jwksErr.Error()
+	}
+	return c
+}
+
+// Issuer is the configured issuer.
+func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
+// ClientID is the configured client id.
+func (p *Provider) ClientID() string { return p.cfg.ClientID }
+
+// Algorithms lists the accepted signature algorithms (empty before discovery).
+func (p *Provider) Algorithms() []string {
+	if d := p.disc.Load(); d != nil {
+		return d.algs
+	}
+	return nil
+}
+
+// KeyIDs lists the key ids of the cached JWKS.
+func (p *Provider) KeyIDs() []string { return p.keys.kids() }

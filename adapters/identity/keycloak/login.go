@@ -1,0 +1,192 @@
+package keycloak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Nerzal/gocloak/v13"
+	"github.com/coreos/go-oidc/v3/oidc"
+	"go.uber.org/zap"
+	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Scopes requested in the code flow.
+var codeFlowScopes = []string{oidc.ScopeOpenID, "profile", "email"}
+
+func (p *Provider) oauth2Config(d *discovery) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID:     p.cfg.ClientID,
+		ClientSecret: p.cfg.ClientSecret,
+		Endpoint:     d.endpoint,
+		RedirectURL:  p.cfg.RedirectURI,
+		Scopes:       codeFlowScopes,
+	}
+}
+
+// AuthCodeURL is the provider's authorization URL for req (code flow,
+// PKCE S256, nonce).
+func (p *Provider) AuthCodeURL(req ports.AuthRequest) (string, error) {
+	d := p.disc.Load()
+	if d == nil {
+		return "", p.Ready()
+	}
+	return p.oauth2Config(d).AuthCodeURL(req.State, oidc.Nonce(req.Nonce), oauth2.S256ChallengeOption(req.CodeVerifier)), nil
+}
+
+// ExchangeCode redeems an authorization code with the client secret and the
+// PKCE verifier, then verifies both tokens (the id token against req.Nonce).
+func (p *Provider) ExchangeCode(ctx context.Context, code string, req ports.AuthRequest) (ports.TokenSet, error) {
+	d := p.disc.Load()
+	if d == nil {
+		return ports.TokenSet{}, p.Ready()
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, p.http)
+	tok, err := p.oauth2Config(d).Exchange(ctx, code, oauth2.VerifierOption(req.CodeVerifier))
+	if err != nil {
+		return ports.TokenSet{}, p.classify("code exchange", err)
+	}
+	idToken, _ := tok.Extra("id_token").(string)
+	var refreshIn int
+	if v, ok := tok.Extra("refresh_expires_in").(float64); ok {
+		refreshIn = int(v)
+	}
+	return p.tokenSet(ctx, tok.AccessToken, idToken, tok.RefreshToken, refreshIn, req.Nonce, true)
+}
+
+// PasswordGrant logs in with username and password (ROPC, scope=openid).
+func (p *Provider) PasswordGrant(ctx context.Context, username, password string) (ports.TokenSet, error) {
+	if err := p.Ready(); err != nil {
+		return ports.TokenSet{}, err
+	}
+	jwt, err := p.kc.Login(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, username, password)
+	if err != nil {
+		return ports.TokenSet{}, p.classify("password grant", err)
+	}
+	return p.tokenSet(ctx, jwt.AccessToken, jwt.IDToken, jwt.RefreshToken, jwt.RefreshExpiresIn, "", true)
+}
+
+// Refresh redeems a refresh token and verifies the new tokens; roles are
+// extracted afresh, so a role removed at the provider is gone now.
+func (p *Provider) Refresh(ctx context.Context, refreshToken string) (ports.TokenSet, error) {
+	if err := p.Ready(); err != nil {
+		return ports.TokenSet{}, err
+	}
+	jwt, err := p.kc.RefreshToken(ctx, refreshToken, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
+	if err != nil {
+		return ports.TokenSet{}, p.classify("refresh", err)
+	}
+	rt := jwt.RefreshToken
+	if rt == "" { // providers that do not rotate refresh tokens
+		rt = refreshToken
+	}
+	return p.tokenSet(ctx, jwt.AccessToken, jwt.IDToken, rt, jwt.RefreshExpiresIn, "", false)
+}
+
+// Logout ends the provider session of refreshToken.
+func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
+	if err := p.Ready(); err != nil {
+		return err
+	}
+	if err := p.kc.Logout(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, refreshToken); err != nil {
+		return p.classify("logout", err)
+	}
+	return nil
+}
+
+// Introspect asks the provider whether a token is active (agentauth oidc
+// check uses it; request authentication never does).
+func (p *Provider) Introspect(ctx context.Context, token string) (bool, error) {
+	res, err := p.kc.RetrospectToken(ctx, token, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
+	if err != nil {
+		return false, p.classify("introspection", err)
+	}
+	return res.Active != nil && *res.Active, nil
+}
+
+// EndSessionURL is the provider's end-session URL for a browser.
+func (p *Provider) EndSessionURL(idTokenHint string) string {
+	d := p.disc.Load()
+	if d == nil || d.endSession == "" {
+		return ""
+	}
+	q := url.Values{"client_id": {p.cfg.ClientID}}
+	if idTokenHint != "" {
+		q.Set("id_token_hint", idTokenHint)
+	}
+	sep := "?"
+	if strings.Contains(d.endSession, "?") {
+		sep = "&"
+	}
+	return d.endSession + sep + q.Encode()
+}
+
+// tokenSet verifies a token response and extracts the roles. The id token
+// is required at login (needID) and optional on refresh.
+func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, refreshIn int, nonce string, needID bool) (ports.TokenSet, error) {
+	at, err := p.verify(ctx, access, kindAccess, "")
+	if err != nil {
+		return ports.TokenSet{}, err
+	}
+	var idClaims domain.Claims
+	switch {
+	case id != "":
+		it, err := p.verify(ctx, id, kindID, nonce)
+		if err != nil {
+			return ports.TokenSet{}, err
+		}
+		if it.subject != at.subject {
+			return ports.TokenSet{}, fmt.Errorf("keycloak: id token and access token name different subjects: %w", domain.ErrUnauthenticated)
+		}
+		idClaims = it.claims
+	case needID:
+		return ports.TokenSet{}, fmt.Errorf("keycloak: the token response has no id_token (is scope openid allowed for the client?): %w", domain.ErrUnauthenticated)
+	}
+	ts := ports.TokenSet{
+		Subject:      at.subject,
+		Username:     firstString("preferred_username", idClaims, at.claims),
+		Roles:        domain.ExtractRoles(idClaims, at.claims, p.cfg.ClientID, p.cfg.RoleMap),
+		AccessToken:  access,
+		RefreshToken: refresh,
+		IDToken:      id,
+		AccessExpiry: at.expiry,
+	}
+	if refreshIn > 0 {
+		ts.RefreshExpiry = p.cfg.Now().Add(time.Duration(refreshIn) * time.Second)
+	}
+	return ts, nil
+}
+
+func firstString(name string, claims ...domain.Claims) string {
+	for _, c := range claims {
+		if s, ok := c[name].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// classify turns a provider error into a domain error: the provider
+// refusing (4xx) is ErrUnauthenticated, an untrusted certificate too (the
+// specification's 401 at login), anything else ErrUnavailable.
+func (p *Provider) classify(op string, err error) error {
+	var ue *untrustedError
+	var re *oauth2.RetrieveError
+	var ae *gocloak.APIError
+	switch {
+	case errors.As(err, &ue) || strings.Contains(err.Error(), "certificate"):
+		return fmt.Errorf("keycloak: %s: provider certificate not trusted (SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS): %w", op, domain.ErrUnauthenticated)
+	case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500:
+		return fmt.Errorf("keycloak: %s refused: %s: %w", op, re.ErrorCode, domain.ErrUnauthenticated)
+	case errors.As(err, &ae) && ae.Code >= 400 && ae.Code < 500:
+		return fmt.Errorf("keycloak: %s refused (%d): %w", op, ae.Code, domain.ErrUnauthenticated)
+	}
+	p.log.Warn("identity provider call failed", zap.String("op", op), zap.Error(err))
+	return fmt.Errorf("keycloak: %s: %w: %w", op, err, domain.ErrUnavailable)
+}

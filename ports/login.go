@@ -1,0 +1,122 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// TokenSet is the outcome of a verified token response: the provider's
+// tokens (secrets: never log them), who they name and the roles extracted
+// from them.
+type TokenSet struct {
+	Subject  string
+	Username string
+	Roles    domain.RoleExtraction
+
+	AccessToken  string
+	RefreshToken string
+	IDToken      string
+
+	AccessExpiry time.Time
+	// RefreshExpiry is zero when the provider did not say.
+	RefreshExpiry time.Time
+}
+
+// AuthRequest is what GET /auth/login sends to the provider and the
+// callback must find again.
+type AuthRequest struct {
+	State        string
+	Nonce        string
+	CodeVerifier string
+}
+
+// IdentityProvider is the OpenID provider as the login use case needs it.
+// Every method that returns tokens has verified them (signature, issuer,
+// audience, lifetimes, nonce) and extracted the roles. Failures wrap
+// domain.ErrUnauthenticated (bad code, credentials or tokens) or
+// domain.ErrUnavailable (the provider cannot be reached or is not
+// discovered yet).
+type IdentityProvider interface {
+	// Ready fails with domain.ErrUnavailable until discovery has succeeded.
+	Ready() error
+	AuthCodeURL(req AuthRequest) (string, error)
+	ExchangeCode(ctx context.Context, code string, req AuthRequest) (TokenSet, error)
+	PasswordGrant(ctx context.Context, username, password string) (TokenSet, error)
+	Refresh(ctx context.Context, refreshToken string) (TokenSet, error)
+	// Logout ends the provider's session of the refresh token.
+	Logout(ctx context.Context, refreshToken string) error
+	// EndSessionURL is where a browser goes to end its provider session;
+	// empty when the provider has none.
+	EndSessionURL(idTokenHint string) string
+}
+
+// LoginSession is the server-side state behind one user_session cookie.
+// It is stored under the SHA-256 of the cookie value, never the value
+// itself, so a copy of the store does not yield working cookies.
+type LoginSession struct {
+	// IDHash is the hex SHA-256 of the cookie value.
+	IDHash string
+	Tokens TokenSet
+	// Version increases with every update; UpdateLoginSession compares it
+	// so that two instances refreshing the same session do not both win.
+	Version   int64
+	CreatedAt time.Time
+	LastSeen  time.Time
+	// ExpiresAt is the absolute end of the session (auth.oidc.sessionMax).
+	ExpiresAt time.Time
+}
+
+// LoginSessionStore keeps login sessions. A shared implementation
+// (PostgreSQL) makes a session created on one instance valid on all, and a
+// logout on one instance refused on all at once: nothing is cached in
+// process.
+type LoginSessionStore interface {
+	CreateLoginSession(ctx context.Context, s LoginSession) error
+	// GetLoginSession fails with domain.ErrNotFound when there is none.
+	GetLoginSession(ctx context.Context, idHash string) (LoginSession, error)
+	// UpdateLoginSession stores s if the stored version is s.Version-1, and
+	// fails with domain.ErrConflict otherwise (another instance updated it
+	// first) or domain.ErrNotFound when it was deleted.
+	UpdateLoginSession(ctx context.Context, s LoginSession) error
+	// TouchLoginSession records use at t.
+	TouchLoginSession(ctx context.Context, idHash string, t time.Time) error
+	// DeleteLoginSession fails with domain.ErrNotFound when there is none.
+	DeleteLoginSession(ctx context.Context, idHash string) error
+	// DeleteExpiredLoginSessions removes sessions whose absolute end, or
+	// idle limit (last seen before idleBefore), has passed.
+	DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error)
+}
+
+// AuthRequestStore keeps pending code-flow requests between GET /auth/login
+// and the callback. Take is single use: a replayed state finds nothing.
+type AuthRequestStore interface {
+	PutAuthRequest(ctx context.Context, req PendingAuthRequest) error
+	// TakeAuthRequest deletes and returns the request stored under
+	// stateHash if it has not expired at now; otherwise domain.ErrNotFound.
+	TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (PendingAuthRequest, error)
+}
+
+// PendingAuthRequest is an AuthRequest waiting for its callback.
+type PendingAuthRequest struct {
+	// StateHash is the hex SHA-256 of the state parameter.
+	StateHash string
+	Request   AuthRequest
+	ReturnTo  string
+	ExpiresAt time.Time
+}
+
+// LoginThrottle counts failed password logins per key ("user:alice",
+// "addr:203.0.113.9"). A shared implementation makes the limits hold across
+// instances.
+type LoginThrottle interface {
+	// RecordLoginFailure stores one failure of key at t and forgets those
+	// older than t-window.
+	RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error
+	// LoginFailures counts failures of key at or after since, and returns
+	// the oldest of them (zero when there are none).
+	LoginFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error)
+	// ClearLoginFailures forgets key's failures (after a success).
+	ClearLoginFailures(ctx context.Context, key string) error
+}
