@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// AppendAudit writes records in one transaction, extending the hash chain.
+// The chain-head row is locked FOR UPDATE first: an append by another
+// instance waits until this one commits and then continues from its head, so
+// the chain stays one line however many instances write.
+func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var (
+			seq  int64
+			prev string
+		)
+		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev); err != nil {
+			return fmt.Errorf("lock chain head: %w", err)
+		}
+		rows := make([][]any, len(records))
+		for i := range records {
+			r := &records[i]
+			seq++
+			r.Seq, r.PrevHash = seq, prev
+			r.Time = r.Time.UTC().Truncate(time.Microsecond)
+			r.Hash = r.ChainHash(prev)
+			prev = r.Hash
+			rows[i] = []any{r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
+				r.Method, r.Path, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumnList, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("insert audit records: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1`, seq, prev); err != nil {
+			return fmt.Errorf("move chain head: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return storeErr("append audit", err)
+	}
+	return nil
+}
+
+var auditColumnList = []string{"seq", "time", "request_id", "subject", "roles", "auth_method", "method", "path", "decision", "reason", "status", "prev_hash", "hash"}
+
+var auditColumns = strings.Join(auditColumnList, ", ")
+
+// QueryAudit returns matching records, newest first.
+func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
+	var (
+		where []string
+		args  []any
+	)
+	cond := func(expr string, v any) {
+		args = append(args, v)
+		where = append(where, expr+" $"+strconv.Itoa(len(args)))
+	}
+	if q.Subject != "" {
+		cond("subject =", q.Subject)
+	}
+	if q.Decision != "" {
+		cond("decision =", string(q.Decision))
+	}
+	if !q.Since.IsZero() {
+		cond("time >=", q.Since.UnixMicro())
+	}
+	if !q.Until.IsZero() {
+		cond("time <", q.Until.UnixMicro())
+	}
+	if q.Before > 0 {
+		cond("seq <", q.Before)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	var limit *int // NULL: no limit
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	args = append(args, limit)
+	query += ` ORDER BY seq DESC LIMIT $` + strconv.Itoa(len(args))
+	return s.queryAudit(ctx, query, args...)
+}
+
+// AuditChain returns records after seq in increasing order.
+func (s *Store) AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error) {
+	return s.queryAudit(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+}
+
+func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]domain.AuditRecord, error) {
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditRecord, error) {
+		var (
+			r                       domain.AuditRecord
+			micros                  int64
+			status                  int32
+			roles, method, decision string
+		)
+		if err := row.Scan(&r.Seq, &micros, &r.RequestID, &r.Subject, &roles, &method, &r.Method, &r.Path,
+			&decision, &r.Reason, &status, &r.PrevHash, &r.Hash); err != nil {
+			return r, err
+		}
+		r.Time = time.UnixMicro(micros).UTC()
+		r.Roles = splitRoles(roles)
+		r.Status = int(status)
+		r.AuthMethod, r.Decision = domain.AuthMethod(method), domain.AuditDecision(decision)
+		return r, nil
+	})
+	if err != nil {
+		return nil, storeErr("query audit", err)
+	}
+	if out == nil {
+		out = []domain.AuditRecord{}
+	}
+	return out, nil
+}
+
+func joinRoles(roles []domain.Role) string {
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ",")
+}
+
+func splitRoles(s string) []domain.Role {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	roles := make([]domain.Role, len(parts))
+	for i, p := range parts {
+		roles[i] = domain.Role(p)
+	}
+	return roles
+}

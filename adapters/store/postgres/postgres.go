@@ -1,0 +1,167 @@
+// Package postgres is the shared store of agentauth for cluster deployments:
+// several instances behind a load balancer keep sessions, settings and the
+// audit log in one PostgreSQL database (pgx v5, pgxpool), selected by
+// SERVICE_DATABASE_URL / database.url. It implements the same store ports as
+// the embedded SQLite store and passes the same conformance suites
+// (ports/porttest).
+//
+// Two things make it safe to run many instances at once: migrations are
+// applied at start under a PostgreSQL advisory lock, so instances starting
+// together do not race; and every audit append locks the chain-head row
+// (SELECT … FOR UPDATE) in its transaction, so appends from all instances
+// form one unbroken hash chain.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// URL is the connection string, e.g.
+// postgres://agentauth@db:5432/agentauth?sslmode=verify-full. Any parameter
+// pgx does not know (such as search_path) is sent as a run-time parameter.
+type URL string
+
+// Store implements the store ports on PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *zap.Logger
+}
+
+var (
+	_ ports.SessionStore  = (*Store)(nil)
+	_ ports.AuditStore    = (*Store)(nil)
+	_ ports.SettingsStore = (*Store)(nil)
+)
+
+// connectTimeout bounds the first connection, so a wrong URL fails the start
+// quickly instead of hanging.
+const connectTimeout = 15 * time.Second
+
+// Open connects, checks the connection and migrates the schema. The cleanup
+// closes the pool.
+func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error) {
+	if url == "" {
+		return nil, nil, errors.New("postgres: empty database URL (SERVICE_DATABASE_URL / database.url)")
+	}
+	cfg, err := pgxpool.ParseConfig(string(url))
+	if err != nil {
+		// pgx's message may quote the URL, and with it a password: say less.
+		return nil, nil, errors.New("postgres: SERVICE_DATABASE_URL / database.url is not a valid PostgreSQL connection string")
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "agentauth"
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, log: log.Named("postgres")}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("postgres: connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return s, pool.Close, nil
+}
+
+// migrate applies, in name order, every embedded migration not yet applied,
+// holding a session advisory lock so that instances starting at the same time
+// take turns. The lock key includes the schema, so separate schemas (tests,
+// tenants) do not wait for each other.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer conn.Release()
+	const key = `hashtext('agentauth.migrate.' || current_schema())`
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		return fmt.Errorf("postgres: migrate: take advisory lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the lock must be released even if ctx ended.
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock(`+key+`)`); err != nil {
+			s.log.Warn("release migration lock; it goes with the connection", zap.Error(err))
+			conn.Conn().Close(context.Background())
+		}
+	}()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("postgres: migrations table: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("postgres: list migrations: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(path.Base(name), ".sql")
+		if err := s.apply(ctx, conn.Conn(), version, name); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", version, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, conn *pgx.Conn, version, name string) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		// No arguments: pgx uses the simple protocol, which runs every
+		// statement of the file.
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+			return err
+		}
+		s.log.Info("applied migration", zap.String("version", version))
+		return nil
+	})
+}
+
+// storeErr wraps a database error for the caller: a duplicate key is a
+// domain conflict, a cancelled request stays a cancellation, and anything
+// else means the shared database cannot serve the request now (503, not 500:
+// retrying on another instance or later may well succeed).
+func storeErr(op string, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation
+		// The constraint's name is no business of the client's.
+		return fmt.Errorf("%s: already exists: %w", op, domain.ErrConflict)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, errors.Join(err, domain.ErrUnavailable))
+}

@@ -1,0 +1,87 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// CreateSession inserts s; an existing id is a domain.ErrConflict.
+func (s *Store) CreateSession(ctx context.Context, sess domain.Session) error {
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano())
+	if err != nil {
+		return storeErr("insert session "+sess.ID, err)
+	}
+	return nil
+}
+
+const sessionColumns = `id, owner, project, title, mode, state, created_at`
+
+// GetSession reads one session.
+func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id)
+	sess, err := pgx.CollectExactlyOneRow(rows, scanSession)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Session{}, fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Session{}, storeErr("read session", err)
+	}
+	return sess, nil
+}
+
+// ListSessions returns sessions newest first.
+func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
+	var limit *int // NULL: no limit
+	if f.Limit > 0 {
+		limit = &f.Limit
+	}
+	var rows pgx.Rows
+	if f.Owner == "" {
+		rows, _ = s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
+	} else {
+		rows, _ = s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, f.Owner, limit)
+	}
+	out, err := pgx.CollectRows(rows, scanSession)
+	if err != nil {
+		return nil, storeErr("list sessions", err)
+	}
+	if out == nil {
+		out = []domain.Session{}
+	}
+	return out, nil
+}
+
+// DeleteSession removes one session.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
+	if err != nil {
+		return storeErr("delete session", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+func scanSession(row pgx.CollectableRow) (domain.Session, error) {
+	var (
+		sess        domain.Session
+		mode, state string
+		created     int64
+	)
+	if err := row.Scan(&sess.ID, &sess.Owner, &sess.Project, &sess.Title, &mode, &state, &created); err != nil {
+		return domain.Session{}, err
+	}
+	sess.Mode, sess.State = domain.SessionMode(mode), domain.SessionState(state)
+	sess.CreatedAt = time.Unix(0, created).UTC()
+	return sess, nil
+}

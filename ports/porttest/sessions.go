@@ -1,0 +1,153 @@
+package porttest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// RunSessionStore checks a ports.SessionStore.
+func RunSessionStore(t *testing.T, newStore Factory[ports.SessionStore]) {
+	t.Run("CreateThenGetRoundTrips", func(t *testing.T) { testSessionRoundTrip(t, newStore(t)) })
+	t.Run("GetUnknownIsNotFound", func(t *testing.T) {
+		_, err := newStore(t).GetSession(ctxFor(t), "no-such-session")
+		if !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("GetSession(unknown) error = %v, want domain.ErrNotFound", err)
+		}
+	})
+	t.Run("DuplicateIDIsRefused", func(t *testing.T) { testSessionDuplicate(t, newStore(t)) })
+	t.Run("List", func(t *testing.T) { testSessionList(t, newStore(t)) })
+	t.Run("Delete", func(t *testing.T) { testSessionDelete(t, newStore(t)) })
+}
+
+func session(id, owner string, created time.Time) domain.Session {
+	return domain.Session{ID: id, Owner: owner, Project: "p-" + id, Title: "title of " + id,
+		Mode: domain.ModeAsk, State: domain.SessionActive, CreatedAt: created}
+}
+
+func sameSession(a, b domain.Session) bool {
+	return a.ID == b.ID && a.Owner == b.Owner && a.Project == b.Project && a.Title == b.Title &&
+		a.Mode == b.Mode && a.State == b.State && a.CreatedAt.Equal(b.CreatedAt)
+}
+
+func testSessionRoundTrip(t *testing.T, st ports.SessionStore) {
+	ctx := ctxFor(t)
+	tests := []domain.Session{
+		session("s1", "alice", base),
+		{ID: "s2", Owner: "bob", Mode: domain.ModeReadonly, State: domain.SessionClosed, CreatedAt: base.Add(time.Nanosecond)},
+		{ID: "s3", Owner: "ünïcode 'quoted' \"owner\"", Title: "title; DROP TABLE sessions; --", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: base.Add(-time.Hour)},
+	}
+	for _, want := range tests {
+		if err := st.CreateSession(ctx, want); err != nil {
+			t.Fatalf("CreateSession(%s): %v", want.ID, err)
+		}
+		got, err := st.GetSession(ctx, want.ID)
+		if err != nil {
+			t.Fatalf("GetSession(%s): %v", want.ID, err)
+		}
+		if !sameSession(got, want) {
+			t.Errorf("GetSession(%s) = %+v, want %+v", want.ID, got, want)
+		}
+		if got.CreatedAt.Location() != time.UTC {
+			t.Errorf("GetSession(%s).CreatedAt location = %v, want UTC", want.ID, got.CreatedAt.Location())
+		}
+	}
+}
+
+func testSessionDuplicate(t *testing.T, st ports.SessionStore) {
+	ctx := ctxFor(t)
+	first := session("dup", "alice", base)
+	if err := st.CreateSession(ctx, first); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	second := session("dup", "mallory", base.Add(time.Hour))
+	if err := st.CreateSession(ctx, second); err == nil {
+		t.Fatalf("CreateSession(same id twice) error = nil, want an error")
+	}
+	got, err := st.GetSession(ctx, "dup")
+	if err != nil {
+		t.Fatalf("GetSession: %v", err)
+	}
+	if !sameSession(got, first) {
+		t.Errorf("after a refused duplicate, GetSession = %+v, want the first %+v", got, first)
+	}
+}
+
+func testSessionList(t *testing.T, st ports.SessionStore) {
+	ctx := ctxFor(t)
+	got, err := st.ListSessions(ctx, ports.SessionFilter{})
+	if err != nil {
+		t.Fatalf("ListSessions(empty store): %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("ListSessions(empty store) = %d sessions, want 0", len(got))
+	}
+	// a1 and a2 share a creation time: the tie is broken by id, descending.
+	for _, s := range []domain.Session{
+		session("a0", "alice", base),
+		session("b0", "bob", base.Add(1*time.Second)),
+		session("a1", "alice", base.Add(2*time.Second)),
+		session("a2", "alice", base.Add(2*time.Second)),
+		session("b1", "bob", base.Add(3*time.Second)),
+	} {
+		if err := st.CreateSession(ctx, s); err != nil {
+			t.Fatalf("CreateSession(%s): %v", s.ID, err)
+		}
+	}
+	tests := []struct {
+		name   string
+		filter ports.SessionFilter
+		want   []string
+	}{
+		{"all newest first", ports.SessionFilter{}, []string{"b1", "a2", "a1", "b0", "a0"}},
+		{"owner", ports.SessionFilter{Owner: "alice"}, []string{"a2", "a1", "a0"}},
+		{"limit", ports.SessionFilter{Limit: 2}, []string{"b1", "a2"}},
+		{"owner and limit", ports.SessionFilter{Owner: "bob", Limit: 1}, []string{"b1"}},
+		{"limit above count", ports.SessionFilter{Owner: "bob", Limit: 10}, []string{"b1", "b0"}},
+		{"unknown owner", ports.SessionFilter{Owner: "carol"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := st.ListSessions(ctx, tt.filter)
+			if err != nil {
+				t.Fatalf("ListSessions(%+v): %v", tt.filter, err)
+			}
+			if ids := sessionIDs(got); fmt.Sprint(ids) != fmt.Sprint(tt.want) {
+				t.Errorf("ListSessions(%+v) = %v, want %v", tt.filter, ids, tt.want)
+			}
+		})
+	}
+}
+
+func sessionIDs(ss []domain.Session) []string {
+	var ids []string
+	for _, s := range ss {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func testSessionDelete(t *testing.T, st ports.SessionStore) {
+	ctx := ctxFor(t)
+	for _, id := range []string{"keep", "drop"} {
+		if err := st.CreateSession(ctx, session(id, "alice", base)); err != nil {
+			t.Fatalf("CreateSession(%s): %v", id, err)
+		}
+	}
+	if err := st.DeleteSession(ctx, "drop"); err != nil {
+		t.Fatalf("DeleteSession(drop): %v", err)
+	}
+	if _, err := st.GetSession(ctx, "drop"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("GetSession(deleted) error = %v, want domain.ErrNotFound", err)
+	}
+	if _, err := st.GetSession(ctx, "keep"); err != nil {
+		t.Errorf("GetSession(keep) after deleting another: %v", err)
+	}
+	if err := st.DeleteSession(ctx, "drop"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("DeleteSession(already deleted) error = %v, want domain.ErrNotFound", err)
+	}
+}
