@@ -193,8 +193,8 @@ func (c Config) Validate() error {
 	if c.Server.Host == "" {
 		bad("server.host / SERVICE_HOST / --host: must not be empty")
 	}
-	if c.Server.Port < 1 || c.Server.Port > 65535 {
-		bad("server.port / SERVICE_PORT / --port: %d is not a port number (1-65535)", c.Server.Port)
+	if c.Server.Port < 0 || c.Server.Port > 65535 {
+		bad("server.port / SERVICE_PORT / --port: %d is not a port number (1-65535, or 0 for any free port)", c.Server.Port)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		bad("server.shutdownTimeout / SERVICE_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s")

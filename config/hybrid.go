@@ -1,0 +1,58 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentauth/agentauth/adapters/identity/hybrid"
+)
+
+// Hybrid is hybrid mode (auth.hybrid.*): every caller's roles come from a
+// central agentauth instance. Zero durations and sizes mean the defaults.
+type Hybrid struct {
+	RemoteURL string        `yaml:"remoteUrl" env:"SERVICE_HYBRID_REMOTE_URL"`
+	CAFile    string        `yaml:"caFile" env:"SERVICE_HYBRID_CA_FILE"`
+	CacheTTL  time.Duration `yaml:"cacheTTL" env:"SERVICE_HYBRID_CACHE_TTL"`
+	CacheSize int           `yaml:"cacheSize" env:"SERVICE_HYBRID_CACHE_SIZE"`
+	Timeout   time.Duration `yaml:"timeout" env:"SERVICE_HYBRID_TIMEOUT"`
+}
+
+// Enabled reports whether hybrid mode is configured.
+func (h Hybrid) Enabled() bool { return h.RemoteURL != "" }
+
+// validateHybrid checks the hybrid settings. Hybrid mode grants no role by
+// itself, so any setting that would (an API key, debug keys, OIDC role
+// extraction) is refused next to it rather than silently ignored.
+func (c Config) validateHybrid() []error {
+	h := c.Auth.Hybrid
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !h.Enabled() {
+		if h.CAFile != "" || h.CacheTTL != 0 || h.CacheSize != 0 || h.Timeout != 0 {
+			bad("auth.hybrid.* / SERVICE_HYBRID_*: set, but auth.hybrid.remoteUrl / SERVICE_HYBRID_REMOTE_URL is empty; set the central instance's URL or remove the other hybrid settings")
+		}
+		return errs
+	}
+	if err := hybrid.CheckRemoteURL(h.RemoteURL); err != nil {
+		bad("auth.hybrid.remoteUrl / SERVICE_HYBRID_REMOTE_URL: %v", err)
+	}
+	if c.Auth.APIKey != "" {
+		bad("SERVICE_HYBRID_REMOTE_URL (hybrid mode) cannot be combined with SERVICE_API_KEY / --api-key: in hybrid mode roles come only from the central instance; unset one")
+	}
+	if c.Auth.Debug {
+		bad("SERVICE_HYBRID_REMOTE_URL (hybrid mode) cannot be combined with SERVICE_AUTH_DEBUG=true: in hybrid mode roles come only from the central instance; unset one")
+	}
+	if c.Auth.OIDC.Enabled {
+		bad("SERVICE_HYBRID_REMOTE_URL (hybrid mode) cannot be combined with SERVICE_OIDC_ENABLED=true: in hybrid mode roles come only from the central instance; unset one")
+	}
+	if h.CacheTTL < 0 {
+		bad("auth.hybrid.cacheTTL / SERVICE_HYBRID_CACHE_TTL: %s is negative; use a duration such as 30s (0 means the default, 30s)", h.CacheTTL)
+	}
+	if h.CacheSize < 0 {
+		bad("auth.hybrid.cacheSize / SERVICE_HYBRID_CACHE_SIZE: %d is negative; use a number of entries such as 10000 (0 means the default)", h.CacheSize)
+	}
+	if h.Timeout < 0 {
+		bad("auth.hybrid.timeout / SERVICE_HYBRID_TIMEOUT: %s is negative; use a duration such as 5s (0 means the default, 5s)", h.Timeout)
+	}
+	return errs
+}
