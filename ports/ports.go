@@ -3,7 +3,7 @@
 // Each is small and owned by its consumer; adapters implement them.
 package ports
 
-//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditLog,SettingsStore,Clock
+//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,AgentStore,ToolCallStore,SessionModeStore
 
 import (
 	"context"
@@ -35,10 +35,13 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, cred Credential) (domain.Principal, error)
 }
 
-// SessionFilter narrows ListSessions. An empty Owner lists every owner.
+// SessionFilter narrows ListSessions. With Owner and Projects both empty
+// it lists every session; otherwise the sessions owned by Owner or in one
+// of Projects (a LEAD's own sessions and those of the projects it leads).
 type SessionFilter struct {
-	Owner string
-	Limit int
+	Owner    string
+	Projects []string
+	Limit    int
 }
 
 // SessionStore keeps agent sessions.

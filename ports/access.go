@@ -1,0 +1,81 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// The store ports of the access model. Every store (SQLite now, PostgreSQL
+// later) implements them with the same semantics: IDs and names are
+// unique (a duplicate fails with domain.ErrConflict), a missing row fails
+// with domain.ErrNotFound, lists come in a stable order.
+
+// ProjectFilter narrows ListProjects. An empty Member lists every project.
+type ProjectFilter struct {
+	Member string // only projects this subject belongs to (leads included)
+}
+
+// ProjectStore keeps projects and their members.
+type ProjectStore interface {
+	CreateProject(ctx context.Context, p domain.Project) error
+	GetProject(ctx context.Context, id string) (domain.Project, error)
+	// ListProjects returns projects ordered by ID.
+	ListProjects(ctx context.Context, f ProjectFilter) ([]domain.Project, error)
+	// SetMembers replaces the project's members.
+	SetMembers(ctx context.Context, id string, members []domain.Member) error
+}
+
+// CatalogStore keeps the registered tool servers and their tools.
+type CatalogStore interface {
+	CreateServer(ctx context.Context, s domain.Server) error
+	// ListServers returns servers ordered by name.
+	ListServers(ctx context.Context) ([]domain.Server, error)
+	// CreateTool fails with domain.ErrNotFound when its server is not registered.
+	CreateTool(ctx context.Context, t domain.Tool) error
+	GetTool(ctx context.Context, name string) (domain.Tool, error)
+	// ListTools returns tools ordered by name.
+	ListTools(ctx context.Context) ([]domain.Tool, error)
+}
+
+// PolicyStore keeps the tool policy rules.
+type PolicyStore interface {
+	CreatePolicy(ctx context.Context, r domain.PolicyRule) error
+	// ListPolicies returns every rule, oldest first.
+	ListPolicies(ctx context.Context) ([]domain.PolicyRule, error)
+	DeletePolicy(ctx context.Context, id string) error
+}
+
+// AgentStore keeps the agents of sessions.
+type AgentStore interface {
+	CreateAgent(ctx context.Context, a domain.Agent) error
+	GetAgent(ctx context.Context, id string) (domain.Agent, error)
+	// ListAgents returns the session's agents, oldest first.
+	ListAgents(ctx context.Context, session string) ([]domain.Agent, error)
+}
+
+// ToolCallFilter narrows ListToolCalls. Zero fields do not filter.
+type ToolCallFilter struct {
+	Session string
+	Status  domain.ToolCallStatus
+	Limit   int
+}
+
+// ToolCallStore keeps tool-call decisions and their approvals.
+type ToolCallStore interface {
+	CreateToolCall(ctx context.Context, c domain.ToolCall) error
+	GetToolCall(ctx context.Context, id string) (domain.ToolCall, error)
+	// ListToolCalls returns calls newest first.
+	ListToolCalls(ctx context.Context, f ToolCallFilter) ([]domain.ToolCall, error)
+	// ResolveToolCall moves a pending call to status (approved or
+	// rejected) atomically and returns it; a call that is no longer pending
+	// fails with domain.ErrConflict, so two approvers cannot both win.
+	ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error)
+}
+
+// SessionModeStore changes the mode of a stored session.
+type SessionModeStore interface {
+	// SetSessionMode fails with domain.ErrNotFound when there is no such session.
+	SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error
+}
