@@ -41,15 +41,15 @@ type verified struct {
 // asymmetric algorithms, provider's keys), iss, then checkClaims. nonce is
 // checked on id tokens when not empty.
 func (p *Provider) verify(ctx context.Context, raw string, kind tokenKind, nonce string) (verified, error) {
-	d := p.disc.Load()
-	if d == nil {
-		return verified{}, p.Ready()
-	}
 	fail := func(err error) (verified, error) {
 		return verified{}, fmt.Errorf("keycloak: %s: %w: %w", kind, err, domain.ErrUnauthenticated)
 	}
 	if strings.Count(raw, ".") != 2 {
 		return fail(errors.New("not a signed JWT"))
+	}
+	d := p.disc.Load()
+	if d == nil {
+		return verified{}, p.Ready()
 	}
 	jws, err := jose.ParseSigned(raw, p.keys.allowed())
 	if err != nil {

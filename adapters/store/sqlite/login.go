@@ -1,0 +1,218 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/wire"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+var (
+	_ ports.LoginSessionStore = (*Store)(nil)
+	_ ports.AuthRequestStore  = (*Store)(nil)
+	_ ports.LoginThrottle     = (*Store)(nil)
+)
+
+// LoginSet binds the store to the login ports (OIDC mode).
+var LoginSet = wire.NewSet(
+	wire.Bind(new(ports.LoginSessionStore), new(*Store)),
+	wire.Bind(new(ports.AuthRequestStore), new(*Store)),
+	wire.Bind(new(ports.LoginThrottle), new(*Store)),
+)
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// CreateLoginSession inserts s.
+func (s *Store) CreateLoginSession(ctx context.Context, ls ports.LoginSession) error {
+	roles, err := json.Marshal(ls.Tokens.Roles)
+	if err != nil {
+		return fmt.Errorf("sqlite: encode roles: %w", err)
+	}
+	t := ls.Tokens
+	_, err = s.write.ExecContext(ctx, `INSERT INTO login_sessions
+		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ls.IDHash, ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
+		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("sqlite: insert login session: %w", err)
+	}
+	return nil
+}
+
+// GetLoginSession reads one session.
+func (s *Store) GetLoginSession(ctx context.Context, idHash string) (ports.LoginSession, error) {
+	var (
+		ls                                                    ports.LoginSession
+		roles                                                 string
+		accessExp, refreshExp, createdAt, lastSeen, expiresAt int64
+	)
+	err := s.read.QueryRowContext(ctx, `SELECT id_hash, version, subject, username, roles, access_token, refresh_token, id_token,
+		access_expiry, refresh_expiry, created_at, last_seen, expires_at FROM login_sessions WHERE id_hash = ?`, idHash).
+		Scan(&ls.IDHash, &ls.Version, &ls.Tokens.Subject, &ls.Tokens.Username, &roles, &ls.Tokens.AccessToken,
+			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.LoginSession{}, fmt.Errorf("login session: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return ports.LoginSession{}, fmt.Errorf("sqlite: read login session: %w", err)
+	}
+	if err := json.Unmarshal([]byte(roles), &ls.Tokens.Roles); err != nil {
+		return ports.LoginSession{}, fmt.Errorf("sqlite: decode roles of login session: %w", err)
+	}
+	ls.Tokens.AccessExpiry, ls.Tokens.RefreshExpiry = fromNanos(accessExp), fromNanos(refreshExp)
+	ls.CreatedAt, ls.LastSeen, ls.ExpiresAt = fromNanos(createdAt), fromNanos(lastSeen), fromNanos(expiresAt)
+	return ls, nil
+}
+
+// UpdateLoginSession replaces the session if its stored version is
+// ls.Version-1.
+func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) error {
+	roles, err := json.Marshal(ls.Tokens.Roles)
+	if err != nil {
+		return fmt.Errorf("sqlite: encode roles: %w", err)
+	}
+	t := ls.Tokens
+	res, err := s.write.ExecContext(ctx, `UPDATE login_sessions SET version = ?, subject = ?, username = ?, roles = ?,
+		access_token = ?, refresh_token = ?, id_token = ?, access_expiry = ?, refresh_expiry = ?, last_seen = ?, expires_at = ?
+		WHERE id_hash = ? AND version = ?`,
+		ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
+		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.IDHash, ls.Version-1)
+	if err != nil {
+		return fmt.Errorf("sqlite: update login session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	if _, err := s.GetLoginSession(ctx, ls.IDHash); err != nil {
+		return err
+	}
+	return fmt.Errorf("login session was updated by another request: %w", domain.ErrConflict)
+}
+
+// TouchLoginSession records use at t (never moving last_seen backwards).
+func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Time) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE login_sessions SET last_seen = max(last_seen, ?) WHERE id_hash = ?`, nanos(t), idHash)
+	if err != nil {
+		return fmt.Errorf("sqlite: touch login session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("login session: %w", domain.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteLoginSession removes one session.
+func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete login session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("login session: %w", domain.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteExpiredLoginSessions removes sessions past their absolute end or
+// idle since before idleBefore, and expired login requests.
+func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM login_sessions WHERE expires_at <= ? OR last_seen < ?`, nanos(now), nanos(idleBefore))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete expired login sessions: %w", err)
+	}
+	if _, err := s.write.ExecContext(ctx, `DELETE FROM login_requests WHERE expires_at <= ?`, nanos(now)); err != nil {
+		return 0, fmt.Errorf("sqlite: delete expired login requests: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// PutAuthRequest stores a pending code-flow request.
+func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) error {
+	_, err := s.write.ExecContext(ctx, `INSERT INTO login_requests (state_hash, nonce, code_verifier, return_to, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		r.StateHash, r.Request.Nonce, r.Request.CodeVerifier, r.ReturnTo, nanos(r.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("sqlite: insert login request: %w", err)
+	}
+	return nil
+}
+
+// TakeAuthRequest deletes and returns a pending request, in one statement
+// so that two callbacks with the same state cannot both get it.
+func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (ports.PendingAuthRequest, error) {
+	r := ports.PendingAuthRequest{StateHash: stateHash}
+	var exp int64
+	err := s.write.QueryRowContext(ctx, `DELETE FROM login_requests WHERE state_hash = ? RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
+		Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.PendingAuthRequest{}, fmt.Errorf("login request: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return ports.PendingAuthRequest{}, fmt.Errorf("sqlite: take login request: %w", err)
+	}
+	r.ExpiresAt = fromNanos(exp)
+	if !now.Before(r.ExpiresAt) {
+		return ports.PendingAuthRequest{}, fmt.Errorf("login request expired: %w", domain.ErrNotFound)
+	}
+	return r, nil
+}
+
+// RecordLoginFailure stores one failure and forgets the key's old ones.
+func (s *Store) RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: record login failure: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE key = ? AND at < ?`, key, nanos(windowStart)); err != nil {
+		return fmt.Errorf("sqlite: record login failure: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO login_failures (key, at) VALUES (?, ?)`, key, nanos(t)); err != nil {
+		return fmt.Errorf("sqlite: record login failure: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: record login failure: %w", err)
+	}
+	return nil
+}
+
+// LoginFailures counts the key's failures at or after since.
+func (s *Store) LoginFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error) {
+	var (
+		n      int
+		oldest sql.NullInt64
+	)
+	err := s.read.QueryRowContext(ctx, `SELECT count(*), min(at) FROM login_failures WHERE key = ? AND at >= ?`, key, nanos(since)).Scan(&n, &oldest)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("sqlite: count login failures: %w", err)
+	}
+	return n, fromNanos(oldest.Int64), nil
+}
+
+// ClearLoginFailures forgets the key's failures.
+func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
+	if _, err := s.write.ExecContext(ctx, `DELETE FROM login_failures WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("sqlite: clear login failures: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,440 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// LoginConfig is the login use case's policy (auth.oidc.*).
+type LoginConfig struct {
+	// PasswordLogin switches POST /auth/login on.
+	PasswordLogin bool
+	// SessionIdle ends a session unused this long; SessionMax ends any
+	// session this long after login.
+	SessionIdle time.Duration
+	SessionMax  time.Duration
+	// RefreshBefore: refresh when the access token expires within it.
+	RefreshBefore time.Duration
+	// LoginFailures failed password logins per username within LoginWindow
+	// are answered 429; per client address the limit is four times that.
+	LoginFailures int
+	LoginWindow   time.Duration
+}
+
+// authRequestTTL bounds the time between GET /auth/login and the callback.
+const authRequestTTL = 10 * time.Minute
+
+// touchEvery limits how often a session's last use is written: once a
+// minute is precise enough for an idle limit counted in minutes or hours.
+const touchEvery = time.Minute
+
+// Login is the use case of OIDC logins and the server-side sessions behind
+// the user_session cookie.
+type Login struct {
+	idp      ports.IdentityProvider
+	sessions ports.LoginSessionStore
+	requests ports.AuthRequestStore
+	throttle ports.LoginThrottle
+	clock    ports.Clock
+	cfg      LoginConfig
+}
+
+// NewLogin wires the use case.
+func NewLogin(cfg LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
+	throttle ports.LoginThrottle, clock ports.Clock) *Login {
+	return &Login{idp: idp, sessions: sessions, requests: requests, throttle: throttle, clock: clock, cfg: cfg}
+}
+
+// LoginResult is a successful login: the cookie value to set (a secret),
+// the session and where the browser goes next.
+type LoginResult struct {
+	Cookie    string
+	Session   ports.LoginSession
+	Principal domain.Principal
+	ReturnTo  string
+}
+
+// RetryAfter is a 429: wait Wait before trying again.
+type RetryAfter struct{ Wait time.Duration }
+
+func (e *RetryAfter) Error() string {
+	return fmt.Sprintf("too many failed logins; retry in %s", e.Wait.Round(time.Second))
+}
+
+// Is makes errors.Is(err, domain.ErrTooManyRequests) hold.
+func (e *RetryAfter) Is(target error) bool { return target == domain.ErrTooManyRequests }
+
+// ErrBadCredentials is the one answer to a failed password login, whatever
+// the cause (unknown user, wrong password, disabled account).
+var ErrBadCredentials = fmt.Errorf("invalid username or password: %w", domain.ErrUnauthenticated)
+
+// Ready fails with domain.ErrUnavailable until the provider is discovered.
+func (l *Login) Ready() error { return l.idp.Ready() }
+
+// PasswordLoginEnabled reports whether POST /auth/login is on.
+func (l *Login) PasswordLoginEnabled() bool { return l.cfg.PasswordLogin }
+
+// Begin starts a code-flow login and returns the provider URL to redirect
+// to. returnTo must be a same-origin relative path ("" means "/").
+func (l *Login) Begin(ctx context.Context, returnTo string) (string, error) {
+	if err := l.idp.Ready(); err != nil {
+		return "", err
+	}
+	if returnTo == "" {
+		returnTo = "/"
+	}
+	if !SafeReturnTo(returnTo) {
+		return "", fmt.Errorf("return_to must be a relative path on this site, such as /sessions: %w", domain.ErrInvalidInput)
+	}
+	req := ports.AuthRequest{State: randomToken(), Nonce: randomToken(), CodeVerifier: randomToken()}
+	pending := ports.PendingAuthRequest{
+		StateHash: Digest(req.State),
+		Request:   ports.AuthRequest{Nonce: req.Nonce, CodeVerifier: req.CodeVerifier},
+		ReturnTo:  returnTo,
+		ExpiresAt: l.clock.Now().Add(authRequestTTL),
+	}
+	u, err := l.idp.AuthCodeURL(req)
+	if err != nil {
+		return "", err
+	}
+	if err := l.requests.PutAuthRequest(ctx, pending); err != nil {
+		return "", err
+	}
+	return u, nil
+}
+
+// SafeReturnTo accepts only paths on this origin: "/x" but not "//host",
+// "/\host", "https://host" or anything with control characters.
+func SafeReturnTo(p string) bool {
+	if len(p) == 0 || len(p) > 2048 || p[0] != '/' {
+		return false
+	}
+	if len(p) > 1 && (p[1] == '/' || p[1] == '\\') {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] == 0x7f || p[i] == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// Callback completes a code-flow login. The state is single use: a
+// missing, unknown, expired or replayed state is refused before the
+// provider is asked anything.
+func (l *Login) Callback(ctx context.Context, state, code, providerError string) (LoginResult, error) {
+	if state == "" {
+		return LoginResult{}, fmt.Errorf("login callback without state: %w", domain.ErrUnauthenticated)
+	}
+	pending, err := l.requests.TakeAuthRequest(ctx, Digest(state), l.clock.Now())
+	if errors.Is(err, domain.ErrNotFound) {
+		return LoginResult{}, fmt.Errorf("login callback: unknown, expired or already used state: %w", domain.ErrUnauthenticated)
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if providerError != "" {
+		return LoginResult{}, fmt.Errorf("the identity provider refused the login (%s): %w", sanitize(providerError), domain.ErrUnauthenticated)
+	}
+	if code == "" {
+		return LoginResult{}, fmt.Errorf("login callback without code: %w", domain.ErrUnauthenticated)
+	}
+	ts, err := l.idp.ExchangeCode(ctx, code, pending.Request)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	return l.start(ctx, ts, pending.ReturnTo)
+}
+
+// sanitize keeps an error code from the provider printable and short.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 64 {
+			break
+		}
+		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Field limits of POST /auth/login.
+const (
+	maxUsername = 255
+	maxPassword = 1024
+)
+
+// PasswordLogin logs in with username and password (ROPC). Repeated
+// failures per username and per client address are refused with
+// RetryAfter before the provider is asked.
+func (l *Login) PasswordLogin(ctx context.Context, username, password, clientAddr string) (LoginResult, error) {
+	if !l.cfg.PasswordLogin {
+		return LoginResult{}, fmt.Errorf("password login is switched off (auth.oidc.passwordLogin); use GET /auth/login: %w", domain.ErrNotFound)
+	}
+	if username == "" || password == "" {
+		return LoginResult{}, fmt.Errorf("username and password are required: %w", domain.ErrInvalidInput)
+	}
+	if len(username) > maxUsername || len(password) > maxPassword {
+		return LoginResult{}, fmt.Errorf("username (max %d bytes) or password (max %d bytes) too long: %w", maxUsername, maxPassword, domain.ErrInvalidInput)
+	}
+	if err := l.idp.Ready(); err != nil {
+		return LoginResult{}, err
+	}
+	keys := []struct {
+		key   string
+		limit int
+	}{
+		{"user:" + strings.ToLower(username), l.cfg.LoginFailures},
+		{"addr:" + clientAddr, 4 * l.cfg.LoginFailures},
+	}
+	now := l.clock.Now()
+	since := now.Add(-l.cfg.LoginWindow)
+	if l.cfg.LoginFailures > 0 {
+		for _, k := range keys {
+			n, oldest, err := l.throttle.LoginFailures(ctx, k.key, since)
+			if err != nil {
+				return LoginResult{}, err
+			}
+			if n >= k.limit {
+				wait := oldest.Add(l.cfg.LoginWindow).Sub(now)
+				return LoginResult{}, &RetryAfter{Wait: max(wait, time.Second)}
+			}
+		}
+	}
+	ts, err := l.idp.PasswordGrant(ctx, username, password)
+	if errors.Is(err, domain.ErrUnauthenticated) {
+		if l.cfg.LoginFailures > 0 {
+			for _, k := range keys {
+				if err := l.throttle.RecordLoginFailure(ctx, k.key, now, since); err != nil {
+					return LoginResult{}, err
+				}
+			}
+		}
+		return LoginResult{}, ErrBadCredentials
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if l.cfg.LoginFailures > 0 {
+		if err := l.throttle.ClearLoginFailures(ctx, keys[0].key); err != nil {
+			return LoginResult{}, err
+		}
+	}
+	return l.start(ctx, ts, "")
+}
+
+// start creates a session with a new random id.
+func (l *Login) start(ctx context.Context, ts ports.TokenSet, returnTo string) (LoginResult, error) {
+	now := l.clock.Now()
+	cookie := randomToken()
+	s := ports.LoginSession{
+		IDHash:    Digest(cookie),
+		Tokens:    ts,
+		Version:   1,
+		CreatedAt: now,
+		LastSeen:  now,
+		ExpiresAt: now.Add(l.cfg.SessionMax),
+	}
+	if err := l.sessions.CreateLoginSession(ctx, s); err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Cookie: cookie, Session: s, Principal: principalOf(ts), ReturnTo: returnTo}, nil
+}
+
+func principalOf(ts ports.TokenSet) domain.Principal {
+	return domain.Principal{Subject: ts.Subject, Roles: ts.Roles.Roles, Method: domain.MethodOIDC, RoleSource: ts.Roles.Source}
+}
+
+// ValidCookie reports whether v has the shape of a cookie this service
+// issues (43 base64url characters), so garbage never reaches the store.
+func ValidCookie(v string) bool {
+	if len(v) != 43 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+var errNoSession = fmt.Errorf("login session not found, ended or expired; log in again: %w", domain.ErrUnauthenticated)
+
+// Authenticate resolves a user_session cookie. It refreshes the tokens
+// when the access token is about to expire, taking the roles afresh; a
+// refresh the provider refuses ends the session.
+func (l *Login) Authenticate(ctx context.Context, cookie string) (domain.Principal, error) {
+	s, err := l.Session(ctx, cookie)
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	return principalOf(s.Tokens), nil
+}
+
+// Session returns the live session of cookie, refreshed if needed.
+func (l *Login) Session(ctx context.Context, cookie string) (ports.LoginSession, error) {
+	if !ValidCookie(cookie) {
+		return ports.LoginSession{}, errNoSession
+	}
+	hash := Digest(cookie)
+	s, err := l.sessions.GetLoginSession(ctx, hash)
+	if errors.Is(err, domain.ErrNotFound) {
+		return ports.LoginSession{}, errNoSession
+	}
+	if err != nil {
+		return ports.LoginSession{}, err
+	}
+	now := l.clock.Now()
+	if !now.Before(s.ExpiresAt) || now.Sub(s.LastSeen) >= l.cfg.SessionIdle ||
+		(!s.Tokens.RefreshExpiry.IsZero() && !now.Before(s.Tokens.RefreshExpiry) && !now.Before(s.Tokens.AccessExpiry)) {
+		l.end(ctx, s)
+		return ports.LoginSession{}, errNoSession
+	}
+	if now.Add(l.cfg.RefreshBefore).Before(s.Tokens.AccessExpiry) {
+		if now.Sub(s.LastSeen) >= touchEvery {
+			if err := l.sessions.TouchLoginSession(ctx, hash, now); err != nil && !errors.Is(err, domain.ErrNotFound) {
+				return ports.LoginSession{}, err
+			}
+		}
+		return s, nil
+	}
+	return l.refresh(ctx, s, now)
+}
+
+// refresh renews the tokens of s. When another instance (or request)
+// refreshed first, its result is used.
+func (l *Login) refresh(ctx context.Context, s ports.LoginSession, now time.Time) (ports.LoginSession, error) {
+	ts, err := l.idp.Refresh(ctx, s.Tokens.RefreshToken)
+	switch {
+	case errors.Is(err, domain.ErrUnavailable) && now.Before(s.Tokens.AccessExpiry):
+		// The provider is down but the access token still holds: keep
+		// serving on it rather than lock everyone out; the next request
+		// tries again.
+		return s, nil
+	case errors.Is(err, domain.ErrUnavailable):
+		return ports.LoginSession{}, err
+	case err != nil:
+		l.end(ctx, s)
+		return ports.LoginSession{}, fmt.Errorf("token refresh refused, session ended: %w", errors.Join(err, errNoSession))
+	}
+	next := s
+	next.Tokens = ts
+	if next.Tokens.IDToken == "" {
+		next.Tokens.IDToken = s.Tokens.IDToken // kept for the end-session hint
+	}
+	next.Version = s.Version + 1
+	next.LastSeen = now
+	err = l.sessions.UpdateLoginSession(ctx, next)
+	if errors.Is(err, domain.ErrConflict) {
+		latest, gerr := l.sessions.GetLoginSession(ctx, s.IDHash)
+		if gerr != nil {
+			return ports.LoginSession{}, errNoSession
+		}
+		return latest, nil
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		return ports.LoginSession{}, errNoSession // logged out meanwhile
+	}
+	if err != nil {
+		return ports.LoginSession{}, err
+	}
+	return next, nil
+}
+
+// end deletes s; a failure is not the caller's problem (the session is
+// refused either way) but the expiry sweep will catch it.
+func (l *Login) end(ctx context.Context, s ports.LoginSession) {
+	_ = l.sessions.DeleteLoginSession(ctx, s.IDHash)
+}
+
+// Logout ends the session of cookie here and at the provider, and returns
+// the provider's end-session URL for the browser ("" when it has none).
+// The provider being unreachable does not keep the session alive here.
+func (l *Login) Logout(ctx context.Context, cookie string) (string, error) {
+	if !ValidCookie(cookie) {
+		return "", errNoSession
+	}
+	s, err := l.sessions.GetLoginSession(ctx, Digest(cookie))
+	if errors.Is(err, domain.ErrNotFound) {
+		return "", errNoSession
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := l.sessions.DeleteLoginSession(ctx, s.IDHash); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return "", err
+	}
+	var provErr error
+	if s.Tokens.RefreshToken != "" {
+		provErr = l.idp.Logout(ctx, s.Tokens.RefreshToken)
+	}
+	return l.idp.EndSessionURL(s.Tokens.IDToken), provErr
+}
+
+// Sweep deletes expired sessions; the server calls it now and then.
+func (l *Login) Sweep(ctx context.Context) (int, error) {
+	now := l.clock.Now()
+	return l.sessions.DeleteExpiredLoginSessions(ctx, now, now.Add(-l.cfg.SessionIdle))
+}
+
+// randomToken is 256 random bits, base64url without padding (43 chars).
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Digest is the hex SHA-256 of a secret, the form in which stores keep it.
+func Digest(secret string) string {
+	d := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(d[:])
+}
+
+// Credentials routes a credential to the right authenticator in OIDC mode:
+// the user_session cookie to the login sessions, a Bearer credential to
+// each Bearer authenticator in turn (the access-token verifier, and the
+// API key when SERVICE_API_KEY is also set, for automation).
+type Credentials struct {
+	Login  *Login
+	Bearer []ports.Authenticator
+}
+
+var _ ports.Authenticator = (*Credentials)(nil)
+
+// Authenticate implements ports.Authenticator.
+func (c *Credentials) Authenticate(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
+	switch cred.Kind {
+	case ports.CredentialCookie:
+		return c.Login.Authenticate(ctx, cred.Value)
+	case ports.CredentialBearer:
+		var unavailable error
+		for _, a := range c.Bearer {
+			p, err := a.Authenticate(ctx, cred)
+			if err == nil {
+				return p, nil
+			}
+			if errors.Is(err, domain.ErrUnavailable) && unavailable == nil {
+				unavailable = err
+			}
+		}
+		if unavailable != nil {
+			return domain.Principal{}, unavailable
+		}
+	}
+	return domain.Principal{}, fmt.Errorf("credential not accepted: %w", domain.ErrUnauthenticated)
+}

@@ -1,0 +1,247 @@
+package porttest
+
+import (
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// LoginStore is everything the OIDC login use case needs from a store.
+type LoginStore interface {
+	ports.LoginSessionStore
+	ports.AuthRequestStore
+	ports.LoginThrottle
+}
+
+// RunLoginStore checks the login ports of a store.
+func RunLoginStore(t *testing.T, newStore Factory[LoginStore]) {
+	t.Run("SessionRoundTrip", func(t *testing.T) { testLoginRoundTrip(t, newStore(t)) })
+	t.Run("SessionVersioning", func(t *testing.T) { testLoginVersioning(t, newStore(t)) })
+	t.Run("SessionTouchDeleteSweep", func(t *testing.T) { testLoginLifecycle(t, newStore(t)) })
+	t.Run("AuthRequestSingleUse", func(t *testing.T) { testAuthRequest(t, newStore(t)) })
+	t.Run("Throttle", func(t *testing.T) { testThrottle(t, newStore(t)) })
+}
+
+// RunSharedLoginStore checks that a session created through one handle is
+// seen, refreshed and deleted through another (issue 6: sessions created on
+// instance A work on B, a logout on B is refused on A at once), and that
+// failures recorded on one count on all.
+func RunSharedLoginStore(t *testing.T, open SharedFactory[LoginStore]) {
+	t.Run("AcrossInstances", func(t *testing.T) {
+		st := open(t, 2)
+		a, b := st[0], st[1]
+		ctx := ctxFor(t)
+		s := loginSession("aa01")
+		if err := a.CreateLoginSession(ctx, s); err != nil {
+			t.Fatalf("A.CreateLoginSession: %v", err)
+		}
+		if _, err := b.GetLoginSession(ctx, s.IDHash); err != nil {
+			t.Fatalf("B.GetLoginSession of A's session: %v", err)
+		}
+		if err := b.DeleteLoginSession(ctx, s.IDHash); err != nil {
+			t.Fatalf("B.DeleteLoginSession: %v", err)
+		}
+		if _, err := a.GetLoginSession(ctx, s.IDHash); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("A.GetLoginSession after B's logout: got %v, want ErrNotFound", err)
+		}
+		for _, st := range []LoginStore{a, b} {
+			if err := st.RecordLoginFailure(ctx, "user:x", base, base.Add(-time.Hour)); err != nil {
+				t.Fatalf("RecordLoginFailure: %v", err)
+			}
+		}
+		if n, _, err := a.LoginFailures(ctx, "user:x", base.Add(-time.Hour)); err != nil || n != 2 {
+			t.Errorf("LoginFailures across instances: got %d, %v; want 2", n, err)
+		}
+	})
+}
+
+func loginSession(hash string) ports.LoginSession {
+	return ports.LoginSession{
+		IDHash: hash,
+		Tokens: ports.TokenSet{
+			Subject: "sub-1", Username: "alice",
+			Roles: domain.RoleExtraction{Roles: []domain.Role{domain.RoleAdmin}, Source: domain.TokenID,
+				Findings: []domain.RoleFinding{{Token: domain.TokenID, Claim: "realm_access.roles", Name: "admin", Role: domain.RoleAdmin}}},
+			AccessToken: "at", RefreshToken: "rt", IDToken: "it",
+			AccessExpiry: base.Add(5 * time.Minute), RefreshExpiry: base.Add(30 * time.Minute),
+		},
+		Version: 1, CreatedAt: base, LastSeen: base, ExpiresAt: base.Add(24 * time.Hour),
+	}
+}
+
+func testLoginRoundTrip(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	want := loginSession("h1")
+	if err := st.CreateLoginSession(ctx, want); err != nil {
+		t.Fatalf("CreateLoginSession: %v", err)
+	}
+	got, err := st.GetLoginSession(ctx, "h1")
+	if err != nil {
+		t.Fatalf("GetLoginSession: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GetLoginSession:\n got %+v\nwant %+v", got, want)
+	}
+	noRefresh := loginSession("h2")
+	noRefresh.Tokens.RefreshExpiry = time.Time{}
+	if err := st.CreateLoginSession(ctx, noRefresh); err != nil {
+		t.Fatalf("CreateLoginSession: %v", err)
+	}
+	if got, err := st.GetLoginSession(ctx, "h2"); err != nil || !got.Tokens.RefreshExpiry.IsZero() {
+		t.Errorf("zero RefreshExpiry: got %v, %v; want zero", got.Tokens.RefreshExpiry, err)
+	}
+	if err := st.CreateLoginSession(ctx, want); err == nil {
+		t.Errorf("CreateLoginSession of an existing id: got nil, want an error")
+	}
+	if _, err := st.GetLoginSession(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("GetLoginSession(unknown): got %v, want ErrNotFound", err)
+	}
+}
+
+func testLoginVersioning(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	s := loginSession("v1")
+	if err := st.CreateLoginSession(ctx, s); err != nil {
+		t.Fatalf("CreateLoginSession: %v", err)
+	}
+	// Two concurrent refreshes of version 1: exactly one wins.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := s
+			next.Version = 2
+			next.Tokens.AccessToken = []string{"at-a", "at-b"}[i]
+			next.Tokens.Roles = domain.RoleExtraction{Roles: []domain.Role{domain.RoleUser}, Source: "default"}
+			errs[i] = st.UpdateLoginSession(ctx, next)
+		}()
+	}
+	wg.Wait()
+	wins, conflicts := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, domain.ErrConflict):
+			conflicts++
+		default:
+			t.Fatalf("UpdateLoginSession: %v", err)
+		}
+	}
+	if wins != 1 || conflicts != 1 {
+		t.Errorf("concurrent updates: got %d wins, %d conflicts; want 1 and 1", wins, conflicts)
+	}
+	got, err := st.GetLoginSession(ctx, "v1")
+	if err != nil {
+		t.Fatalf("GetLoginSession: %v", err)
+	}
+	if got.Version != 2 || got.Tokens.Roles.Roles[0] != domain.RoleUser {
+		t.Errorf("after update: version %d roles %v; want 2 [USER]", got.Version, got.Tokens.Roles.Roles)
+	}
+	gone := s
+	gone.IDHash, gone.Version = "missing", 2
+	if err := st.UpdateLoginSession(ctx, gone); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("UpdateLoginSession(unknown): got %v, want ErrNotFound", err)
+	}
+}
+
+func testLoginLifecycle(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	fresh, idle, old := loginSession("fresh"), loginSession("idle"), loginSession("old")
+	old.ExpiresAt = base.Add(time.Minute)
+	for _, s := range []ports.LoginSession{fresh, idle, old} {
+		if err := st.CreateLoginSession(ctx, s); err != nil {
+			t.Fatalf("CreateLoginSession: %v", err)
+		}
+	}
+	later := base.Add(2 * time.Hour)
+	if err := st.TouchLoginSession(ctx, "fresh", later); err != nil {
+		t.Fatalf("TouchLoginSession: %v", err)
+	}
+	if err := st.TouchLoginSession(ctx, "fresh", base); err != nil { // never backwards
+		t.Fatalf("TouchLoginSession: %v", err)
+	}
+	if got, _ := st.GetLoginSession(ctx, "fresh"); !got.LastSeen.Equal(later) {
+		t.Errorf("LastSeen: got %v, want %v", got.LastSeen, later)
+	}
+	if err := st.TouchLoginSession(ctx, "nope", later); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("TouchLoginSession(unknown): got %v, want ErrNotFound", err)
+	}
+	n, err := st.DeleteExpiredLoginSessions(ctx, later, later.Add(-time.Hour))
+	if err != nil {
+		t.Fatalf("DeleteExpiredLoginSessions: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("DeleteExpiredLoginSessions: got %d, want 2 (idle and old)", n)
+	}
+	if _, err := st.GetLoginSession(ctx, "fresh"); err != nil {
+		t.Errorf("fresh session swept: %v", err)
+	}
+	if err := st.DeleteLoginSession(ctx, "fresh"); err != nil {
+		t.Fatalf("DeleteLoginSession: %v", err)
+	}
+	if err := st.DeleteLoginSession(ctx, "fresh"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("second DeleteLoginSession: got %v, want ErrNotFound", err)
+	}
+}
+
+func testAuthRequest(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	want := ports.PendingAuthRequest{StateHash: "s1", Request: ports.AuthRequest{Nonce: "n", CodeVerifier: "v"}, ReturnTo: "/x?y=1", ExpiresAt: base.Add(10 * time.Minute)}
+	if err := st.PutAuthRequest(ctx, want); err != nil {
+		t.Fatalf("PutAuthRequest: %v", err)
+	}
+	expired := want
+	expired.StateHash, expired.ExpiresAt = "s2", base.Add(-time.Second)
+	if err := st.PutAuthRequest(ctx, expired); err != nil {
+		t.Fatalf("PutAuthRequest: %v", err)
+	}
+	got, err := st.TakeAuthRequest(ctx, "s1", base)
+	if err != nil {
+		t.Fatalf("TakeAuthRequest: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("TakeAuthRequest: got %+v, want %+v", got, want)
+	}
+	tests := []struct{ name, hash string }{{"replayed", "s1"}, {"expired", "s2"}, {"unknown", "s3"}}
+	for _, tt := range tests {
+		if _, err := st.TakeAuthRequest(ctx, tt.hash, base); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("TakeAuthRequest(%s): got %v, want ErrNotFound", tt.name, err)
+		}
+	}
+}
+
+func testThrottle(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	window := 15 * time.Minute
+	for i := 0; i < 3; i++ {
+		at := base.Add(time.Duration(i) * time.Minute)
+		if err := st.RecordLoginFailure(ctx, "user:alice", at, at.Add(-window)); err != nil {
+			t.Fatalf("RecordLoginFailure: %v", err)
+		}
+	}
+	n, oldest, err := st.LoginFailures(ctx, "user:alice", base.Add(-window))
+	if err != nil || n != 3 || !oldest.Equal(base) {
+		t.Errorf("LoginFailures: got %d, %v, %v; want 3, %v, nil", n, oldest, err, base)
+	}
+	n, oldest, err = st.LoginFailures(ctx, "user:alice", base.Add(90*time.Second))
+	if err != nil || n != 1 || !oldest.Equal(base.Add(2*time.Minute)) {
+		t.Errorf("LoginFailures in a later window: got %d, %v, %v; want 1", n, oldest, err)
+	}
+	if n, oldest, err := st.LoginFailures(ctx, "user:bob", base.Add(-window)); err != nil || n != 0 || !oldest.IsZero() {
+		t.Errorf("LoginFailures(other key): got %d, %v, %v; want 0, zero", n, oldest, err)
+	}
+	if err := st.ClearLoginFailures(ctx, "user:alice"); err != nil {
+		t.Fatalf("ClearLoginFailures: %v", err)
+	}
+	if n, _, _ := st.LoginFailures(ctx, "user:alice", base.Add(-window)); n != 0 {
+		t.Errorf("LoginFailures after clear: got %d, want 0", n)
+	}
+}
