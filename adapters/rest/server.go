@@ -110,6 +110,7 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve is Run on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("listening", zap.String("url", "http://"+ln.Addr().String()))
+	_ = s.log.Sync() // the log is buffered; say at once that we are up
 	served := make(chan error, 1)
 	go func() { served <- s.app.Listener(ln) }()
 	select {
