@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -41,14 +42,23 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 		limit = -1 // SQLite: no limit
 	}
 	var (
-		rows *sql.Rows
-		err  error
+		where []string
+		args  []any
 	)
-	if f.Owner == "" {
-		rows, err = s.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
-	} else {
-		rows, err = s.read.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?`, f.Owner, limit)
+	if f.Owner != "" {
+		where, args = append(where, "owner = ?"), append(args, f.Owner)
 	}
+	if len(f.Projects) > 0 {
+		where = append(where, "project IN (?"+strings.Repeat(",?", len(f.Projects)-1)+")")
+		for _, p := range f.Projects {
+			args = append(args, p)
+		}
+	}
+	query := `SELECT ` + sessionColumns + ` FROM sessions`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " OR ")
+	}
+	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}

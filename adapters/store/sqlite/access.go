@@ -1,0 +1,537 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+var (
+	_ ports.ProjectStore     = (*Store)(nil)
+	_ ports.CatalogStore     = (*Store)(nil)
+	_ ports.PolicyStore      = (*Store)(nil)
+	_ ports.AgentStore       = (*Store)(nil)
+	_ ports.ToolCallStore    = (*Store)(nil)
+	_ ports.SessionModeStore = (*Store)(nil)
+)
+
+// isUnique reports a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// unixNanos stores a time; the zero time is stored as 0.
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func timeOfNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// CreateProject inserts a project with its members.
+func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin create project: %w", err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`,
+		p.ID, p.Name, p.CreatedBy, unixNanos(p.CreatedAt))
+	if isUnique(err) {
+		return fmt.Errorf("project %s already exists: %w", p.ID, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert project: %w", err)
+	}
+	if err := insertMembers(ctx, tx, p.ID, p.Members); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit project: %w", err)
+	}
+	return nil
+}
+
+func insertMembers(ctx context.Context, tx *sql.Tx, project string, members []domain.Member) error {
+	for _, m := range members {
+		_, err := tx.ExecContext(ctx, `INSERT INTO project_members (project, subject, lead) VALUES (?, ?, ?)`, project, m.Subject, boolInt(m.Lead))
+		if isUnique(err) {
+			return fmt.Errorf("member %q is listed twice: %w", m.Subject, domain.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: insert project member: %w", err)
+		}
+	}
+	return nil
+}
+
+// GetProject reads one project.
+func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, error) {
+	list, err := s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects WHERE id = ?`, id)
+	if err != nil {
+		return domain.Project{}, err
+	}
+	if len(list) == 0 {
+		return domain.Project{}, fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+	}
+	return list[0], nil
+}
+
+// ListProjects returns projects ordered by ID.
+func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
+	if f.Member == "" {
+		return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects ORDER BY id`)
+	}
+	return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects
+		WHERE id IN (SELECT project FROM project_members WHERE subject = ?) ORDER BY id`, f.Member)
+}
+
+func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query projects: %w", err)
+	}
+	out := []domain.Project{}
+	index := map[string]int{}
+	for rows.Next() {
+		var (
+			p       domain.Project
+			created int64
+		)
+		if err := rows.Scan(&p.ID, &p.Name, &p.CreatedBy, &created); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: scan project: %w", err)
+		}
+		p.CreatedAt = timeOfNanos(created)
+		index[p.ID] = len(out)
+		out = append(out, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: query projects: %w", err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	ids := make([]any, 0, len(out))
+	for _, p := range out {
+		ids = append(ids, p.ID)
+	}
+	mrows, err := s.read.QueryContext(ctx, `SELECT project, subject, lead FROM project_members WHERE project IN (?`+
+		strings.Repeat(",?", len(ids)-1)+`) ORDER BY project, subject`, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query project members: %w", err)
+	}
+	defer mrows.Close()
+	for mrows.Next() {
+		var (
+			project string
+			m       domain.Member
+			lead    int
+		)
+		if err := mrows.Scan(&project, &m.Subject, &lead); err != nil {
+			return nil, fmt.Errorf("sqlite: scan project member: %w", err)
+		}
+		m.Lead = lead != 0
+		i := index[project]
+		out[i].Members = append(out[i].Members, m)
+	}
+	return out, mrows.Err()
+}
+
+// SetMembers replaces the members of a project.
+func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin set members: %w", err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projects WHERE id = ?`, id).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: read project: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM project_members WHERE project = ?`, id); err != nil {
+		return fmt.Errorf("sqlite: clear project members: %w", err)
+	}
+	if err := insertMembers(ctx, tx, id, members); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit project members: %w", err)
+	}
+	return nil
+}
+
+// CreateServer registers a tool server.
+func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
+	_, err := s.write.ExecContext(ctx, `INSERT INTO servers (name, url, created_at) VALUES (?, ?, ?)`, sv.Name, sv.URL, unixNanos(sv.CreatedAt))
+	if isUnique(err) {
+		return fmt.Errorf("server %s already exists: %w", sv.Name, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert server: %w", err)
+	}
+	return nil
+}
+
+// ListServers returns servers ordered by name.
+func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT name, url, created_at FROM servers ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list servers: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Server{}
+	for rows.Next() {
+		var (
+			sv      domain.Server
+			created int64
+		)
+		if err := rows.Scan(&sv.Name, &sv.URL, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: scan server: %w", err)
+		}
+		sv.CreatedAt = timeOfNanos(created)
+		out = append(out, sv)
+	}
+	return out, rows.Err()
+}
+
+// CreateTool registers a tool of a registered server.
+func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin create tool: %w", err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM servers WHERE name = ?`, t.Server).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: read server: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES (?, ?, ?, ?)`,
+		t.Name, t.Server, boolInt(t.ReadOnly), unixNanos(t.CreatedAt))
+	if isUnique(err) {
+		return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert tool: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit tool: %w", err)
+	}
+	return nil
+}
+
+const toolColumns = `name, server, read_only, created_at`
+
+func scanTool(row scanner) (domain.Tool, error) {
+	var (
+		t       domain.Tool
+		ro      int
+		created int64
+	)
+	if err := row.Scan(&t.Name, &t.Server, &ro, &created); err != nil {
+		return domain.Tool{}, err
+	}
+	t.ReadOnly, t.CreatedAt = ro != 0, timeOfNanos(created)
+	return t, nil
+}
+
+// GetTool reads one tool.
+func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
+	t, err := scanTool(s.read.QueryRowContext(ctx, `SELECT `+toolColumns+` FROM tools WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Tool{}, fmt.Errorf("tool %s: %w", name, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Tool{}, fmt.Errorf("sqlite: read tool: %w", err)
+	}
+	return t, nil
+}
+
+// ListTools returns tools ordered by name.
+func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+toolColumns+` FROM tools ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list tools: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Tool{}
+	for rows.Next() {
+		t, err := scanTool(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: scan tool: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// CreatePolicy stores a rule.
+func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
+	_, err := s.write.ExecContext(ctx, `INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, unixNanos(r.CreatedAt))
+	if isUnique(err) {
+		return fmt.Errorf("policy %s already exists: %w", r.ID, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert policy: %w", err)
+	}
+	return nil
+}
+
+// ListPolicies returns every rule, oldest first.
+func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list policies: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.PolicyRule{}
+	for rows.Next() {
+		var (
+			r             domain.PolicyRule
+			effect, scope string
+			created       int64
+		)
+		if err := rows.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: scan policy: %w", err)
+		}
+		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), timeOfNanos(created)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// DeletePolicy removes a rule.
+func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM policies WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete policy: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("policy %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+// CreateAgent stores an agent with its limits.
+func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
+	var tools any // NULL: every tool
+	if a.Limits.Tools != nil {
+		b, err := json.Marshal(a.Limits.Tools)
+		if err != nil {
+			return fmt.Errorf("sqlite: encode agent tools: %w", err)
+		}
+		tools = string(b)
+	}
+	_, err := s.write.ExecContext(ctx, `INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Session, a.Parent, a.Depth, tools,
+		boolInt(a.Limits.ReadOnly), boolInt(a.Limits.Approval), a.CreatedBy, unixNanos(a.CreatedAt))
+	if isUnique(err) {
+		return fmt.Errorf("agent %s already exists: %w", a.ID, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert agent: %w", err)
+	}
+	return nil
+}
+
+const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at`
+
+func scanAgent(row scanner) (domain.Agent, error) {
+	var (
+		a            domain.Agent
+		tools        sql.NullString
+		ro, approval int
+		created      int64
+	)
+	if err := row.Scan(&a.ID, &a.Session, &a.Parent, &a.Depth, &tools, &ro, &approval, &a.CreatedBy, &created); err != nil {
+		return domain.Agent{}, err
+	}
+	if tools.Valid {
+		a.Limits.Tools = []string{}
+		if err := json.Unmarshal([]byte(tools.String), &a.Limits.Tools); err != nil {
+			return domain.Agent{}, fmt.Errorf("sqlite: decode agent tools: %w", err)
+		}
+	}
+	a.Limits.ReadOnly, a.Limits.Approval, a.CreatedAt = ro != 0, approval != 0, timeOfNanos(created)
+	return a, nil
+}
+
+// GetAgent reads one agent.
+func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
+	a, err := scanAgent(s.read.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Agent{}, fmt.Errorf("agent %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Agent{}, fmt.Errorf("sqlite: read agent: %w", err)
+	}
+	return a, nil
+}
+
+// ListAgents returns a session's agents, oldest first.
+func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE session = ? ORDER BY created_at, id`, session)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list agents: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Agent{}
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: scan agent: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// CreateToolCall stores a decided tool call.
+func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
+	_, err := s.write.ExecContext(ctx, `INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
+		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, unixNanos(c.CreatedAt), c.ResolvedBy, unixNanos(c.ResolvedAt))
+	if isUnique(err) {
+		return fmt.Errorf("tool call %s already exists: %w", c.ID, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert tool call: %w", err)
+	}
+	return nil
+}
+
+const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at`
+
+func scanToolCall(row scanner) (domain.ToolCall, error) {
+	var (
+		c                 domain.ToolCall
+		effect, status    string
+		created, resolved int64
+	)
+	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved); err != nil {
+		return domain.ToolCall{}, err
+	}
+	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
+	c.CreatedAt, c.ResolvedAt = timeOfNanos(created), timeOfNanos(resolved)
+	return c, nil
+}
+
+// GetToolCall reads one tool call.
+func (s *Store) GetToolCall(ctx context.Context, id string) (domain.ToolCall, error) {
+	c, err := scanToolCall(s.read.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ToolCall{}, fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.ToolCall{}, fmt.Errorf("sqlite: read tool call: %w", err)
+	}
+	return c, nil
+}
+
+// ListToolCalls returns matching calls, newest first.
+func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]domain.ToolCall, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Session != "" {
+		where, args = append(where, "session = ?"), append(args, f.Session)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	query := `SELECT ` + toolCallColumns + ` FROM tool_calls`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.ToolCall{}
+	for rows.Next() {
+		c, err := scanToolCall(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: scan tool call: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ResolveToolCall approves or rejects a pending call; the WHERE clause
+// makes it a compare-and-set, so only one resolution wins.
+func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return domain.ToolCall{}, fmt.Errorf("sqlite: begin resolve tool call: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = ?`,
+		string(status), by, unixNanos(at), id, string(domain.CallPending))
+	if err != nil {
+		return domain.ToolCall{}, fmt.Errorf("sqlite: resolve tool call: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	c, err := scanToolCall(tx.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ToolCall{}, fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.ToolCall{}, fmt.Errorf("sqlite: read tool call: %w", err)
+	}
+	if n == 0 {
+		return domain.ToolCall{}, fmt.Errorf("tool call %s is %s, not pending: %w", id, c.Status, domain.ErrConflict)
+	}
+	if err := tx.Commit(); err != nil {
+		return domain.ToolCall{}, fmt.Errorf("sqlite: commit tool call: %w", err)
+	}
+	return c, nil
+}
+
+// SetSessionMode changes a session's mode.
+func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
+	if err != nil {
+		return fmt.Errorf("sqlite: set session mode: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
