@@ -1,0 +1,354 @@
+// Package hybrid runs agentauth as a local instance whose callers' roles come
+// from a central agentauth instance and are never assigned locally. For each
+// credential it asks the centre's GET /api/v2/me who the caller is, and keeps
+// the answer for a short time in a bounded cache keyed by the credential's
+// SHA-256 digest. Concurrent requests with one credential share one remote
+// call.
+//
+// It fails closed: a credential the centre rejects is rejected (401); a centre
+// that cannot be reached, is slow, answers 5xx or something unreadable, or
+// names a role this instance does not know makes the request fail with 503.
+// No role is ever granted by default, and an expired answer is never reused
+// because the centre is down.
+package hybrid
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/wire"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultCacheTTL  = 30 * time.Second
+	DefaultCacheSize = 10000
+	DefaultTimeout   = 5 * time.Second
+)
+
+// mePath is the centre's endpoint that tells who a credential belongs to.
+const mePath = "/api/v2/me"
+
+// sessionCookie is the cookie the centre issues to logged-in users.
+const sessionCookie = "user_session"
+
+// maxBody bounds how much of the centre's answer is read.
+const maxBody = 64 << 10
+
+// Config configures the hybrid Authenticator.
+type Config struct {
+	// RemoteURL is the centre's base URL, such as https://auth.example.com.
+	RemoteURL string
+	// CAFile is a PEM bundle trusted for the centre in addition to the
+	// system roots, for a centre behind an internal certificate authority.
+	CAFile string
+	// CacheTTL is how long an answer is reused (default 30s): a role changed
+	// at the centre takes effect here at most this much later.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of cached credentials (default 10000).
+	CacheSize int
+	// Timeout bounds one call to the centre (default 5s).
+	Timeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.CacheTTL == 0 {
+		c.CacheTTL = DefaultCacheTTL
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return c
+}
+
+// CheckRemoteURL accepts an http(s) base URL with a host and no user info,
+// query or fragment. Plain http is accepted only to a loopback host, because
+// the callers' credentials travel to the centre.
+func CheckRemoteURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", raw, domain.ErrInvalidInput)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: the scheme must be https (or http to a loopback host): %w", raw, domain.ErrInvalidInput)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("%q has no host: %w", raw, domain.ErrInvalidInput)
+	case u.User != nil:
+		return fmt.Errorf("the URL must not carry user info (user:password@): %w", domain.ErrInvalidInput)
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "?") || strings.HasSuffix(raw, "#"):
+		return fmt.Errorf("%q: give the base URL without a query or fragment: %w", raw, domain.ErrInvalidInput)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return fmt.Errorf("%q: plain http would send the callers' credentials unencrypted; use https (http is accepted only to 127.0.0.1, ::1 or localhost): %w", raw, domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if err := CheckRemoteURL(c.RemoteURL); err != nil {
+		errs = append(errs, fmt.Errorf("remote URL: %w", err))
+	}
+	if c.CacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("cache TTL %s is negative: %w", c.CacheTTL, domain.ErrInvalidInput))
+	}
+	if c.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("cache size %d is negative: %w", c.CacheSize, domain.ErrInvalidInput))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %s is negative: %w", c.Timeout, domain.ErrInvalidInput))
+	}
+	return errors.Join(errs...)
+}
+
+// Authenticator asks the centre who each caller is.
+type Authenticator struct {
+	meURL  string
+	source string // RoleSource of every principal: "remote <url>"
+	ttl    time.Duration
+	client *http.Client
+	authz  *domain.Authorizer
+	clock  ports.Clock
+	log    *zap.Logger
+
+	mu      sync.Mutex
+	cache   *lru
+	flights map[cacheKey]*flight
+}
+
+// flight is one call to the centre that concurrent requests with the same
+// credential wait for instead of calling again.
+type flight struct {
+	done      chan struct{}
+	waiters   int // requests waiting besides the one calling; read by tests
+	principal domain.Principal
+	err       error
+}
+
+var _ ports.Authenticator = (*Authenticator)(nil)
+
+// Set provides hybrid mode's Authenticator.
+var Set = wire.NewSet(New, wire.Bind(new(ports.Authenticator), new(*Authenticator)))
+
+// New returns an Authenticator for the centre at cfg.RemoteURL. Role names
+// the centre returns must be known to authz (built-in or auth.roles). The
+// cleanup closes idle connections to the centre.
+func New(cfg Config, authz *domain.Authorizer, clock ports.Clock, log *zap.Logger) (*Authenticator, func(), error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, nil, fmt.Errorf("hybrid: %w", err)
+	}
+	tlsCfg, err := tlsConfig(cfg.CAFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsCfg
+	transport.MaxIdleConnsPerHost = 64
+	base := strings.TrimRight(cfg.RemoteURL, "/")
+	a := &Authenticator{
+		meURL:  base + mePath,
+		source: "remote " + base,
+		ttl:    cfg.CacheTTL,
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   cfg.Timeout,
+			// A redirect would carry the credential somewhere else; the
+			// centre's /me never redirects, so any redirect is an error.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		authz:   authz,
+		clock:   clock,
+		log:     log.Named("hybrid"),
+		cache:   newLRU(cfg.CacheSize),
+		flights: map[cacheKey]*flight{},
+	}
+	return a, transport.CloseIdleConnections, nil
+}
+
+// tlsConfig trusts the system roots plus, when caFile is set, its bundle.
+func tlsConfig(caFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("hybrid: CA file (auth.hybrid.caFile / SERVICE_HYBRID_CA_FILE): %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("hybrid: CA file %s (auth.hybrid.caFile / SERVICE_HYBRID_CA_FILE) holds no PEM certificate: %w", caFile, domain.ErrInvalidInput)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
+// RoleSource is what /api/v2/me shows as role_source: "remote <url>".
+func (a *Authenticator) RoleSource() string { return a.source }
+
+// Authenticate returns the principal the centre names for cred, from the
+// cache when a fresh answer is there.
+func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
+	if err := checkCredential(cred); err != nil {
+		return domain.Principal{}, err
+	}
+	k := keyOf(cred)
+	a.mu.Lock()
+	if p, ok := a.cache.get(k, a.clock.Now()); ok {
+		a.mu.Unlock()
+		return p, nil
+	}
+	if f, ok := a.flights[k]; ok {
+		f.waiters++
+		a.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.principal, f.err
+		case <-ctx.Done():
+			return domain.Principal{}, fmt.Errorf("hybrid: waiting for the centre: %w: %w", ctx.Err(), domain.ErrUnavailable)
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	a.flights[k] = f
+	a.mu.Unlock()
+
+	// The answer is cached from the moment it was asked for, so it is never
+	// kept longer than the TTL after the centre could have changed it.
+	asked := a.clock.Now()
+	// The call is shared with other requests, so one caller giving up must
+	// not fail the rest; the client's timeout still bounds it.
+	f.principal, f.err = a.fetch(context.WithoutCancel(ctx), cred)
+
+	a.mu.Lock()
+	if f.err == nil {
+		a.cache.put(k, f.principal, asked.Add(a.ttl))
+	}
+	delete(a.flights, k)
+	a.mu.Unlock()
+	close(f.done)
+	return f.principal, f.err
+}
+
+// checkCredential refuses values that cannot be forwarded as a header or a
+// cookie unchanged, instead of letting them reach the centre altered.
+func checkCredential(cred ports.Credential) error {
+	if cred.Kind != ports.CredentialBearer && cred.Kind != ports.CredentialCookie {
+		return fmt.Errorf("hybrid: a Bearer token or the %s cookie is required: %w", sessionCookie, domain.ErrUnauthenticated)
+	}
+	if cred.Value == "" {
+		return fmt.Errorf("hybrid: empty credential: %w", domain.ErrUnauthenticated)
+	}
+	for i := 0; i < len(cred.Value); i++ {
+		b := cred.Value[i]
+		bad := b < 0x21 || b == 0x7f
+		if cred.Kind == ports.CredentialCookie {
+			bad = bad || b == '"' || b == ',' || b == ';' || b == '\\'
+		}
+		if bad {
+			return fmt.Errorf("hybrid: the credential contains a character that cannot be forwarded: %w", domain.ErrUnauthenticated)
+		}
+	}
+	return nil
+}
+
+// meAnswer is the part of the centre's /api/v2/me this instance uses.
+type meAnswer struct {
+	Subject string    `json:"subject"`
+	Roles   *[]string `json:"roles"`
+}
+
+// fetch asks the centre who cred belongs to. Its errors never contain the
+// credential.
+func (a *Authenticator) fetch(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.meURL, nil)
+	if err != nil {
+		return domain.Principal{}, fmt.Errorf("hybrid: request to %s: %v: %w", a.meURL, err, domain.ErrUnavailable)
+	}
+	if cred.Kind == ports.CredentialCookie {
+		req.Header.Set("Cookie", sessionCookie+"="+cred.Value)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+cred.Value)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		a.log.Warn("centre did not answer; refusing the request", zap.String("remote", a.meURL), zap.Error(err))
+		return domain.Principal{}, fmt.Errorf("hybrid: centre %s did not answer: %v: %w", a.meURL, err, domain.ErrUnavailable)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody)) // lets the connection be reused
+		resp.Body.Close()
+	}()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		// 403: the centre knows the credential but will not say whose it is,
+		// so this instance cannot know the caller either.
+		return domain.Principal{}, fmt.Errorf("hybrid: the centre rejected the credential (%d): %w", resp.StatusCode, domain.ErrUnauthenticated)
+	default:
+		a.log.Warn("centre answered with an unexpected status; refusing the request", zap.String("remote", a.meURL), zap.Int("status", resp.StatusCode))
+		return domain.Principal{}, fmt.Errorf("hybrid: centre %s answered %d: %w", a.meURL, resp.StatusCode, domain.ErrUnavailable)
+	}
+	var me meAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&me); err != nil {
+		a.log.Warn("centre answered something that is not a /me answer; refusing the request", zap.String("remote", a.meURL), zap.Error(err))
+		return domain.Principal{}, fmt.Errorf("hybrid: centre %s answered malformed JSON: %v: %w", a.meURL, err, domain.ErrUnavailable)
+	}
+	return a.principalOf(me)
+}
+
+// principalOf checks the centre's answer and turns it into a principal.
+func (a *Authenticator) principalOf(me meAnswer) (domain.Principal, error) {
+	if me.Subject == "" || me.Roles == nil {
+		a.log.Warn("centre's /me answer lacks subject or roles; refusing the request", zap.String("remote", a.meURL))
+		return domain.Principal{}, fmt.Errorf("hybrid: centre %s answered without subject or roles: %w", a.meURL, domain.ErrUnavailable)
+	}
+	roles := make([]domain.Role, 0, len(*me.Roles))
+	for _, name := range *me.Roles {
+		r := domain.Role(name)
+		if !a.authz.Knows(r) {
+			a.log.Warn("centre granted a role this instance does not know; refusing the request", zap.String("remote", a.meURL), zap.String("role", name))
+			return domain.Principal{}, fmt.Errorf("hybrid: centre %s granted role %q, which this instance does not know (define it in auth.roles here too): %w", a.meURL, name, domain.ErrUnavailable)
+		}
+		roles = append(roles, r)
+	}
+	return domain.Principal{Subject: me.Subject, Roles: roles, Method: domain.MethodHybrid, RoleSource: a.source}, nil
+}
+
+// cached reports how many credentials the cache holds, for tests.
+func (a *Authenticator) cached() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cache.len()
+}
