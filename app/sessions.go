@@ -17,11 +17,23 @@ type Sessions struct {
 	settings ports.SettingsStore
 	authz    *domain.Authorizer
 	clock    ports.Clock
+	// projects and modes are set by WithTeams; without them every caller
+	// is in no project and modes cannot change.
+	projects ports.ProjectStore
+	modes    ports.SessionModeStore
 }
 
 // NewSessions wires the use case.
 func NewSessions(store ports.SessionStore, settings ports.SettingsStore, authz *domain.Authorizer, clock ports.Clock) *Sessions {
 	return &Sessions{store: store, settings: settings, authz: authz, clock: clock}
+}
+
+// WithTeams makes the use case project-aware: a USER creates sessions only
+// in its projects, a LEAD reads and manages those of projects it leads,
+// and modes can change. It returns s.
+func (s *Sessions) WithTeams(projects ports.ProjectStore, modes ports.SessionModeStore) *Sessions {
+	s.projects, s.modes = projects, modes
+	return s
 }
 
 // NewSession is what a caller may set when creating a session.
@@ -50,10 +62,26 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 	if _, err := domain.ParseSessionMode(string(mode)); err != nil {
 		return domain.Session{}, err
 	}
+	project := strings.TrimSpace(in.Project)
+	if project != "" {
+		if s.projects == nil {
+			return domain.Session{}, fmt.Errorf("project %s: %w", project, domain.ErrNotFound)
+		}
+		if _, err := s.projects.GetProject(ctx, project); err != nil {
+			return domain.Session{}, err
+		}
+	}
+	team, err := teamOf(ctx, s.projects, p)
+	if err != nil {
+		return domain.Session{}, err
+	}
+	if err := s.authz.CheckCreateSession(p, team, project); err != nil {
+		return domain.Session{}, err
+	}
 	sess := domain.Session{
 		ID:        newID("ses_"),
 		Owner:     p.Subject,
-		Project:   strings.TrimSpace(in.Project),
+		Project:   project,
 		Title:     title,
 		Mode:      mode,
 		State:     domain.SessionActive,
@@ -68,8 +96,15 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 // List returns the sessions the caller may see, newest first.
 func (s *Sessions) List(ctx context.Context, p domain.Principal, limit int) ([]domain.Session, error) {
 	f := ports.SessionFilter{Owner: p.Subject, Limit: limit}
-	if s.authz.SessionReadScope(p.Roles) == domain.ScopeAll {
+	switch s.authz.SessionReadScope(p.Roles) {
+	case domain.ScopeAll:
 		f.Owner = ""
+	case domain.ScopeTeam:
+		team, err := teamOf(ctx, s.projects, p)
+		if err != nil {
+			return nil, err
+		}
+		f.Projects = team.Leads
 	}
 	return s.store.ListSessions(ctx, f)
 }
@@ -77,25 +112,68 @@ func (s *Sessions) List(ctx context.Context, p domain.Principal, limit int) ([]d
 // Get returns one session. A session the caller may not see is reported as
 // not found, so its existence does not leak.
 func (s *Sessions) Get(ctx context.Context, p domain.Principal, id string) (domain.Session, error) {
+	sess, _, err := s.visible(ctx, p, id)
+	return sess, err
+}
+
+// visible loads a session the caller may see, with the caller's team.
+func (s *Sessions) visible(ctx context.Context, p domain.Principal, id string) (domain.Session, domain.Team, error) {
 	sess, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return domain.Session{}, domain.Team{}, err
+	}
+	team, err := teamOf(ctx, s.projects, p)
+	if err != nil {
+		return domain.Session{}, domain.Team{}, err
+	}
+	if !s.authz.CanReadSessionIn(p, team, sess) {
+		return domain.Session{}, domain.Team{}, fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	return sess, team, nil
+}
+
+// Manageable loads a session the caller may change: one it may not see is
+// not found, one it may see but not change is refused with the reason.
+func (s *Sessions) Manageable(ctx context.Context, p domain.Principal, id string) (domain.Session, error) {
+	sess, team, err := s.visible(ctx, p, id)
 	if err != nil {
 		return domain.Session{}, err
 	}
-	if !s.authz.CanReadSession(p, sess) {
-		return domain.Session{}, fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	if err := s.authz.CheckManageSession(p, team, sess); err != nil {
+		return domain.Session{}, err
 	}
+	return sess, nil
+}
+
+// SetMode changes a session's mode: stricter by anyone who manages it,
+// looser only by the lead of its project or an ADMIN.
+func (s *Sessions) SetMode(ctx context.Context, p domain.Principal, id, mode string) (domain.Session, error) {
+	next, err := domain.ParseSessionMode(mode)
+	if err != nil {
+		return domain.Session{}, err
+	}
+	sess, team, err := s.visible(ctx, p, id)
+	if err != nil {
+		return domain.Session{}, err
+	}
+	if err := s.authz.CheckSetMode(p, team, sess, next); err != nil {
+		return domain.Session{}, err
+	}
+	if s.modes == nil {
+		return domain.Session{}, fmt.Errorf("session modes cannot change in this deployment: %w", domain.ErrUnavailable)
+	}
+	if err := s.modes.SetSessionMode(ctx, id, next); err != nil {
+		return domain.Session{}, err
+	}
+	sess.Mode = next
 	return sess, nil
 }
 
 // Delete removes a session the caller owns or manages. One it may see but
 // not manage is forbidden; one it may not see is not found.
 func (s *Sessions) Delete(ctx context.Context, p domain.Principal, id string) error {
-	sess, err := s.Get(ctx, p, id)
-	if err != nil {
+	if _, err := s.Manageable(ctx, p, id); err != nil {
 		return err
-	}
-	if !s.authz.CanManageSession(p, sess) {
-		return fmt.Errorf("session %s belongs to another user: %w", id, domain.ErrForbidden)
 	}
 	return s.store.DeleteSession(ctx, id)
 }

@@ -1,0 +1,359 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/golang/mock/gomock"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/mocks"
+)
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+var now = fixedClock{time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+
+func authorizer(t *testing.T) *domain.Authorizer {
+	t.Helper()
+	a, err := domain.NewAuthorizer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+var (
+	uma    = domain.Principal{Subject: "uma", Roles: []domain.Role{domain.RoleUser}}
+	lea    = domain.Principal{Subject: "lea", Roles: []domain.Role{domain.RoleLead}}
+	admin  = domain.Principal{Subject: "adm", Roles: []domain.Role{domain.RoleAdmin}}
+	aud    = domain.Principal{Subject: "aud", Roles: []domain.Role{domain.RoleAuditor}}
+	apollo = domain.Project{ID: "p1", Name: "Apollo", Members: []domain.Member{{Subject: "lea", Lead: true}, {Subject: "uma"}}}
+)
+
+type fixture struct {
+	sessions *mocks.MockSessionStore
+	settings *mocks.MockSettingsStore
+	projects *mocks.MockProjectStore
+	modes    *mocks.MockSessionModeStore
+	agents   *mocks.MockAgentStore
+	calls    *mocks.MockToolCallStore
+	catalog  *mocks.MockCatalogStore
+	policies *mocks.MockPolicyStore
+	audit    *mocks.MockAuditStore
+	authz    *domain.Authorizer
+}
+
+func newFixture(t *testing.T) fixture {
+	c := gomock.NewController(t)
+	return fixture{mocks.NewMockSessionStore(c), mocks.NewMockSettingsStore(c), mocks.NewMockProjectStore(c), mocks.NewMockSessionModeStore(c),
+		mocks.NewMockAgentStore(c), mocks.NewMockToolCallStore(c), mocks.NewMockCatalogStore(c), mocks.NewMockPolicyStore(c),
+		mocks.NewMockAuditStore(c), authorizer(t)}
+}
+
+func (f fixture) sessionsUC() *app.Sessions {
+	return app.NewSessions(f.sessions, f.settings, f.authz, now).WithTeams(f.projects, f.modes)
+}
+
+func (f fixture) memberships(subject string, projects ...domain.Project) {
+	f.projects.EXPECT().ListProjects(gomock.Any(), ports.ProjectFilter{Member: subject}).Return(projects, nil).AnyTimes()
+}
+
+func TestSessionsListByScope(t *testing.T) {
+	tests := []struct {
+		name string
+		p    domain.Principal
+		want ports.SessionFilter
+	}{
+		{"USER: own only, even in a project", uma, ports.SessionFilter{Owner: "uma"}},
+		{"LEAD: own and led projects", lea, ports.SessionFilter{Owner: "lea", Projects: []string{"p1"}}},
+		{"AUDITOR: all", aud, ports.SessionFilter{}},
+		{"ADMIN: all", admin, ports.SessionFilter{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships(tt.p.Subject, apollo)
+			f.sessions.EXPECT().ListSessions(gomock.Any(), gomock.Eq(tt.want)).Return([]domain.Session{}, nil)
+			if _, err := f.sessionsUC().List(context.Background(), tt.p, 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestSessionsCreateOnlyInOwnProjects(t *testing.T) {
+	other := domain.Project{ID: "p2", Name: "Other"}
+	tests := []struct {
+		name    string
+		p       domain.Principal
+		project domain.Project
+		code    string
+	}{
+		{"member creates", uma, apollo, ""},
+		{"non-member refused", uma, other, domain.ReasonNotProjectMember},
+		{"admin anywhere", admin, other, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships(tt.p.Subject, apollo)
+			f.projects.EXPECT().GetProject(gomock.Any(), tt.project.ID).Return(tt.project, nil)
+			if tt.code == "" {
+				f.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
+			}
+			s, err := f.sessionsUC().Create(context.Background(), tt.p, app.NewSession{Title: "t", Project: tt.project.ID, Mode: "auto"})
+			var ref *domain.Refusal
+			switch {
+			case tt.code == "" && (err != nil || s.Project != tt.project.ID || s.Owner != tt.p.Subject):
+				t.Errorf("got %+v, %v; want a session in %s", s, err, tt.project.ID)
+			case tt.code != "" && (!errors.As(err, &ref) || ref.Code != tt.code):
+				t.Errorf("got %v, want refusal %s", err, tt.code)
+			}
+		})
+	}
+}
+
+func TestSessionsSetMode(t *testing.T) {
+	sess := domain.Session{ID: "s1", Owner: "uma", Project: "p1", Mode: domain.ModeAsk, State: domain.SessionActive}
+	tests := []struct {
+		name  string
+		p     domain.Principal
+		mode  string
+		store bool
+		code  string
+	}{
+		{"owner keeps it as strict", uma, "ask", true, ""},
+		{"owner may not go sideways (readonly runs read tools unasked)", uma, "readonly", false, domain.ReasonModeLoosening},
+		{"owner loosens", uma, "auto", false, domain.ReasonModeLoosening},
+		{"lead loosens", lea, "auto", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships(tt.p.Subject, apollo)
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+			if tt.store {
+				f.modes.EXPECT().SetSessionMode(gomock.Any(), "s1", domain.SessionMode(tt.mode)).Return(nil)
+			}
+			got, err := f.sessionsUC().SetMode(context.Background(), tt.p, "s1", tt.mode)
+			var ref *domain.Refusal
+			switch {
+			case tt.code == "" && (err != nil || string(got.Mode) != tt.mode):
+				t.Errorf("got %+v, %v; want mode %s", got, err, tt.mode)
+			case tt.code != "" && (!errors.As(err, &ref) || ref.Code != tt.code):
+				t.Errorf("got %v, want refusal %s", err, tt.code)
+			}
+		})
+	}
+	f := newFixture(t)
+	if _, err := f.sessionsUC().SetMode(context.Background(), uma, "s1", "yolo"); !errors.Is(err, domain.ErrInvalidInput) {
+		t.Errorf("bad mode: got %v, want ErrInvalidInput", err)
+	}
+}
+
+func TestProjectsCreateMakesTheLeadALead(t *testing.T) {
+	f := newFixture(t)
+	var stored domain.Project
+	f.projects.EXPECT().CreateProject(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, p domain.Project) error { stored = p; return nil })
+	uc := app.NewProjects(f.projects, f.authz, now)
+	p, err := uc.Create(context.Background(), lea, " Apollo ", []domain.Member{{Subject: "uma"}})
+	if err != nil || !stored.IsLead("lea") || !stored.IsMember("uma") || stored.Name != "Apollo" || p.ID == "" {
+		t.Errorf("got %+v, %v; want Apollo led by lea with uma", stored, err)
+	}
+	if _, err := uc.Create(context.Background(), lea, "", nil); !errors.Is(err, domain.ErrInvalidInput) {
+		t.Errorf("empty name: got %v, want ErrInvalidInput", err)
+	}
+}
+
+func TestProjectsSetMembers(t *testing.T) {
+	other := domain.Project{ID: "p2", Name: "Other", Members: []domain.Member{{Subject: "lea"}}}
+	tests := []struct {
+		name    string
+		p       domain.Principal
+		project domain.Project
+		want    error
+	}{
+		{"lead manages", lea, apollo, nil},
+		{"member of a project it does not lead", lea, other, domain.ErrForbidden},
+		{"user member", uma, apollo, domain.ErrForbidden},
+		{"invisible", uma, other, domain.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.projects.EXPECT().GetProject(gomock.Any(), tt.project.ID).Return(tt.project, nil)
+			if tt.want == nil {
+				f.projects.EXPECT().SetMembers(gomock.Any(), tt.project.ID, gomock.Any()).Return(nil)
+			}
+			_, err := app.NewProjects(f.projects, f.authz, now).SetMembers(context.Background(), tt.p, tt.project.ID, []domain.Member{{Subject: "lea", Lead: true}})
+			if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAgentsNeverWiden(t *testing.T) {
+	f := newFixture(t)
+	sess := domain.Session{ID: "s1", Owner: "uma", Mode: domain.ModeAuto}
+	f.memberships("uma")
+	f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil).AnyTimes()
+	parent := domain.Agent{ID: "agt_p", Session: "s1", Limits: domain.Limits{Tools: []string{"fs.read"}, Approval: true}}
+	f.agents.EXPECT().GetAgent(gomock.Any(), "agt_p").Return(parent, nil)
+	var stored domain.Agent
+	f.agents.EXPECT().CreateAgent(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, a domain.Agent) error { stored = a; return nil })
+	uc := app.NewAgents(f.agents, f.sessionsUC(), now)
+	a, err := uc.Create(context.Background(), uma, "s1", app.NewAgent{Parent: "agt_p", Tools: []string{"fs.read", "shell.run"}, Mode: "auto"})
+	if err != nil || a.Parent != "agt_p" || a.Depth != 1 || len(stored.Limits.Tools) != 1 || !stored.Limits.Approval {
+		t.Errorf("got %+v, %v; want fs.read only, still asking", stored, err)
+	}
+}
+
+func TestToolCallsDecideAndResolve(t *testing.T) {
+	sess := domain.Session{ID: "s1", Owner: "uma", Project: "p1", Mode: domain.ModeAuto, State: domain.SessionActive}
+	root := domain.Agent{ID: "agt_r", Session: "s1"}
+	rules := []domain.PolicyRule{
+		{ID: "r1", Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeRole, Value: "USER"},
+		{ID: "r2", Effect: domain.EffectAsk, Tool: "fs.write", Scope: domain.ScopeProject, Value: "p1"},
+	}
+	tests := []struct {
+		name       string
+		tool       string
+		registered bool
+		gateway    bool
+		want       domain.ToolCallStatus
+		reason     string
+	}{
+		{"allowed", "fs.read", true, false, domain.CallAllowed, domain.ReasonPolicyAllow},
+		{"asks", "fs.write", true, false, domain.CallPending, domain.ReasonPolicyAsk},
+		{"gateway denies unregistered", "net.raw", false, true, domain.CallDenied, domain.ReasonGatewayUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships("uma", apollo)
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+			f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
+			if tt.registered {
+				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{Name: tt.tool, Server: "fs"}, nil)
+			} else {
+				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{}, domain.ErrNotFound)
+			}
+			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil)
+			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(rules, nil)
+			f.calls.EXPECT().CreateToolCall(gomock.Any(), gomock.Any()).Return(nil)
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			c, err := uc.Decide(context.Background(), uma, "s1", "agt_r", tt.tool)
+			if err != nil || c.Status != tt.want || c.Decision.Reason != tt.reason || c.RequestedBy != "uma" {
+				t.Errorf("got %+v, %v; want %s/%s", c, err, tt.want, tt.reason)
+			}
+		})
+	}
+
+	t.Run("agent of another session", func(t *testing.T) {
+		f := newFixture(t)
+		f.memberships("uma", apollo)
+		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+		f.agents.EXPECT().GetAgent(gomock.Any(), "agt_x").Return(domain.Agent{ID: "agt_x", Session: "s2"}, nil)
+		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+		if _, err := uc.Decide(context.Background(), uma, "s1", "agt_x", "fs.read"); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("got %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("resolve: lead approves, stranger cannot", func(t *testing.T) {
+		f := newFixture(t)
+		f.memberships("lea", apollo)
+		f.memberships("bob")
+		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil).Times(2)
+		f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Status: domain.CallPending}, nil)
+		f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallApproved, "lea", now.t).Return(domain.ToolCall{ID: "c1", Status: domain.CallApproved}, nil)
+		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+		if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", true); err != nil || c.Status != domain.CallApproved {
+			t.Errorf("lead approve: got %+v, %v", c, err)
+		}
+		bob := domain.Principal{Subject: "bob", Roles: []domain.Role{domain.RoleUser}}
+		if _, err := uc.Resolve(context.Background(), bob, "s1", "c1", true); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("stranger: got %v, want ErrNotFound (the session is invisible)", err)
+		}
+	})
+}
+
+func TestDashboardScope(t *testing.T) {
+	denials := []domain.AuditRecord{{Seq: 3, Subject: "uma"}, {Seq: 2, Subject: "zed"}}
+	t.Run("lead sees its projects", func(t *testing.T) {
+		f := newFixture(t)
+		f.memberships("lea", apollo)
+		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{Projects: []string{"p1"}}).Return([]domain.Session{
+			{Owner: "uma", State: domain.SessionActive}, {Owner: "uma", State: domain.SessionClosed}}, nil)
+		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
+		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), lea)
+		if err != nil || v.SessionsTotal != 2 || v.ByOwner["uma"] != 2 || v.ByState[domain.SessionClosed] != 1 || len(v.RecentDenials) != 1 || v.RecentDenials[0].Subject != "uma" {
+			t.Errorf("got %+v, %v", v, err)
+		}
+	})
+	t.Run("lead of nothing sees nothing, not everything", func(t *testing.T) {
+		f := newFixture(t)
+		f.memberships("lea", domain.Project{ID: "p9", Members: []domain.Member{{Subject: "lea"}}})
+		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), lea)
+		if err != nil || v.SessionsTotal != 0 || len(v.Projects) != 0 || v.Projects == nil {
+			t.Errorf("got %+v, %v", v, err)
+		}
+	})
+	t.Run("admin sees all", func(t *testing.T) {
+		f := newFixture(t)
+		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{}).Return(nil, nil)
+		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
+		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), admin)
+		if err != nil || len(v.RecentDenials) != 2 || v.Projects != nil {
+			t.Errorf("got %+v, %v", v, err)
+		}
+	})
+}
+
+func TestAuditVerifyFindsFirstBrokenLink(t *testing.T) {
+	chain := func(n int) []domain.AuditRecord {
+		prev := domain.GenesisHash
+		out := make([]domain.AuditRecord, n)
+		for i := range out {
+			r := domain.AuditRecord{Seq: int64(i + 1), Subject: "s", PrevHash: prev}
+			r.Hash = r.ChainHash(prev)
+			prev, out[i] = r.Hash, r
+		}
+		return out
+	}
+	good := chain(5)
+	bad := chain(5)
+	bad[2].Subject = "edited"
+	tests := []struct {
+		name    string
+		recs    []domain.AuditRecord
+		ok      bool
+		checked int64
+		seq     int64
+	}{
+		{"intact", good, true, 5, 0},
+		{"edited third record", bad, false, 2, 3},
+		{"empty", nil, true, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.audit.EXPECT().AuditChain(gomock.Any(), int64(0), gomock.Any()).Return(tt.recs, nil)
+			if tt.ok && len(tt.recs) > 0 {
+				f.audit.EXPECT().AuditChain(gomock.Any(), int64(len(tt.recs)), gomock.Any()).Return(nil, nil)
+			}
+			rep, err := app.NewAudit(f.audit).Verify(context.Background())
+			if err != nil || rep.OK != tt.ok || rep.Checked != tt.checked || (!tt.ok && rep.Break.Seq != tt.seq) {
+				t.Errorf("got %+v, %v; want ok %v checked %d break at %d", rep, err, tt.ok, tt.checked, tt.seq)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Agents creates the agents of a session and their sub-agents; a
+// sub-agent gets the intersection of what it asks for and what its parent
+// has, never more.
+type Agents struct {
+	store    ports.AgentStore
+	sessions *Sessions
+	clock    ports.Clock
+}
+
+// NewAgents wires the use case.
+func NewAgents(store ports.AgentStore, sessions *Sessions, clock ports.Clock) *Agents {
+	return &Agents{store: store, sessions: sessions, clock: clock}
+}
+
+// NewAgent is what a caller asks for: a parent (empty for a root agent), a
+// tool list (nil: everything the parent has) and a mode ("": the parent's).
+type NewAgent struct {
+	Parent string
+	Tools  []string
+	Mode   string
+}
+
+// Create adds an agent to a session the caller manages.
+func (s *Agents) Create(ctx context.Context, p domain.Principal, session string, in NewAgent) (domain.Agent, error) {
+	if _, err := s.sessions.Manageable(ctx, p, session); err != nil {
+		return domain.Agent{}, err
+	}
+	req, err := domain.RequestLimits(in.Tools, in.Mode)
+	if err != nil {
+		return domain.Agent{}, err
+	}
+	var parent *domain.Agent
+	if in.Parent != "" {
+		pa, err := s.store.GetAgent(ctx, in.Parent)
+		if err != nil {
+			return domain.Agent{}, fmt.Errorf("parent agent: %w", err)
+		}
+		parent = &pa
+	}
+	a, err := domain.ChildAgent(newID("agt_"), session, parent, req, p.Subject, s.clock.Now().UTC())
+	if err != nil {
+		return domain.Agent{}, err
+	}
+	if err := s.store.CreateAgent(ctx, a); err != nil {
+		return domain.Agent{}, err
+	}
+	return a, nil
+}
+
+// List returns the agents of a session the caller may see.
+func (s *Agents) List(ctx context.Context, p domain.Principal, session string) ([]domain.Agent, error) {
+	if _, err := s.sessions.Get(ctx, p, session); err != nil {
+		return nil, err
+	}
+	return s.store.ListAgents(ctx, session)
+}

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Catalog registers tool servers and their tools, and lists the tools
+// each caller's policy lets it use.
+type Catalog struct {
+	store    ports.CatalogStore
+	policies ports.PolicyStore
+	projects ports.ProjectStore
+	authz    *domain.Authorizer
+	clock    ports.Clock
+}
+
+// NewCatalog wires the use case.
+func NewCatalog(store ports.CatalogStore, policies ports.PolicyStore, projects ports.ProjectStore, authz *domain.Authorizer, clock ports.Clock) *Catalog {
+	return &Catalog{store: store, policies: policies, projects: projects, authz: authz, clock: clock}
+}
+
+// CreateServer registers an MCP-style server reachable at an http(s) URL.
+func (s *Catalog) CreateServer(ctx context.Context, name, rawURL string) (domain.Server, error) {
+	if err := domain.ValidateName("server", name); err != nil {
+		return domain.Server{}, err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return domain.Server{}, fmt.Errorf("server url %q: want an http:// or https:// URL: %w", rawURL, domain.ErrInvalidInput)
+	}
+	sv := domain.Server{Name: name, URL: rawURL, CreatedAt: s.clock.Now().UTC()}
+	if err := s.store.CreateServer(ctx, sv); err != nil {
+		return domain.Server{}, err
+	}
+	return sv, nil
+}
+
+// ListServers returns every registered server.
+func (s *Catalog) ListServers(ctx context.Context) ([]domain.Server, error) {
+	return s.store.ListServers(ctx)
+}
+
+// CreateTool registers a tool of a registered server.
+func (s *Catalog) CreateTool(ctx context.Context, t domain.Tool) (domain.Tool, error) {
+	if err := domain.ValidateName("tool", t.Name); err != nil {
+		return domain.Tool{}, err
+	}
+	if err := domain.ValidateName("server", t.Server); err != nil {
+		return domain.Tool{}, err
+	}
+	t.CreatedAt = s.clock.Now().UTC()
+	if err := s.store.CreateTool(ctx, t); err != nil {
+		return domain.Tool{}, err
+	}
+	return t, nil
+}
+
+// ListTools returns the tools the caller may use: those no policy denies
+// it (in any of its projects). Holders of policies:read see every tool.
+func (s *Catalog) ListTools(ctx context.Context, p domain.Principal) ([]domain.Tool, error) {
+	tools, err := s.store.ListTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.authz.Decide(p.Roles, domain.PermPoliciesRead).Allowed {
+		return tools, nil
+	}
+	rules, err := s.policies.ListPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	team, err := teamOf(ctx, s.projects, p)
+	if err != nil {
+		return nil, err
+	}
+	subj := domain.Subject{Subject: p.Subject, Roles: p.Roles, Projects: team.Member}
+	out := []domain.Tool{}
+	for _, t := range tools {
+		if domain.EvaluatePolicy(rules, subj, t.Name).Effect != domain.EffectDeny {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

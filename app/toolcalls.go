@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// ToolCalls decides tool calls (role → policy → session mode → agent
+// limits), stores every decision, and lets the session's owner, its LEAD or
+// an ADMIN approve or reject the calls that need approval.
+type ToolCalls struct {
+	store    ports.ToolCallStore
+	agents   ports.AgentStore
+	catalog  ports.CatalogStore
+	policies ports.PolicyStore
+	settings ports.SettingsStore
+	sessions *Sessions
+	authz    *domain.Authorizer
+	clock    ports.Clock
+}
+
+// NewToolCalls wires the use case.
+func NewToolCalls(store ports.ToolCallStore, agents ports.AgentStore, catalog ports.CatalogStore, policies ports.PolicyStore,
+	settings ports.SettingsStore, sessions *Sessions, authz *domain.Authorizer, clock ports.Clock) *ToolCalls {
+	return &ToolCalls{store: store, agents: agents, catalog: catalog, policies: policies, settings: settings, sessions: sessions, authz: authz, clock: clock}
+}
+
+// Decide decides and stores one tool call of an agent of the session.
+func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, agent, tool string) (domain.ToolCall, error) {
+	sess, err := s.sessions.Manageable(ctx, p, session)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	if err := domain.ValidateName("tool", tool); err != nil {
+		return domain.ToolCall{}, err
+	}
+	ag, err := s.agents.GetAgent(ctx, agent)
+	if err == nil && ag.Session != session {
+		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.ToolCall{}, fmt.Errorf("agent of this session: %w", err)
+	}
+	in := domain.ToolCallInput{Principal: p, Session: sess, Agent: ag, Tool: tool}
+	switch t, err := s.catalog.GetTool(ctx, tool); {
+	case err == nil:
+		in.Registered = &t
+	case !errors.Is(err, domain.ErrNotFound):
+		return domain.ToolCall{}, err
+	}
+	st, err := s.settings.GetSettings(ctx)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	in.Gateway = st.SecurityGateway
+	if in.Rules, err = s.policies.ListPolicies(ctx); err != nil {
+		return domain.ToolCall{}, err
+	}
+	d := s.authz.DecideToolCall(in)
+	call := domain.ToolCall{ID: newID("call_"), Session: session, Agent: agent, Tool: tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: p.Subject, CreatedAt: s.clock.Now().UTC()}
+	if err := s.store.CreateToolCall(ctx, call); err != nil {
+		return domain.ToolCall{}, err
+	}
+	return call, nil
+}
+
+// List returns the tool calls of a session the caller may see, newest first.
+func (s *ToolCalls) List(ctx context.Context, p domain.Principal, session string, limit int) ([]domain.ToolCall, error) {
+	if _, err := s.sessions.Get(ctx, p, session); err != nil {
+		return nil, err
+	}
+	return s.store.ListToolCalls(ctx, ports.ToolCallFilter{Session: session, Limit: limit})
+}
+
+// Resolve approves or rejects a pending call of a session the caller
+// manages. A call that is no longer pending is a conflict.
+func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id string, approve bool) (domain.ToolCall, error) {
+	if _, err := s.sessions.Manageable(ctx, p, session); err != nil {
+		return domain.ToolCall{}, err
+	}
+	call, err := s.store.GetToolCall(ctx, id)
+	if err == nil && call.Session != session {
+		err = fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	status := domain.CallRejected
+	if approve {
+		status = domain.CallApproved
+	}
+	return s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
+}
