@@ -362,28 +362,30 @@ func (l *Login) end(ctx context.Context, s ports.LoginSession) {
 	_ = l.sessions.DeleteLoginSession(ctx, s.IDHash)
 }
 
-// Logout ends the session of cookie here and at the provider, and returns
-// the provider's end-session URL for the browser ("" when it has none).
-// The provider being unreachable does not keep the session alive here.
-func (l *Login) Logout(ctx context.Context, cookie string) (string, error) {
+// Logout ends the session of cookie here and at the provider. It returns
+// the provider's end-session URL for the browser ("" when it has none) and,
+// apart, the provider's logout error: the provider being unreachable does
+// not keep the session alive here.
+func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string, providerErr error, err error) {
 	if !ValidCookie(cookie) {
-		return "", errNoSession
+		return "", nil, errNoSession
 	}
 	s, err := l.sessions.GetLoginSession(ctx, Digest(cookie))
 	if errors.Is(err, domain.ErrNotFound) {
-		return "", errNoSession
+		return "", nil, errNoSession
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if err := l.sessions.DeleteLoginSession(ctx, s.IDHash); err != nil && !errors.Is(err, domain.ErrNotFound) {
-		return "", err
+	if err := l.sessions.DeleteLoginSession(ctx, s.IDHash); errors.Is(err, domain.ErrNotFound) {
+		return "", nil, errNoSession // a concurrent logout won
+	} else if err != nil {
+		return "", nil, err
 	}
-	var provErr error
 	if s.Tokens.RefreshToken != "" {
-		provErr = l.idp.Logout(ctx, s.Tokens.RefreshToken)
+		providerErr = l.idp.Logout(ctx, s.Tokens.RefreshToken)
 	}
-	return l.idp.EndSessionURL(s.Tokens.IDToken), provErr
+	return l.idp.EndSessionURL(s.Tokens.IDToken), providerErr, nil
 }
 
 // Sweep deletes expired sessions; the server calls it now and then.

@@ -50,6 +50,9 @@ type OIDC struct {
 	// slides past them.
 	LoginFailures int           `yaml:"loginFailures" env:"SERVICE_OIDC_LOGIN_FAILURES"`
 	LoginWindow   time.Duration `yaml:"loginWindow" env:"SERVICE_OIDC_LOGIN_WINDOW"`
+	// JWKSRefetch is the least time between two JWKS fetches caused by a
+	// token with an unknown key id (default 30s).
+	JWKSRefetch time.Duration `yaml:"jwksRefetch" env:"SERVICE_OIDC_JWKS_REFETCH"`
 }
 
 // OIDC defaults, applied by OIDCWithDefaults.
@@ -182,6 +185,9 @@ func (c Config) validateOIDC() []error {
 	}
 	if d.SessionIdle > d.SessionMax {
 		bad("auth.oidc.sessionIdle / SERVICE_OIDC_SESSION_IDLE (%s) must not exceed auth.oidc.sessionMax / SERVICE_OIDC_SESSION_MAX (%s)", d.SessionIdle, d.SessionMax)
+	}
+	if o.JWKSRefetch != 0 && o.JWKSRefetch < time.Second {
+		bad("auth.oidc.jwksRefetch / SERVICE_OIDC_JWKS_REFETCH: %s is below the 1s minimum", o.JWKSRefetch)
 	}
 	if o.LoginFailures < 0 {
 		bad("auth.oidc.loginFailures / SERVICE_OIDC_LOGIN_FAILURES: must be a positive number")

@@ -25,6 +25,8 @@ type Config struct {
 	Debug bool
 	// ShutdownTimeout bounds how long in-flight requests may take to finish.
 	ShutdownTimeout time.Duration
+	// Login serves the OIDC login endpoints; nil outside OIDC mode.
+	Login *Login
 }
 
 // Server is the Fiber application with its dependencies.
@@ -87,6 +89,7 @@ func (s *Server) apiRoutes() []route {
 
 func (s *Server) routes() {
 	s.app.Use(s.withRequestID, s.accessLog)
+	s.loginRoutes()
 	s.app.Get("/health", s.health)
 	s.app.Use(s.audit, s.recoverPanic, s.authenticate)
 	for _, r := range s.apiRoutes() {

@@ -1,0 +1,229 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// HealthChecker reports readiness per part ("ok" or what is wrong).
+type HealthChecker interface {
+	Checks() map[string]string
+}
+
+// LoginConfig is what the login endpoints need to know.
+type LoginConfig struct {
+	// RedirectURI is the OIDC callback URL; its origin is the service's
+	// public origin (CSRF checks) and its scheme decides the cookie's
+	// Secure attribute.
+	RedirectURI string
+}
+
+// Login serves the OIDC login endpoints (OIDC mode only).
+type Login struct {
+	uc     *app.Login
+	health HealthChecker
+	origin string
+	secure bool
+	log    *zap.Logger
+}
+
+// NewLogin builds the login endpoints.
+func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Logger) (*Login, error) {
+	u, err := url.Parse(cfg.RedirectURI)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("rest: redirect URI %q is not an absolute URL: %w", cfg.RedirectURI, domain.ErrInvalidInput)
+	}
+	// Secure everywhere but plain-http loopback, where browsers would drop
+	// a Secure cookie.
+	secure := u.Scheme != "http" || !isLoopbackHost(u.Hostname())
+	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, log: log.Named("login")}, nil
+}
+
+func isLoopbackHost(h string) bool {
+	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
+}
+
+// loginRoutes registers the public OIDC endpoints and the CSRF check,
+// ahead of authentication. It does nothing outside OIDC mode.
+func (s *Server) loginRoutes() {
+	l := s.cfg.Login
+	if l == nil {
+		return
+	}
+	s.app.Get("/health", l.healthCheck)
+	s.app.Use(l.csrf)
+	s.app.Get("/auth/login", l.begin)
+	s.app.Get("/auth/callback", l.callback)
+	s.app.Post("/auth/login", l.passwordLogin)
+	s.app.Post("/auth/logout", l.logout)
+}
+
+// healthCheck answers 503 with the failing parts while the provider is not
+// ready, and hands over to the plain health check once it is.
+func (l *Login) healthCheck(c *fiber.Ctx) error {
+	checks := l.health.Checks()
+	for _, v := range checks {
+		if v != "ok" {
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "degraded", "checks": checks})
+		}
+	}
+	return c.Next()
+}
+
+// csrf refuses cross-site unsafe requests that a browser would send with
+// the user_session cookie: with a cookie and no Authorization header, a
+// POST, PUT, PATCH or DELETE must come from our own origin
+// (Sec-Fetch-Site: same-origin or none, else an Origin header equal to
+// ours). Requests without either header are not from a modern browser and
+// pass; SameSite=Lax already keeps the cookie off cross-site POSTs of old
+// ones. Password login is checked too (login CSRF).
+func (l *Login) csrf(c *fiber.Ctx) error {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return c.Next()
+	}
+	isLogin := c.Path() == "/auth/login"
+	if !isLogin && (c.Cookies(SessionCookie) == "" || c.Get(fiber.HeaderAuthorization) != "") {
+		return c.Next()
+	}
+	if site := c.Get("Sec-Fetch-Site"); site != "" {
+		if site == "same-origin" || site == "none" {
+			return c.Next()
+		}
+		return fmt.Errorf("cross-site request refused (Sec-Fetch-Site: %s): %w", site, domain.ErrForbidden)
+	}
+	if origin := c.Get(fiber.HeaderOrigin); origin != "" && origin != l.origin {
+		return fmt.Errorf("cross-origin request refused (Origin is not %s): %w", l.origin, domain.ErrForbidden)
+	}
+	return c.Next()
+}
+
+func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
+
+// begin redirects to the provider's authorization endpoint.
+func (l *Login) begin(c *fiber.Ctx) error {
+	noStore(c)
+	target, err := l.uc.Begin(c.UserContext(), c.Query("return_to"))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(target, fiber.StatusFound)
+}
+
+// callback completes the code flow, sets the cookie and redirects.
+func (l *Login) callback(c *fiber.Ctx) error {
+	noStore(c)
+	res, err := l.uc.Callback(c.UserContext(), c.Query("state"), c.Query("code"), c.Query("error"))
+	if err != nil {
+		return err
+	}
+	l.setCookie(c, res)
+	return c.Redirect(res.ReturnTo, fiber.StatusFound)
+}
+
+type passwordLoginRequest struct {
+	Username string `json:"username" form:"username"`
+	Password string `json:"password" form:"password"`
+}
+
+type loginResponse struct {
+	Subject    string        `json:"subject"`
+	Username   string        `json:"username,omitempty"`
+	Roles      []domain.Role `json:"roles"`
+	RoleSource string        `json:"role_source"`
+	ExpiresAt  time.Time     `json:"expires_at"`
+}
+
+// passwordLogin is POST /auth/login with username and password as JSON or
+// form fields.
+func (l *Login) passwordLogin(c *fiber.Ctx) error {
+	noStore(c)
+	var req passwordLoginRequest
+	switch ct := string(c.Request().Header.ContentType()); {
+	case strings.HasPrefix(ct, fiber.MIMEApplicationJSON):
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	case strings.HasPrefix(ct, fiber.MIMEApplicationForm), strings.HasPrefix(ct, fiber.MIMEMultipartForm):
+		req.Username, req.Password = c.FormValue("username"), c.FormValue("password")
+	default:
+		return fmt.Errorf("send username and password as application/json or application/x-www-form-urlencoded: %w", domain.ErrInvalidInput)
+	}
+	res, err := l.uc.PasswordLogin(c.UserContext(), req.Username, req.Password, c.IP())
+	var ra *app.RetryAfter
+	if errors.As(err, &ra) {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))
+	}
+	if err != nil {
+		return err
+	}
+	l.setCookie(c, res)
+	return c.JSON(loginResponse{
+		Subject:    res.Principal.Subject,
+		Username:   res.Session.Tokens.Username,
+		Roles:      res.Principal.Roles,
+		RoleSource: res.Principal.RoleSource,
+		ExpiresAt:  res.Session.ExpiresAt,
+	})
+}
+
+type logoutResponse struct {
+	LoggedOut bool `json:"logged_out"`
+	// EndSessionURL is where a browser should go to end its provider
+	// session too; empty when the provider has none.
+	EndSessionURL string `json:"end_session_url,omitempty"`
+}
+
+// logout ends the session here and at the provider and clears the cookie.
+func (l *Login) logout(c *fiber.Ctx) error {
+	noStore(c)
+	cookie := c.Cookies(SessionCookie)
+	if cookie == "" {
+		return fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errMissingCredential)
+	}
+	endURL, providerErr, err := l.uc.Logout(c.UserContext(), cookie)
+	l.clearCookie(c)
+	if err != nil {
+		return err
+	}
+	if providerErr != nil {
+		// The session is gone here; the provider may keep its own.
+		l.log.Warn("provider logout failed; local session ended", zap.String("request_id", requestID(c)), zap.Error(providerErr))
+	}
+	return c.JSON(logoutResponse{LoggedOut: true, EndSessionURL: endURL})
+}
+
+func (l *Login) setCookie(c *fiber.Ctx, res app.LoginResult) {
+	c.Cookie(&fiber.Cookie{
+		Name:     SessionCookie,
+		Value:    res.Cookie,
+		Path:     "/",
+		Expires:  res.Session.ExpiresAt,
+		Secure:   l.secure,
+		HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode,
+	})
+}
+
+func (l *Login) clearCookie(c *fiber.Ctx) {
+	c.Cookie(&fiber.Cookie{
+		Name:     SessionCookie,
+		Value:    "",
+		Path:     "/",
+		Expires:  time.Unix(0, 0),
+		MaxAge:   -1,
+		Secure:   l.secure,
+		HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode,
+	})
+}
