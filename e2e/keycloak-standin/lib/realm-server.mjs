@@ -735,7 +735,7 @@ export class RealmServer {
     const { prompt } = details;
     if (prompt.name === 'consent') return this.autoConsent(req, res, details);
     if (prompt.name !== 'login') return sendHtml(res, 400, errorPage(this.realm, 'Unexpected login step'));
-    if (req.method === 'GET') return sendHtml(res, 200, loginPage(this.realm, { action }));
+    if (req.method === 'GET') return sendHtml(res, 200, loginPage(this.realm, { action, username: details.params.login_hint || '' }));
     if (req.method !== 'POST') return sendHtml(res, 405, errorPage(this.realm, 'Method not allowed'));
     const form = isForm(req) ? parseForm(await readBody(req)) : {};
     const user = this.realm.authenticate(form.username, form.password);
