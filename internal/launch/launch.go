@@ -102,14 +102,21 @@ func (p *Process) Kill() {
 	<-p.exited
 }
 
+// lockedBuffer keeps the last maxKept bytes a process wrote: enough to
+// explain a failure, bounded under a long load run's access log.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
+const maxKept = 1 << 20
+
 func (l *lockedBuffer) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if over := l.b.Len() + len(b) - maxKept; over > 0 {
+		l.b.Next(min(over, l.b.Len()))
+	}
 	return l.b.Write(b)
 }
 

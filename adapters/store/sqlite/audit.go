@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -30,28 +31,50 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: read audit chain head: %w", err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("sqlite: prepare audit insert: %w", err)
-	}
-	defer stmt.Close()
-	for i := range records {
-		r := &records[i]
-		seq++
-		r.Seq, r.PrevHash = seq, prev
-		r.Time = r.Time.UTC().Truncate(time.Microsecond)
-		r.Hash = r.ChainHash(prev)
-		prev = r.Hash
-		if _, err := stmt.ExecContext(ctx, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
-			r.Method, r.Path, string(r.Decision), r.Reason, r.Status, r.PrevHash, r.Hash); err != nil {
-			return fmt.Errorf("sqlite: insert audit record: %w", err)
+	// One multi-row INSERT per chunk: a statement per row would cost more
+	// than the commit itself.
+	args := make([]any, 0, min(len(records), auditChunk)*auditFields)
+	for start := 0; start < len(records); start += auditChunk {
+		chunk := records[start:min(start+auditChunk, len(records))]
+		args = args[:0]
+		for i := range chunk {
+			r := &chunk[i]
+			seq++
+			r.Seq, r.PrevHash = seq, prev
+			r.Time = r.Time.UTC().Truncate(time.Microsecond)
+			r.Hash = r.ChainHash(prev)
+			prev = r.Hash
+			args = append(args, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
+				r.Method, r.Path, string(r.Decision), r.Reason, r.Status, r.PrevHash, r.Hash)
+		}
+		if _, err := tx.ExecContext(ctx, insertAudit(len(chunk)), args...); err != nil {
+			return fmt.Errorf("sqlite: insert audit records: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit audit records: %w", err)
 	}
 	return nil
+}
+
+// auditFields is the number of columns an audit row has; auditChunk bounds
+// the rows of one INSERT (SQLite allows 32766 parameters).
+const (
+	auditFields = 13
+	auditChunk  = 128
+)
+
+var auditInserts sync.Map // rows → statement text
+
+// insertAudit returns the INSERT statement for n rows, built once per n.
+func insertAudit(n int) string {
+	if q, ok := auditInserts.Load(n); ok {
+		return q.(string)
+	}
+	row := "(" + strings.Repeat("?, ", auditFields-1) + "?)"
+	q := `INSERT INTO audit (` + auditColumns + `) VALUES ` + strings.Repeat(row+", ", n-1) + row
+	auditInserts.Store(n, q)
+	return q
 }
 
 const auditColumns = `seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash`
