@@ -138,6 +138,34 @@ export class Realm {
     this.#loadScopes(rep);
     this.#loadGroups(rep);
     this.#loadUsers(rep);
+    this.#validate();
+  }
+
+  // Keycloak refuses to import a realm whose users or groups point at roles
+  // or groups that do not exist; so does the stand-in, naming the culprit.
+  #validate() {
+    const problems = [];
+    const checkRoles = (owner, realmRoles, clientRoles) => {
+      for (const r of realmRoles) {
+        if (!this.realmRole(r)) problems.push(`${owner}: unknown realm role "${r}"`);
+      }
+      for (const [clientId, names] of clientRoles) {
+        if (!this.clients.has(clientId)) problems.push(`${owner}: unknown client "${clientId}"`);
+        for (const r of names) {
+          if (!this.clientRole(clientId, r)) problems.push(`${owner}: unknown client role "${clientId}/${r}"`);
+        }
+      }
+    };
+    for (const g of this.groups.values()) {
+      checkRoles(`group ${g.path}`, g.realmRoles, Object.entries(g.clientRoles));
+    }
+    for (const u of this.users.values()) {
+      checkRoles(`user ${u.username}`, u.realmRoles, [...u.clientRoles]);
+      for (const path of u.groups) {
+        if (!this.groups.has(path)) problems.push(`user ${u.username}: unknown group "${path}"`);
+      }
+    }
+    if (problems.length) throw new Error(problems.join('; '));
   }
 
   // ---- loading -----------------------------------------------------------

@@ -1,4 +1,9 @@
 import assert from 'node:assert/strict';
+import {
+  mkdtemp, readFile, rm, writeFile,
+} from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
@@ -298,5 +303,18 @@ describe('process', () => {
   it('exits cleanly on SIGTERM', async () => {
     const other = await startStandin();
     assert.equal(await other.stop(), 0);
+  });
+
+  it('refuses a realm file whose user names an unknown role, as an import would', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'standin-'));
+    try {
+      const realm = JSON.parse(await readFile(new URL('../../../deploy/keycloak/realm-agents.json', import.meta.url), 'utf8'));
+      realm.users[0].realmRoles.push('no-such-role');
+      const file = path.join(dir, 'realm.json');
+      await writeFile(file, JSON.stringify(realm));
+      await assert.rejects(startStandin({ STANDIN_REALM_FILE: file }), /unknown realm role "no-such-role"/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
