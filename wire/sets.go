@@ -27,11 +27,11 @@ var appSet = gwire.NewSet(
 )
 
 // settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, sqlitePath, dataDir, apiKey, authorizer)
+var settingsSet = gwire.NewSet(restConfig, dataDir, apiKey, authorizer)
 
-// coreSet is everything but the identity adapter: store, audit log, use
-// cases and the HTTP edge.
-var coreSet = gwire.NewSet(settingsSet, sqlite.Set, auditlog.Set, appSet, rest.Set)
+// coreSet is everything but the identity adapter: store (chosen at run
+// time, see store.go), audit log, use cases and the HTTP edge.
+var coreSet = gwire.NewSet(settingsSet, storeSet, auditlog.Set, appSet, rest.Set)
 
 func restConfig(cfg config.Config) rest.Config {
 	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout}

@@ -7,16 +7,55 @@
 package wire
 
 import (
-	"go.uber.org/zap"
-
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/debug"
+	"github.com/agentauth/agentauth/adapters/identity/hybrid"
 	"github.com/agentauth/agentauth/adapters/identity/local"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
+	"go.uber.org/zap"
+)
+
+// Injectors from hybrid.go:
+
+// Hybrid serves with every caller's roles taken from the central instance at
+// auth.hybrid.remoteUrl; no role is assigned locally.
+func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
+	config2 := restConfig(cfg)
+	config3 := hybridConfig(cfg)
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	clock := _wireSystemClockValue
+	authenticator, cleanup, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	stores, cleanup2, err := openStores(cfg, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	auditStore := stores.Audit
+	committer, cleanup3 := auditlog.New(auditStore, log)
+	sessionStore := stores.Sessions
+	settingsStore := stores.Settings
+	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	audit := app.NewAudit(auditStore)
+	settings := app.NewSettings(settingsStore)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	return server, func() {
+		cleanup3()
+		cleanup2()
+		cleanup()
+	}, nil
+}
+
+var (
+	_wireSystemClockValue = app.SystemClock{}
 )
 
 // Injectors from wire.go:
@@ -33,26 +72,24 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	path := sqlitePath(cfg)
-	store, cleanup, err := sqlite.Open(path, log)
+	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	committer, cleanup2 := auditlog.New(store, log)
+	auditStore := stores.Audit
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	sessionStore := stores.Sessions
+	settingsStore := stores.Settings
 	clock := _wireSystemClockValue
-	sessions := app.NewSessions(store, store, domainAuthorizer, clock)
-	audit := app.NewAudit(store)
-	settings := app.NewSettings(store)
+	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	audit := app.NewAudit(auditStore)
+	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
 		cleanup2()
 		cleanup()
 	}, nil
 }
-
-var (
-	_wireSystemClockValue = app.SystemClock{}
-)
 
 // APIKey serves with SERVICE_API_KEY granting ADMIN.
 func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
@@ -66,16 +103,18 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	path := sqlitePath(cfg)
-	store, cleanup, err := sqlite.Open(path, log)
+	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	committer, cleanup2 := auditlog.New(store, log)
+	auditStore := stores.Audit
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	sessionStore := stores.Sessions
+	settingsStore := stores.Settings
 	clock := _wireSystemClockValue
-	sessions := app.NewSessions(store, store, domainAuthorizer, clock)
-	audit := app.NewAudit(store)
-	settings := app.NewSettings(store)
+	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	audit := app.NewAudit(auditStore)
+	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
 		cleanup2()
@@ -91,16 +130,18 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	path := sqlitePath(cfg)
-	store, cleanup, err := sqlite.Open(path, log)
+	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	committer, cleanup2 := auditlog.New(store, log)
+	auditStore := stores.Audit
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	sessionStore := stores.Sessions
+	settingsStore := stores.Settings
 	clock := _wireSystemClockValue
-	sessions := app.NewSessions(store, store, domainAuthorizer, clock)
-	audit := app.NewAudit(store)
-	settings := app.NewSettings(store)
+	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	audit := app.NewAudit(auditStore)
+	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
 		cleanup2()

@@ -109,6 +109,10 @@ func testSessionList(t *testing.T, st ports.SessionStore) {
 		{"owner and limit", ports.SessionFilter{Owner: "bob", Limit: 1}, []string{"b1"}},
 		{"limit above count", ports.SessionFilter{Owner: "bob", Limit: 10}, []string{"b1", "b0"}},
 		{"unknown owner", ports.SessionFilter{Owner: "carol"}, nil},
+		{"projects", ports.SessionFilter{Projects: []string{"p-a0", "p-b1"}}, []string{"b1", "a0"}},
+		{"owner or projects", ports.SessionFilter{Owner: "alice", Projects: []string{"p-b0"}}, []string{"a2", "a1", "b0", "a0"}},
+		{"projects and limit", ports.SessionFilter{Projects: []string{"p-a0", "p-a1", "p-b0"}, Limit: 2}, []string{"a1", "b0"}},
+		{"unknown project", ports.SessionFilter{Projects: []string{"p-zz"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

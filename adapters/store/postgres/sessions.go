@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,12 +46,26 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 	if f.Limit > 0 {
 		limit = &f.Limit
 	}
-	var rows pgx.Rows
-	if f.Owner == "" {
-		rows, _ = s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
-	} else {
-		rows, _ = s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, f.Owner, limit)
+	// Owner and Projects widen each other: a LEAD sees its own sessions and
+	// those of the projects it leads.
+	var (
+		where []string
+		args  []any
+	)
+	if f.Owner != "" {
+		args = append(args, f.Owner)
+		where = append(where, "owner = $"+strconv.Itoa(len(args)))
 	}
+	if len(f.Projects) > 0 {
+		args = append(args, f.Projects)
+		where = append(where, "project = ANY($"+strconv.Itoa(len(args))+")")
+	}
+	query := `SELECT ` + sessionColumns + ` FROM sessions`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " OR ")
+	}
+	args = append(args, limit)
+	rows, _ := s.pool.Query(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	out, err := pgx.CollectRows(rows, scanSession)
 	if err != nil {
 		return nil, storeErr("list sessions", err)

@@ -1,0 +1,214 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// The login ports live here rather than in process memory so that every
+// instance sees the same sessions: a cookie issued by one instance works on
+// all, and a logout on one is refused by all from the next request on.
+var (
+	_ ports.LoginSessionStore = (*Store)(nil)
+	_ ports.AuthRequestStore  = (*Store)(nil)
+	_ ports.LoginThrottle     = (*Store)(nil)
+)
+
+// nanos stores the zero time as 0, the column's "unknown".
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// CreateLoginSession inserts ls; an existing id is a domain.ErrConflict.
+func (s *Store) CreateLoginSession(ctx context.Context, ls ports.LoginSession) error {
+	roles, err := json.Marshal(ls.Tokens.Roles)
+	if err != nil {
+		return fmt.Errorf("postgres: encode roles: %w", err)
+	}
+	t := ls.Tokens
+	_, err = s.pool.Exec(ctx, `INSERT INTO login_sessions
+		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		ls.IDHash, ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
+		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt))
+	if err != nil {
+		return storeErr("insert login session", err)
+	}
+	return nil
+}
+
+// GetLoginSession reads one session.
+func (s *Store) GetLoginSession(ctx context.Context, idHash string) (ports.LoginSession, error) {
+	var (
+		ls                                                    ports.LoginSession
+		roles                                                 string
+		accessExp, refreshExp, createdAt, lastSeen, expiresAt int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT id_hash, version, subject, username, roles, access_token, refresh_token, id_token,
+		access_expiry, refresh_expiry, created_at, last_seen, expires_at FROM login_sessions WHERE id_hash = $1`, idHash).
+		Scan(&ls.IDHash, &ls.Version, &ls.Tokens.Subject, &ls.Tokens.Username, &roles, &ls.Tokens.AccessToken,
+			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ports.LoginSession{}, fmt.Errorf("login session: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return ports.LoginSession{}, storeErr("read login session", err)
+	}
+	if err := json.Unmarshal([]byte(roles), &ls.Tokens.Roles); err != nil {
+		return ports.LoginSession{}, fmt.Errorf("postgres: decode roles of login session: %w", err)
+	}
+	ls.Tokens.AccessExpiry, ls.Tokens.RefreshExpiry = fromNanos(accessExp), fromNanos(refreshExp)
+	ls.CreatedAt, ls.LastSeen, ls.ExpiresAt = fromNanos(createdAt), fromNanos(lastSeen), fromNanos(expiresAt)
+	return ls, nil
+}
+
+// UpdateLoginSession replaces the session if its stored version is
+// ls.Version-1. Two instances refreshing at once: the second UPDATE waits
+// for the first's row lock, then finds the version moved and matches no row.
+func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) error {
+	roles, err := json.Marshal(ls.Tokens.Roles)
+	if err != nil {
+		return fmt.Errorf("postgres: encode roles: %w", err)
+	}
+	t := ls.Tokens
+	tag, err := s.pool.Exec(ctx, `UPDATE login_sessions SET version = $1, subject = $2, username = $3, roles = $4,
+		access_token = $5, refresh_token = $6, id_token = $7, access_expiry = $8, refresh_expiry = $9, last_seen = $10, expires_at = $11
+		WHERE id_hash = $12 AND version = $13`,
+		ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
+		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.IDHash, ls.Version-1)
+	if err != nil {
+		return storeErr("update login session", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.GetLoginSession(ctx, ls.IDHash); err != nil {
+		return err
+	}
+	return fmt.Errorf("login session was updated by another request: %w", domain.ErrConflict)
+}
+
+// TouchLoginSession records use at t (never moving last_seen backwards).
+func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE login_sessions SET last_seen = GREATEST(last_seen, $1) WHERE id_hash = $2`, nanos(t), idHash)
+	if err != nil {
+		return storeErr("touch login session", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("login session: %w", domain.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteLoginSession removes one session.
+func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM login_sessions WHERE id_hash = $1`, idHash)
+	if err != nil {
+		return storeErr("delete login session", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("login session: %w", domain.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteExpiredLoginSessions removes sessions past their absolute end or
+// idle since before idleBefore, and expired login requests. Any instance may
+// run it; running it on several at once only deletes the same rows.
+func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM login_sessions WHERE expires_at <= $1 OR last_seen < $2`, nanos(now), nanos(idleBefore))
+	if err != nil {
+		return 0, storeErr("delete expired login sessions", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM login_requests WHERE expires_at <= $1`, nanos(now)); err != nil {
+		return 0, storeErr("delete expired login requests", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// PutAuthRequest stores a pending code-flow request.
+func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO login_requests (state_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		r.StateHash, r.Request.Nonce, r.Request.CodeVerifier, r.ReturnTo, nanos(r.ExpiresAt))
+	if err != nil {
+		return storeErr("insert login request", err)
+	}
+	return nil
+}
+
+// TakeAuthRequest deletes and returns a pending request in one statement,
+// so two callbacks with the same state (on any instances) cannot both get it.
+func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (ports.PendingAuthRequest, error) {
+	r := ports.PendingAuthRequest{StateHash: stateHash}
+	var exp int64
+	err := s.pool.QueryRow(ctx, `DELETE FROM login_requests WHERE state_hash = $1 RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
+		Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ports.PendingAuthRequest{}, fmt.Errorf("login request: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return ports.PendingAuthRequest{}, storeErr("take login request", err)
+	}
+	r.ExpiresAt = fromNanos(exp)
+	if !now.Before(r.ExpiresAt) {
+		return ports.PendingAuthRequest{}, fmt.Errorf("login request expired: %w", domain.ErrNotFound)
+	}
+	return r, nil
+}
+
+// RecordLoginFailure stores one failure and forgets the key's old ones.
+func (s *Store) RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM login_failures WHERE key = $1 AND at < $2`, key, nanos(windowStart)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO login_failures (key, at) VALUES ($1, $2)`, key, nanos(t))
+		return err
+	})
+	if err != nil {
+		return storeErr("record login failure", err)
+	}
+	return nil
+}
+
+// LoginFailures counts the key's failures at or after since.
+func (s *Store) LoginFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error) {
+	var (
+		n      int
+		oldest *int64 // NULL when there are none
+	)
+	err := s.pool.QueryRow(ctx, `SELECT count(*), min(at) FROM login_failures WHERE key = $1 AND at >= $2`, key, nanos(since)).Scan(&n, &oldest)
+	if err != nil {
+		return 0, time.Time{}, storeErr("count login failures", err)
+	}
+	if oldest == nil {
+		return n, time.Time{}, nil
+	}
+	return n, fromNanos(*oldest), nil
+}
+
+// ClearLoginFailures forgets the key's failures.
+func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM login_failures WHERE key = $1`, key); err != nil {
+		return storeErr("clear login failures", err)
+	}
+	return nil
+}

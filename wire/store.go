@@ -1,0 +1,76 @@
+package wire
+
+// Store selection. Every deployment mode can run on either store: the
+// embedded SQLite file (the default) or a shared PostgreSQL database
+// (database.url / SERVICE_DATABASE_URL, for several instances behind a load
+// balancer). Rather than doubling every injector (LocalSQLite,
+// LocalPostgres, …), coreSet contains storeSet, whose one provider opens the
+// store the configuration names and hands out its ports as the fields of
+// Stores. The choice is made at run time from configuration, like the mode
+// itself; a new store port is one more field here, and both stores must
+// implement it for storesOf to compile.
+
+import (
+	"context"
+
+	gwire "github.com/google/wire"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/store/postgres"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/config"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Stores is every store port, all served by the one store the
+// configuration selects.
+type Stores struct {
+	Sessions ports.SessionStore
+	Audit    ports.AuditStore
+	Settings ports.SettingsStore
+	// The login ports are used by the OIDC mode only.
+	LoginSessions ports.LoginSessionStore
+	AuthRequests  ports.AuthRequestStore
+	LoginThrottle ports.LoginThrottle
+}
+
+// storeSet provides each store port from the configured store.
+var storeSet = gwire.NewSet(openStores, gwire.FieldsOf(new(Stores), "Sessions", "Audit", "Settings"))
+
+// loginStoreFields provides the login ports from the same store, for a set
+// that includes storeSet (OIDC mode); it is kept apart so that modes without
+// logins do not carry them.
+var loginStoreFields = gwire.FieldsOf(new(Stores), "LoginSessions", "AuthRequests", "LoginThrottle")
+
+// store is what a store adapter must implement to back Stores.
+type store interface {
+	ports.SessionStore
+	ports.AuditStore
+	ports.SettingsStore
+	ports.LoginSessionStore
+	ports.AuthRequestStore
+	ports.LoginThrottle
+}
+
+func storesOf(s store) Stores {
+	return Stores{Sessions: s, Audit: s, Settings: s, LoginSessions: s, AuthRequests: s, LoginThrottle: s}
+}
+
+// openStores opens PostgreSQL when a database URL is configured, else the
+// SQLite file in the data folder. The cleanup closes it.
+func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
+	if cfg.Database.URL != "" {
+		st, cleanup, err := postgres.Open(context.Background(), postgres.URL(cfg.Database.URL), log)
+		if err != nil {
+			return Stores{}, nil, err
+		}
+		log.Info("store: PostgreSQL (shared by every instance on this database)")
+		return storesOf(st), cleanup, nil
+	}
+	st, cleanup, err := sqlite.Open(sqlitePath(cfg), log)
+	if err != nil {
+		return Stores{}, nil, err
+	}
+	log.Info("store: SQLite", zap.String("path", string(sqlitePath(cfg))))
+	return storesOf(st), cleanup, nil
+}
