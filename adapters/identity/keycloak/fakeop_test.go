@@ -1,0 +1,245 @@
+package keycloak
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+)
+
+const (
+	testClient = "agentauth"
+	testSecret = "s3cret-of-the-test-client"
+)
+
+// fakeOP is a minimal OpenID provider at Keycloak's URLs for unit tests:
+// discovery, JWKS, and a token endpoint for the password and refresh
+// grants. Tests mint tokens with sign; the e2e suite runs against a real
+// OpenID provider library instead.
+type fakeOP struct {
+	t      *testing.T
+	srv    *httptest.Server
+	issuer string
+
+	mu   sync.Mutex
+	key  *rsa.PrivateKey
+	kid  string
+	old  []jose.JSONWebKey // published too (rotation overlap)
+	now  time.Time
+	down bool // JWKS answers 503
+
+	jwksHits  atomic.Int32
+	tokenHits atomic.Int32
+	// discoveryIssuer overrides the issuer the discovery document names.
+	discoveryIssuer string
+	roles           []any // realm roles put in tokens
+}
+
+func newFakeOP(t *testing.T) *fakeOP {
+	t.Helper()
+	op := &fakeOP{t: t, now: time.Now(), roles: []any{"admin"}}
+	op.rotate(false)
+	mux := http.NewServeMux()
+	op.srv = httptest.NewServer(mux)
+	t.Cleanup(op.srv.Close)
+	op.issuer = op.srv.URL + "/realms/agents"
+	mux.HandleFunc("/realms/agents/.well-known/openid-configuration", op.discovery)
+	mux.HandleFunc("/realms/agents/protocol/openid-connect/certs", op.certs)
+	mux.HandleFunc("/realms/agents/protocol/openid-connect/token", op.token)
+	mux.HandleFunc("/realms/agents/protocol/openid-connect/logout", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return op
+}
+
+// rotate makes a new signing key; keepOld keeps publishing the old one.
+func (op *fakeOP) rotate(keepOld bool) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		op.t.Fatal(err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if keepOld && op.key != nil {
+		op.old = append(op.old, jose.JSONWebKey{Key: &op.key.PublicKey, KeyID: op.kid, Algorithm: "RS256", Use: "sig"})
+	}
+	op.key, op.kid = key, base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
+	iss := op.issuer
+	if op.discoveryIssuer != "" {
+		iss = op.discoveryIssuer
+	}
+	base := op.issuer + "/protocol/openid-connect"
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"issuer":                                iss,
+		"authorization_endpoint":                base + "/auth",
+		"token_endpoint":                        base + "/token",
+		"jwks_uri":                              base + "/certs",
+		"end_session_endpoint":                  base + "/logout",
+		"introspection_endpoint":                base + "/token/introspect",
+		"id_token_signing_alg_values_supported": []string{"RS256", "HS256", "ES256"},
+	})
+}
+
+func (op *fakeOP) certs(w http.ResponseWriter, _ *http.Request) {
+	op.jwksHits.Add(1)
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	keys := append([]jose.JSONWebKey{{Key: &op.key.PublicKey, KeyID: op.kid, Algorithm: "RS256", Use: "sig"}}, op.old...)
+	_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: keys})
+}
+
+func (op *fakeOP) token(w http.ResponseWriter, r *http.Request) {
+	op.tokenHits.Add(1)
+	_ = r.ParseForm()
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if id != testClient || secret != testSecret {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"unauthorized_client"}`))
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "password":
+		if r.PostForm.Get("username") != "alice" || r.PostForm.Get("password") != "alice-pw" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Invalid user credentials"}`))
+			return
+		}
+	case "refresh_token":
+		if r.PostForm.Get("refresh_token") != "rt-alice" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Token is not active"}`))
+			return
+		}
+	default:
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"access_token":       op.sign(op.accessClaims(), nil),
+		"id_token":           op.sign(op.idClaims(""), nil),
+		"refresh_token":      "rt-alice",
+		"expires_in":         300,
+		"refresh_expires_in": 1800,
+		"token_type":         "Bearer",
+	})
+}
+
+func (op *fakeOP) accessClaims() map[string]any {
+	now := op.now
+	return map[string]any{
+		"iss": op.issuer, "sub": "user-alice", "typ": "Bearer", "azp": testClient, "aud": []any{"account"},
+		"exp": now.Add(5 * time.Minute).Unix(), "iat": now.Unix(), "nbf": now.Unix(),
+		"preferred_username": "alice", "realm_access": map[string]any{"roles": op.roles},
+	}
+}
+
+func (op *fakeOP) idClaims(nonce string) map[string]any {
+	c := op.accessClaims()
+	c["typ"], c["aud"] = "ID", testClient
+	delete(c, "realm_access") // the spec's common case: roles only in the access token
+	if nonce != "" {
+		c["nonce"] = nonce
+	}
+	return c
+}
+
+// sign signs claims with the current key (RS256) unless opts say otherwise.
+func (op *fakeOP) sign(claims map[string]any, opts *signOpts) string {
+	op.t.Helper()
+	op.mu.Lock()
+	key, kid := any(op.key), op.kid
+	op.mu.Unlock()
+	alg := jose.RS256
+	so := (&jose.SignerOptions{}).WithType("JWT")
+	if opts != nil {
+		if opts.key != nil {
+			key = opts.key
+		}
+		if opts.alg != "" {
+			alg = opts.alg
+		}
+		if opts.kid != "" {
+			kid = opts.kid
+		}
+		if opts.typ != "" {
+			so = (&jose.SignerOptions{}).WithType(jose.ContentType(opts.typ))
+		}
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, so)
+	if err != nil {
+		op.t.Fatal(err)
+	}
+	payload, _ := json.Marshal(claims)
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		op.t.Fatal(err)
+	}
+	s, err := jws.CompactSerialize()
+	if err != nil {
+		op.t.Fatal(err)
+	}
+	return s
+}
+
+type signOpts struct {
+	key any
+	alg jose.SignatureAlgorithm
+	kid string
+	typ string
+}
+
+// unsigned is an alg=none token.
+func unsigned(claims map[string]any) string {
+	h, _ := json.Marshal(map[string]string{"alg": "none", "typ": "JWT"})
+	p, _ := json.Marshal(claims)
+	return base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p) + "."
+}
+
+func ecKey(t *testing.T) *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// discovered returns a provider of op, discovered.
+func (op *fakeOP) provider(t *testing.T, mut func(*Config)) *Provider {
+	t.Helper()
+	cfg := Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret, RedirectURI: "http://127.0.0.1:1/auth/callback"}
+	if mut != nil {
+		mut(&cfg)
+	}
+	p, err := New(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := p.Discover(t.Context()); err != nil {
+		t.Fatalf("Discover: %v", err)
+	}
+	return p
+}
