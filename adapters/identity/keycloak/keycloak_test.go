@@ -23,7 +23,9 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-func bearer(v string) ports.Credential { return ports.Credential{Kind: ports.CredentialBearer, Value: v} }
+func bearer(v string) ports.Credential {
+	return ports.Credential{Kind: ports.CredentialBearer, Value: v}
+}
 
 func TestAuthenticateBearer(t *testing.T) {
 	op := newFakeOP(t)
