@@ -21,6 +21,8 @@ type errorDetail struct {
 	// Reason and Missing explain a 403.
 	Reason  string `json:"reason,omitempty"`
 	Missing string `json:"missing,omitempty"`
+	// ReasonCode is the machine-readable form of Reason.
+	ReasonCode string `json:"reason_code,omitempty"`
 }
 
 // problem is what the error handler decided to send.
@@ -34,11 +36,16 @@ type problem struct {
 // 500 whose details stay in the log.
 func classify(err error) problem {
 	var denied *domain.AccessDenied
+	var refused *domain.Refusal
 	var fe *fiber.Error
 	switch {
 	case errors.As(err, &denied):
 		reason := denied.Decision.Reason()
-		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: reason, Reason: reason, Missing: string(denied.Decision.Permission)}}
+		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: reason, Reason: reason, Missing: string(denied.Decision.Permission),
+			ReasonCode: domain.ReasonRoleLacksPermission}}
+	case errors.As(err, &refused):
+		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: refused.Message, Reason: refused.Message,
+			Missing: string(refused.Missing), ReasonCode: refused.Code}}
 	case errors.Is(err, domain.ErrUnauthenticated):
 		return problem{fiber.StatusUnauthorized, errorDetail{Code: "unauthenticated", Message: unauthenticatedMessage(err)}}
 	case errors.Is(err, domain.ErrForbidden):

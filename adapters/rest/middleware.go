@@ -33,6 +33,9 @@ type reqState struct {
 	// decided is set once the authorize stage ran; decision is its outcome.
 	decided  bool
 	decision domain.Decision
+	// note is what the handler adds to the audit reason (a tool-call
+	// decision, an approval).
+	note string
 }
 
 type stateKey struct{}
@@ -125,6 +128,9 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Status:     c.Response().StatusCode(),
 	}
 	switch {
+	case st.decided && st.decision.Allowed && errors.Is(err, domain.ErrForbidden):
+		// The role allowed the route, the resource did not: a denial.
+		rec.Reason = st.decision.Reason() + "; then: " + reason
 	case st.decided && st.decision.Allowed && err == nil:
 		rec.Decision, rec.Reason = domain.AuditAllow, st.decision.Reason()
 	case st.decided && st.decision.Allowed:
@@ -133,6 +139,9 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		rec.Reason = reason
 	case !st.decided:
 		rec.Reason = "no route matches " + c.Method() + " " + c.Path()
+	}
+	if st.note != "" {
+		rec.Reason += "; " + st.note
 	}
 	if aerr := s.auditLog.Record(c.UserContext(), rec); aerr != nil {
 		s.log.Error("audit record not committed; answering 503", zap.String("request_id", st.id), zap.Error(aerr))

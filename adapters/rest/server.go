@@ -27,6 +27,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Login serves the OIDC login endpoints; nil outside OIDC mode.
 	Login *Login
+	// Access serves the access-model endpoints (projects, tools, policies,
+	// agents, tool calls, dashboard); nil leaves them out.
+	Access *Access
 }
 
 // Server is the Fiber application with its dependencies.
@@ -84,6 +87,7 @@ func (s *Server) apiRoutes() []route {
 		s.sessionRoutes(),
 		s.auditRoutes(),
 		s.settingsRoutes(),
+		s.accessRoutes(),
 	)
 }
 

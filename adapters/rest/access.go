@@ -1,0 +1,446 @@
+package rest
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/wire"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// Access holds the use cases of the access model. Its endpoints are served
+// when Config.Access is set.
+type Access struct {
+	Projects  *app.Projects
+	Catalog   *app.Catalog
+	Policies  *app.Policies
+	Agents    *app.Agents
+	ToolCalls *app.ToolCalls
+	Dashboard *app.Dashboard
+}
+
+// AccessSet provides Access from its use cases.
+var AccessSet = wire.NewSet(wire.Struct(new(Access), "*"))
+
+// accessRoutes lists the access-model endpoints, each with the permission
+// its role must grant; resource-level rules (ownership, project leads) are
+// applied by the use cases.
+func (s *Server) accessRoutes() []route {
+	if s.cfg.Access == nil {
+		return nil
+	}
+	return []route{
+		{fiber.MethodPatch, "/api/v2/sessions/:id", domain.PermSessionsWrite, s.patchSession},
+
+		{fiber.MethodGet, "/api/v2/projects", domain.PermProjectsRead, s.listProjects},
+		{fiber.MethodPost, "/api/v2/projects", domain.PermProjectsCreate, s.createProject},
+		{fiber.MethodGet, "/api/v2/projects/:id", domain.PermProjectsRead, s.getProject},
+		{fiber.MethodPut, "/api/v2/projects/:id/members", domain.PermProjectsWrite, s.putMembers},
+
+		{fiber.MethodGet, "/api/v2/servers", domain.PermServersRead, s.listServers},
+		{fiber.MethodPost, "/api/v2/servers", domain.PermServersWrite, s.createServer},
+		{fiber.MethodGet, "/api/v2/tools", domain.PermToolsRead, s.listTools},
+		{fiber.MethodPost, "/api/v2/tools", domain.PermToolsWrite, s.createTool},
+
+		{fiber.MethodGet, "/api/v2/policies", domain.PermPoliciesRead, s.listPolicies},
+		{fiber.MethodPost, "/api/v2/policies", domain.PermPoliciesWrite, s.createPolicy},
+		{fiber.MethodDelete, "/api/v2/policies/:id", domain.PermPoliciesWrite, s.deletePolicy},
+
+		{fiber.MethodGet, "/api/v2/sessions/:id/agents", domain.PermSessionsRead, s.listAgents},
+		{fiber.MethodPost, "/api/v2/sessions/:id/agents", domain.PermAgentsWrite, s.createAgent},
+		{fiber.MethodGet, "/api/v2/sessions/:id/tool-calls", domain.PermSessionsRead, s.listToolCalls},
+		{fiber.MethodPost, "/api/v2/sessions/:id/tool-calls", domain.PermToolCallsWrite, s.createToolCall},
+		{fiber.MethodPost, "/api/v2/sessions/:id/tool-calls/:call/approve", domain.PermToolCallsApprove, s.resolveToolCall(true)},
+		{fiber.MethodPost, "/api/v2/sessions/:id/tool-calls/:call/reject", domain.PermToolCallsApprove, s.resolveToolCall(false)},
+
+		{fiber.MethodGet, "/api/v2/dashboard", domain.PermDashboardRead, s.dashboard},
+
+		{fiber.MethodGet, "/api/v2/audit/export", domain.PermAuditExport, s.exportAudit},
+		{fiber.MethodGet, "/api/v2/audit/verify", domain.PermAuditRead, s.verifyAudit},
+	}
+}
+
+// note adds to the request's audit reason.
+func note(c *fiber.Ctx, s string) { stateOf(c).note = s }
+
+// --- sessions ---
+
+type patchSessionRequest struct {
+	Mode string `json:"mode"`
+}
+
+func (s *Server) patchSession(c *fiber.Ctx) error {
+	var req patchSessionRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	sess, err := s.sessions.SetMode(c.UserContext(), principalOf(c), c.Params("id"), req.Mode)
+	if err != nil {
+		return err
+	}
+	note(c, "mode set to "+string(sess.Mode))
+	return c.JSON(toSessionJSON(sess))
+}
+
+// --- projects ---
+
+type memberJSON struct {
+	Subject string `json:"subject"`
+	Lead    bool   `json:"lead"`
+}
+
+type projectJSON struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	Members   []memberJSON `json:"members"`
+	CreatedBy string       `json:"created_by"`
+	CreatedAt time.Time    `json:"created_at"`
+}
+
+func toProjectJSON(p domain.Project) projectJSON {
+	out := projectJSON{ID: p.ID, Name: p.Name, Members: []memberJSON{}, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt}
+	for _, m := range p.Members {
+		out.Members = append(out.Members, memberJSON(m))
+	}
+	return out
+}
+
+func fromMembers(in []memberJSON) []domain.Member {
+	out := make([]domain.Member, len(in))
+	for i, m := range in {
+		out[i] = domain.Member(m)
+	}
+	return out
+}
+
+func (s *Server) listProjects(c *fiber.Ctx) error {
+	list, err := s.cfg.Access.Projects.List(c.UserContext(), principalOf(c))
+	if err != nil {
+		return err
+	}
+	out := make([]projectJSON, len(list))
+	for i, p := range list {
+		out[i] = toProjectJSON(p)
+	}
+	return c.JSON(fiber.Map{"projects": out})
+}
+
+type createProjectRequest struct {
+	Name    string       `json:"name"`
+	Members []memberJSON `json:"members"`
+}
+
+func (s *Server) createProject(c *fiber.Ctx) error {
+	var req createProjectRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	p, err := s.cfg.Access.Projects.Create(c.UserContext(), principalOf(c), req.Name, fromMembers(req.Members))
+	if err != nil {
+		return err
+	}
+	c.Location("/api/v2/projects/" + p.ID)
+	return c.Status(fiber.StatusCreated).JSON(toProjectJSON(p))
+}
+
+func (s *Server) getProject(c *fiber.Ctx) error {
+	p, err := s.cfg.Access.Projects.Get(c.UserContext(), principalOf(c), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toProjectJSON(p))
+}
+
+type membersRequest struct {
+	Members []memberJSON `json:"members"`
+}
+
+func (s *Server) putMembers(c *fiber.Ctx) error {
+	var req membersRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	p, err := s.cfg.Access.Projects.SetMembers(c.UserContext(), principalOf(c), c.Params("id"), fromMembers(req.Members))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toProjectJSON(p))
+}
+
+// --- servers and tools ---
+
+type serverJSON struct {
+	Name      string    `json:"name"`
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *Server) listServers(c *fiber.Ctx) error {
+	list, err := s.cfg.Access.Catalog.ListServers(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := make([]serverJSON, len(list))
+	for i, sv := range list {
+		out[i] = serverJSON(sv)
+	}
+	return c.JSON(fiber.Map{"servers": out})
+}
+
+type createServerRequest struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+func (s *Server) createServer(c *fiber.Ctx) error {
+	var req createServerRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	sv, err := s.cfg.Access.Catalog.CreateServer(c.UserContext(), req.Name, req.URL)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(serverJSON(sv))
+}
+
+type toolJSON struct {
+	Name      string    `json:"name"`
+	Server    string    `json:"server"`
+	ReadOnly  bool      `json:"read_only"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *Server) listTools(c *fiber.Ctx) error {
+	list, err := s.cfg.Access.Catalog.ListTools(c.UserContext(), principalOf(c))
+	if err != nil {
+		return err
+	}
+	out := make([]toolJSON, len(list))
+	for i, t := range list {
+		out[i] = toolJSON(t)
+	}
+	return c.JSON(fiber.Map{"tools": out})
+}
+
+type createToolRequest struct {
+	Name     string `json:"name"`
+	Server   string `json:"server"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+func (s *Server) createTool(c *fiber.Ctx) error {
+	var req createToolRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	t, err := s.cfg.Access.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(toolJSON(t))
+}
+
+// --- policies ---
+
+type policyJSON struct {
+	ID        string    `json:"id"`
+	Effect    string    `json:"effect"`
+	Tool      string    `json:"tool"`
+	Scope     string    `json:"scope"`
+	Value     string    `json:"value"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toPolicyJSON(r domain.PolicyRule) policyJSON {
+	return policyJSON{ID: r.ID, Effect: string(r.Effect), Tool: r.Tool, Scope: string(r.Scope), Value: r.Value, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+}
+
+func (s *Server) listPolicies(c *fiber.Ctx) error {
+	list, err := s.cfg.Access.Policies.List(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := make([]policyJSON, len(list))
+	for i, r := range list {
+		out[i] = toPolicyJSON(r)
+	}
+	return c.JSON(fiber.Map{"policies": out})
+}
+
+type createPolicyRequest struct {
+	Effect string `json:"effect"`
+	Tool   string `json:"tool"`
+	Scope  string `json:"scope"`
+	Value  string `json:"value"`
+}
+
+func (s *Server) createPolicy(c *fiber.Ctx) error {
+	var req createPolicyRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	r, err := s.cfg.Access.Policies.Create(c.UserContext(), principalOf(c), domain.PolicyRule{
+		Effect: domain.Effect(req.Effect), Tool: req.Tool, Scope: domain.ScopeKind(req.Scope), Value: req.Value})
+	if err != nil {
+		return err
+	}
+	c.Location("/api/v2/policies/" + r.ID)
+	return c.Status(fiber.StatusCreated).JSON(toPolicyJSON(r))
+}
+
+func (s *Server) deletePolicy(c *fiber.Ctx) error {
+	if err := s.cfg.Access.Policies.Delete(c.UserContext(), c.Params("id")); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// --- agents ---
+
+type agentJSON struct {
+	ID        string    `json:"id"`
+	Session   string    `json:"session"`
+	Parent    string    `json:"parent,omitempty"`
+	Depth     int       `json:"depth"`
+	Tools     []string  `json:"tools"` // null: every tool
+	ReadOnly  bool      `json:"read_only"`
+	Approval  bool      `json:"approval"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toAgentJSON(a domain.Agent) agentJSON {
+	return agentJSON{ID: a.ID, Session: a.Session, Parent: a.Parent, Depth: a.Depth, Tools: a.Limits.Tools,
+		ReadOnly: a.Limits.ReadOnly, Approval: a.Limits.Approval, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt}
+}
+
+func (s *Server) listAgents(c *fiber.Ctx) error {
+	list, err := s.cfg.Access.Agents.List(c.UserContext(), principalOf(c), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	out := make([]agentJSON, len(list))
+	for i, a := range list {
+		out[i] = toAgentJSON(a)
+	}
+	return c.JSON(fiber.Map{"agents": out})
+}
+
+type createAgentRequest struct {
+	Parent string   `json:"parent"`
+	Tools  []string `json:"tools"`
+	Mode   string   `json:"mode"`
+}
+
+func (s *Server) createAgent(c *fiber.Ctx) error {
+	var req createAgentRequest
+	if len(c.Body()) == 0 {
+		c.Request().SetBody([]byte("{}")) // a root agent needs no body
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	a, err := s.cfg.Access.Agents.Create(c.UserContext(), principalOf(c), c.Params("id"), app.NewAgent(req))
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(toAgentJSON(a))
+}
+
+// --- tool calls ---
+
+type toolCallJSON struct {
+	ID          string     `json:"id"`
+	Session     string     `json:"session"`
+	Agent       string     `json:"agent"`
+	Tool        string     `json:"tool"`
+	Decision    string     `json:"decision"`
+	Reason      string     `json:"reason"`
+	Rule        string     `json:"rule,omitempty"`
+	Message     string     `json:"message"`
+	Status      string     `json:"status"`
+	RequestedBy string     `json:"requested_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ResolvedBy  string     `json:"resolved_by,omitempty"`
+	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
+}
+
+func toToolCallJSON(tc domain.ToolCall) toolCallJSON {
+	out := toolCallJSON{ID: tc.ID, Session: tc.Session, Agent: tc.Agent, Tool: tc.Tool, Decision: string(tc.Decision.Effect),
+		Reason: tc.Decision.Reason, Rule: tc.Decision.Rule, Message: tc.Decision.Message, Status: string(tc.Status),
+		RequestedBy: tc.RequestedBy, CreatedAt: tc.CreatedAt, ResolvedBy: tc.ResolvedBy}
+	if !tc.ResolvedAt.IsZero() {
+		at := tc.ResolvedAt
+		out.ResolvedAt = &at
+	}
+	return out
+}
+
+func (s *Server) listToolCalls(c *fiber.Ctx) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	list, err := s.cfg.Access.ToolCalls.List(c.UserContext(), principalOf(c), c.Params("id"), limit)
+	if err != nil {
+		return err
+	}
+	out := make([]toolCallJSON, len(list))
+	for i, tc := range list {
+		out[i] = toToolCallJSON(tc)
+	}
+	return c.JSON(fiber.Map{"tool_calls": out})
+}
+
+type createToolCallRequest struct {
+	Agent string `json:"agent"`
+	Tool  string `json:"tool"`
+}
+
+func (s *Server) createToolCall(c *fiber.Ctx) error {
+	var req createToolCallRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	tc, err := s.cfg.Access.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
+	if err != nil {
+		return err
+	}
+	note(c, "tool call "+tc.ID+" "+tc.Tool+": "+string(tc.Decision.Effect)+" ("+tc.Decision.Reason+")")
+	return c.Status(fiber.StatusCreated).JSON(toToolCallJSON(tc))
+}
+
+func (s *Server) resolveToolCall(approve bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		tc, err := s.cfg.Access.ToolCalls.Resolve(c.UserContext(), principalOf(c), c.Params("id"), c.Params("call"), approve)
+		if err != nil {
+			return err
+		}
+		note(c, "tool call "+tc.ID+" "+string(tc.Status))
+		return c.JSON(toToolCallJSON(tc))
+	}
+}
+
+// --- dashboard ---
+
+func (s *Server) dashboard(c *fiber.Ctx) error {
+	v, err := s.cfg.Access.Dashboard.Get(c.UserContext(), principalOf(c))
+	if err != nil {
+		return err
+	}
+	denials := make([]auditJSON, len(v.RecentDenials))
+	for i, r := range v.RecentDenials {
+		denials[i] = toAuditJSON(r)
+	}
+	return c.JSON(fiber.Map{
+		"projects":       v.Projects,
+		"sessions_total": v.SessionsTotal,
+		"by_state":       v.ByState,
+		"by_owner":       v.ByOwner,
+		"recent_denials": denials,
+	})
+}

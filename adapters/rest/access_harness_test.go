@@ -1,0 +1,229 @@
+package rest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/identity/apikey"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// The callers of the access tests: the four built-in roles, a second USER
+// and a custom role from configuration (SECOPS extends AUDITOR with
+// policies:write), each with its own API key.
+var axCallers = []struct {
+	key, subject string
+	role         domain.Role
+}{
+	{"ax-admin-key-00000001", "adm", domain.RoleAdmin},
+	{"ax-user-key-000000001", "uma", domain.RoleUser},
+	{"ax-lead-key-000000001", "lea", domain.RoleLead},
+	{"ax-auditor-key-000001", "aud", domain.RoleAuditor},
+	{"ax-secops-key-0000001", "sec", "SECOPS"},
+	{"ax-user2-key-00000001", "bob", domain.RoleUser},
+}
+
+func axKey(subject string) string {
+	for _, c := range axCallers {
+		if c.subject == subject {
+			return c.key
+		}
+	}
+	panic("no caller " + subject)
+}
+
+var axCustomRoles = []domain.CustomRole{{Name: "SECOPS", Extends: domain.RoleAuditor, Permissions: []domain.Permission{domain.PermPoliciesWrite}}}
+
+type axHarness struct {
+	path  string
+	url   string
+	srv   *Server
+	store *sqlite.Store
+	authz *domain.Authorizer
+	stop  func()
+}
+
+// axStart serves the full access model on a 127.0.0.1 port over the SQLite
+// file at path (created when absent).
+func axStart(t *testing.T, path string) *axHarness {
+	t.Helper()
+	log := zap.NewNop()
+	store, closeStore, err := sqlite.Open(sqlite.Path(path), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, closeAudit := auditlog.New(store, log)
+	authz, err := domain.NewAuthorizer(axCustomRoles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []apikey.Entry
+	for _, c := range axCallers {
+		entries = append(entries, apikey.Entry{Key: c.key, Principal: domain.Principal{Subject: c.subject, Roles: []domain.Role{c.role}, Method: domain.MethodAPIKey, RoleSource: "test"}})
+	}
+	clock := app.SystemClock{}
+	sessions := app.NewSessions(store, store, authz, clock).WithTeams(store, store)
+	access := &Access{
+		Projects:  app.NewProjects(store, authz, clock),
+		Catalog:   app.NewCatalog(store, store, store, authz, clock),
+		Policies:  app.NewPolicies(store, clock),
+		Agents:    app.NewAgents(store, sessions, clock),
+		ToolCalls: app.NewToolCalls(store, store, store, store, store, sessions, authz, clock),
+		Dashboard: app.NewDashboard(store, store, store, authz),
+	}
+	srv := New(Config{Access: access}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	h := &axHarness{path: path, url: "http://" + ln.Addr().String(), srv: srv, store: store, authz: authz}
+	stopped := false
+	h.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		closeAudit()
+		closeStore()
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func axNew(t *testing.T) *axHarness {
+	return axStart(t, filepath.Join(t.TempDir(), "agentauth.db"))
+}
+
+type axResponse struct {
+	status int
+	body   []byte
+}
+
+func (r axResponse) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", r.body, err)
+	}
+}
+
+// errorOf decodes the error body.
+func (r axResponse) errorOf(t *testing.T) errorDetail {
+	t.Helper()
+	var e errorBody
+	r.decode(t, &e)
+	return e.Error
+}
+
+// do sends a request as subject ("" for none).
+func (h *axHarness) do(t *testing.T, subject, method, path, body string) axResponse {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subject != "" {
+		req.Header.Set("Authorization", "Bearer "+axKey(subject))
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return axResponse{status: res.StatusCode, body: b}
+}
+
+// must sends a request and fails unless it answers want; it returns the
+// decoded JSON object.
+func (h *axHarness) must(t *testing.T, want int, subject, method, path, body string) map[string]any {
+	t.Helper()
+	r := h.do(t, subject, method, path, body)
+	if r.status != want {
+		t.Fatalf("%s %s as %s = %d %s, want %d", method, path, subject, r.status, r.body, want)
+	}
+	out := map[string]any{}
+	if len(r.body) > 0 && r.body[0] == '{' {
+		r.decode(t, &out)
+	}
+	return out
+}
+
+// snapshot dumps every working-data table (all but the audit log and the
+// migrations table) of the database, to show that a refused call changed
+// nothing.
+func (h *axHarness) snapshot(t *testing.T) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+h.path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('audit', 'schema_migrations') ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var b strings.Builder
+	for _, table := range tables {
+		rs, err := db.Query(`SELECT * FROM "` + table + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rs.Columns()
+		var lines []string
+		for rs.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rs.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprint(vals...))
+		}
+		rs.Close()
+		sort.Strings(lines)
+		fmt.Fprintf(&b, "%s:\n%s\n", table, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}

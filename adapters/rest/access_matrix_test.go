@@ -1,0 +1,125 @@
+package rest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// axFixture is a set of resources owned (or led) by one caller, so that a
+// call its role allows is not refused for resource-level reasons.
+type axFixture struct {
+	project, session, agent, call, policy, tool string
+}
+
+func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	f := axFixture{
+		project: fmt.Sprintf("prj_%d", n), session: fmt.Sprintf("ses_%d", n), agent: fmt.Sprintf("agt_%d", n),
+		call: fmt.Sprintf("call_%d", n), policy: fmt.Sprintf("pol_%d", n), tool: fmt.Sprintf("tool.%d", n),
+	}
+	server := fmt.Sprintf("srv-%d", n)
+	steps := []error{
+		h.store.CreateProject(ctx, domain.Project{ID: f.project, Name: "P", CreatedBy: subject, CreatedAt: now, Members: []domain.Member{{Subject: subject, Lead: true}}}),
+		h.store.CreateSession(ctx, domain.Session{ID: f.session, Owner: subject, Project: f.project, Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: now}),
+		h.store.CreateAgent(ctx, domain.Agent{ID: f.agent, Session: f.session, CreatedBy: subject, CreatedAt: now}),
+		h.store.CreateToolCall(ctx, domain.ToolCall{ID: f.call, Session: f.session, Agent: f.agent, Tool: f.tool, Status: domain.CallPending,
+			Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Message: "m"}, RequestedBy: subject, CreatedAt: now}),
+		h.store.CreateServer(ctx, domain.Server{Name: server, URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
+		h.store.CreateTool(ctx, domain.Tool{Name: f.tool, Server: server, CreatedAt: now}),
+		h.store.CreatePolicy(ctx, domain.PolicyRule{ID: f.policy, Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeSubject, Value: subject, CreatedAt: now}),
+	}
+	for _, err := range steps {
+		if err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+	}
+	return f
+}
+
+// axRequest fills a route's path parameters from the fixture and gives a
+// valid body for every route that takes one. A route without a body here
+// makes the test fail, so a new endpoint cannot skip the matrix.
+func axRequest(r route, subject string, f axFixture, n int) (path, body string, ok bool) {
+	path = strings.NewReplacer(":id", map[bool]string{true: f.project, false: f.session}[strings.HasPrefix(r.path, "/api/v2/projects/")], ":call", f.call).Replace(r.path)
+	if strings.HasPrefix(r.path, "/api/v2/policies/") {
+		path = strings.Replace(r.path, ":id", f.policy, 1)
+	}
+	bodies := map[string]string{
+		"POST /api/v2/sessions":                              `{"title":"t","project":"` + f.project + `"}`,
+		"PATCH /api/v2/sessions/:id":                         `{"mode":"readonly"}`,
+		"POST /api/v2/projects":                              `{"name":"new"}`,
+		"PUT /api/v2/projects/:id/members":                   `{"members":[{"subject":"` + subject + `","lead":true},{"subject":"bob"}]}`,
+		"POST /api/v2/servers":                               fmt.Sprintf(`{"name":"new-%d","url":"https://127.0.0.1/mcp"}`, n),
+		"POST /api/v2/tools":                                 fmt.Sprintf(`{"name":"new.%d","server":"srv-%d","read_only":true}`, n, n),
+		"POST /api/v2/policies":                              `{"effect":"deny","tool":"shell.*","scope":"role","value":"USER"}`,
+		"POST /api/v2/sessions/:id/agents":                   `{"parent":"` + f.agent + `","tools":["` + f.tool + `"]}`,
+		"POST /api/v2/sessions/:id/tool-calls":               `{"agent":"` + f.agent + `","tool":"` + f.tool + `"}`,
+		"PUT /api/v2/admin/settings":                         `{"security_gateway":true,"default_session_mode":"auto"}`,
+		"POST /api/v2/sessions/:id/tool-calls/:call/approve": "",
+		"POST /api/v2/sessions/:id/tool-calls/:call/reject":  "",
+	}
+	body, ok = bodies[r.method+" "+r.path]
+	if !ok && (r.method == fiber.MethodGet || r.method == fiber.MethodDelete) {
+		ok = true
+	}
+	return path, body, ok
+}
+
+// TestEveryRoleTimesEveryEndpoint walks the route table (the same data the
+// server registers) for the four built-in roles and a custom one. A role
+// whose permissions include the route's gets 200/201/204 on its own
+// resources; any other gets 403 naming the missing permission, and the
+// refused call changes nothing.
+func TestEveryRoleTimesEveryEndpoint(t *testing.T) {
+	h := axNew(t)
+	routes := h.srv.apiRoutes()
+	if len(routes) < 25 {
+		t.Fatalf("route table has %d routes; the access routes are missing", len(routes))
+	}
+	n, granted, refused := 0, 0, 0
+	defer func() { t.Logf("%d routes × 5 roles: %d allowed, %d refused", len(routes), granted, refused) }()
+	for _, r := range routes {
+		for _, c := range axCallers[:5] {
+			n++
+			name := fmt.Sprintf("%s %s as %s", r.method, r.path, c.role)
+			f := h.seed(t, c.subject, n)
+			path, body, ok := axRequest(r, c.subject, f, n)
+			if !ok {
+				t.Errorf("%s: no request body known for this route; add one to axRequest", name)
+				continue
+			}
+			allowed := h.authz.Decide([]domain.Role{c.role}, r.need).Allowed
+			before := ""
+			if allowed {
+				granted++
+			} else {
+				refused++
+				before = h.snapshot(t)
+			}
+			res := h.do(t, c.subject, r.method, path, body)
+			switch {
+			case allowed && res.status != 200 && res.status != 201 && res.status != 204:
+				t.Errorf("%s: got %d %s, want 200/201/204 (the role grants %s)", name, res.status, res.body, r.need)
+			case !allowed && res.status != 403:
+				t.Errorf("%s: got %d %s, want 403 (the role lacks %s)", name, res.status, res.body, r.need)
+			case !allowed:
+				e := res.errorOf(t)
+				if e.ReasonCode != domain.ReasonRoleLacksPermission || e.Missing != string(r.need) || !strings.Contains(e.Reason, string(r.need)) {
+					t.Errorf("%s: error %+v, want reason_code %s and missing %s", name, e, domain.ReasonRoleLacksPermission, r.need)
+				}
+				if after := h.snapshot(t); after != before {
+					t.Errorf("%s: a refused call changed the data:\nbefore:\n%s\nafter:\n%s", name, before, after)
+				}
+			}
+		}
+	}
+}
