@@ -11,6 +11,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/debug"
 	"github.com/agentauth/agentauth/adapters/identity/hybrid"
+	"github.com/agentauth/agentauth/adapters/identity/keycloak"
 	"github.com/agentauth/agentauth/adapters/identity/local"
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/app"
@@ -57,6 +58,78 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 var (
 	_wireSystemClockValue = app.SystemClock{}
 )
+
+// Injectors from oidc.go:
+
+// OIDC serves with Keycloak logins (code flow and password), user_session
+// cookies, Bearer access tokens, and SERVICE_API_KEY when it is set.
+func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
+	loginConfig2 := restLoginConfig(cfg)
+	appLoginConfig := loginConfig(cfg)
+	config2, err := keycloakConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	provider, cleanup, err := keycloak.Open(config2, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	loginStores, cleanup2, err := openLoginStores(cfg, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	loginSessionStore := loginStores.Sessions
+	authRequestStore := loginStores.Requests
+	loginThrottle := loginStores.Throttle
+	clock := _wireSystemClockValue
+	login := app.NewLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock)
+	restLogin, cleanup3, err := newLoginEdge(loginConfig2, login, provider, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	config3 := oidcRestConfig(cfg, restLogin)
+	key := apiKey(cfg)
+	authenticator := keycloak.NewAuthenticator(provider)
+	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	stores, cleanup4, err := openStores(cfg, log)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	auditStore := stores.Audit
+	committer, cleanup5 := auditlog.New(auditStore, log)
+	sessionStore := stores.Sessions
+	settingsStore := stores.Settings
+	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	audit := app.NewAudit(auditStore)
+	settings := app.NewSettings(settingsStore)
+	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	return server, func() {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+	}, nil
+}
 
 // Injectors from wire.go:
 

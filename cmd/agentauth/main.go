@@ -174,10 +174,15 @@ func serve(args []string, env map[string]string, stderr io.Writer) int {
 // inject picks the Wire injector of the configured mode.
 func inject(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	switch mode := cfg.Mode(); mode {
+	case config.ModeHybrid:
+		log.Info("hybrid mode: every caller's roles come from the central instance; none are assigned here", zap.String("remote", cfg.Auth.Hybrid.RemoteURL))
+		return wire.Hybrid(cfg, log)
 	case config.ModeLocal:
 		return wire.Local(cfg, log)
 	case config.ModeAPIKey:
 		return wire.APIKey(cfg, log)
+	case config.ModeOIDC:
+		return wire.OIDC(cfg, log)
 	case config.ModeDebug:
 		log.Warn("DEBUG MODE: built-in keys debug-admin, debug-user, debug-lead and debug-auditor are accepted; real identity checking is OFF. Never run this in production.")
 		return wire.Debug(cfg, log)

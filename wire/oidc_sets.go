@@ -1,0 +1,154 @@
+package wire
+
+// OIDC mode: the Keycloak provider, the login use case over the login
+// stores, the Bearer/cookie/API-key authenticator and the login endpoints.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	gwire "github.com/google/wire"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/identity/apikey"
+	"github.com/agentauth/agentauth/adapters/identity/keycloak"
+	"github.com/agentauth/agentauth/adapters/rest"
+	"github.com/agentauth/agentauth/adapters/store/postgres"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/config"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// oidcSet is coreSet with the login endpoints in the edge's configuration,
+// plus everything OIDC mode needs.
+var oidcSet = gwire.NewSet(
+	oidcRestConfig, dataDir, apiKey, authorizer, storeSet, auditlog.Set, appSet, rest.Set,
+	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
+	loginConfig, app.NewLogin, openLoginStores,
+	gwire.FieldsOf(new(LoginStores), "Sessions", "Requests", "Throttle"),
+	restLoginConfig, newLoginEdge, oidcAuthenticator,
+)
+
+// LoginStores are the login ports, served by the configured store.
+type LoginStores struct {
+	Sessions ports.LoginSessionStore
+	Requests ports.AuthRequestStore
+	Throttle ports.LoginThrottle
+}
+
+type loginStore interface {
+	ports.LoginSessionStore
+	ports.AuthRequestStore
+	ports.LoginThrottle
+}
+
+// openLoginStores opens the login ports on the store the configuration
+// selects. A shared (PostgreSQL) store is what makes sessions and login
+// limits hold across instances.
+func openLoginStores(cfg config.Config, log *zap.Logger) (LoginStores, func(), error) {
+	if cfg.Database.URL != "" {
+		st, cleanup, err := postgres.Open(context.Background(), postgres.URL(cfg.Database.URL), log)
+		if err != nil {
+			return LoginStores{}, nil, err
+		}
+		ls, ok := any(st).(loginStore)
+		if !ok {
+			cleanup()
+			return LoginStores{}, nil, fmt.Errorf("OIDC mode on PostgreSQL (SERVICE_DATABASE_URL): this build's PostgreSQL store has no login-session tables yet; unset SERVICE_DATABASE_URL to use SQLite")
+		}
+		return LoginStores{Sessions: ls, Requests: ls, Throttle: ls}, cleanup, nil
+	}
+	st, cleanup, err := sqlite.Open(sqlitePath(cfg), log)
+	if err != nil {
+		return LoginStores{}, nil, err
+	}
+	return LoginStores{Sessions: st, Requests: st, Throttle: st}, cleanup, nil
+}
+
+func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
+	o := cfg.Auth.OIDC
+	secret, err := o.Secret()
+	if err != nil {
+		return keycloak.Config{}, err
+	}
+	return keycloak.Config{
+		Issuer:       o.Issuer,
+		ClientID:     o.ClientID,
+		ClientSecret: secret,
+		RedirectURI:  o.RedirectURI,
+		CAFiles:      o.CAFiles(),
+		RoleMap:      o.Roles(),
+		KeyRefetch:   o.JWKSRefetch,
+	}, nil
+}
+
+func loginConfig(cfg config.Config) app.LoginConfig {
+	o := cfg.Auth.OIDC.WithDefaults()
+	return app.LoginConfig{
+		PasswordLogin: o.PasswordLoginEnabled(),
+		SessionIdle:   o.SessionIdle,
+		SessionMax:    o.SessionMax,
+		RefreshBefore: o.RefreshBefore,
+		LoginFailures: o.LoginFailures,
+		LoginWindow:   o.LoginWindow,
+	}
+}
+
+func restLoginConfig(cfg config.Config) rest.LoginConfig {
+	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI}
+}
+
+func oidcRestConfig(cfg config.Config, login *rest.Login) rest.Config {
+	c := restConfig(cfg)
+	c.Login = login
+	return c
+}
+
+// sweepEvery is how often expired login sessions are deleted.
+const sweepEvery = 10 * time.Minute
+
+// newLoginEdge builds the login endpoints and starts the sweep of expired
+// sessions; the cleanup stops it.
+func newLoginEdge(cfg rest.LoginConfig, uc *app.Login, health rest.HealthChecker, log *zap.Logger) (*rest.Login, func(), error) {
+	l, err := rest.NewLogin(cfg, uc, health, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if n, err := uc.Sweep(ctx); err != nil {
+					log.Warn("sweep of expired login sessions failed", zap.Error(err))
+				} else if n > 0 {
+					log.Debug("expired login sessions deleted", zap.Int("count", n))
+				}
+			}
+		}
+	}()
+	return l, func() { cancel(); <-done }, nil
+}
+
+// oidcAuthenticator accepts the user_session cookie and Bearer access
+// tokens, and SERVICE_API_KEY too when it is set (automation, scrapers).
+func oidcAuthenticator(key apikey.Key, login *app.Login, bearer *keycloak.Authenticator) (ports.Authenticator, error) {
+	c := &app.Credentials{Login: login, Bearer: []ports.Authenticator{bearer}}
+	if key != "" {
+		ring, err := apikey.New(key)
+		if err != nil {
+			return nil, err
+		}
+		c.Bearer = append(c.Bearer, ring)
+	}
+	return c, nil
+}
