@@ -28,6 +28,13 @@ type Stores struct {
 	Sessions ports.SessionStore
 	Audit    ports.AuditStore
 	Settings ports.SettingsStore
+	// The access model.
+	Projects     ports.ProjectStore
+	Catalog      ports.CatalogStore
+	Policies     ports.PolicyStore
+	Agents       ports.AgentStore
+	ToolCalls    ports.ToolCallStore
+	SessionModes ports.SessionModeStore
 	// The login ports are used by the OIDC mode only.
 	LoginSessions ports.LoginSessionStore
 	AuthRequests  ports.AuthRequestStore
@@ -35,7 +42,8 @@ type Stores struct {
 }
 
 // storeSet provides each store port from the configured store.
-var storeSet = gwire.NewSet(openStores, gwire.FieldsOf(new(Stores), "Sessions", "Audit", "Settings"))
+var storeSet = gwire.NewSet(openStores, gwire.FieldsOf(new(Stores),
+	"Sessions", "Audit", "Settings", "Projects", "Catalog", "Policies", "Agents", "ToolCalls", "SessionModes"))
 
 // loginStoreFields provides the login ports from the same store, for a set
 // that includes storeSet (OIDC mode); it is kept apart so that modes without
@@ -47,13 +55,23 @@ type store interface {
 	ports.SessionStore
 	ports.AuditStore
 	ports.SettingsStore
+	ports.ProjectStore
+	ports.CatalogStore
+	ports.PolicyStore
+	ports.AgentStore
+	ports.ToolCallStore
+	ports.SessionModeStore
 	ports.LoginSessionStore
 	ports.AuthRequestStore
 	ports.LoginThrottle
 }
 
 func storesOf(s store) Stores {
-	return Stores{Sessions: s, Audit: s, Settings: s, LoginSessions: s, AuthRequests: s, LoginThrottle: s}
+	return Stores{
+		Sessions: s, Audit: s, Settings: s,
+		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s,
+		LoginSessions: s, AuthRequests: s, LoginThrottle: s,
+	}
 }
 
 // openStores opens PostgreSQL when a database URL is configured, else the

@@ -150,14 +150,25 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, version, name string)
 	})
 }
 
+func pgCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+func isUnique(err error) bool { return pgCode(err) == "23505" }
+
+func isForeignKey(err error) bool { return pgCode(err) == "23503" }
+
 // storeErr wraps a database error for the caller: a duplicate key is a
 // domain conflict, a cancelled request stays a cancellation, and anything
 // else means the shared database cannot serve the request now (503, not 500:
 // retrying on another instance or later may well succeed).
 func storeErr(op string, err error) error {
-	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation
+	case isUnique(err):
 		// The constraint's name is no business of the client's.
 		return fmt.Errorf("%s: already exists: %w", op, domain.ErrConflict)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -46,3 +46,22 @@ func TestSharedAuditStore(t *testing.T) {
 func TestSettingsStore(t *testing.T) {
 	porttest.RunSettingsStore(t, func(t *testing.T) ports.SettingsStore { return newStore(t) })
 }
+
+func TestLoginStoreConformance(t *testing.T) {
+	porttest.RunLoginStore(t, func(t *testing.T) porttest.LoginStore { return newStore(t) })
+}
+
+func TestAccessStoreConformance(t *testing.T) {
+	porttest.RunAccessStore(t, func(t *testing.T) porttest.AccessStore { return newStore(t) })
+}
+
+func TestSharedAccessStore(t *testing.T) {
+	porttest.RunSharedAccessStore(t, func(t *testing.T, n int) []porttest.AccessStore {
+		path := filepath.Join(t.TempDir(), "agentauth.db")
+		out := make([]porttest.AccessStore, n)
+		for i := range out {
+			out[i] = open(t, path)
+		}
+		return out
+	})
+}

@@ -1,0 +1,439 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// The access model: projects, the tool catalog, policies, agents and tool
+// calls, with the same semantics as the SQLite store (see ports/access.go).
+var (
+	_ ports.ProjectStore     = (*Store)(nil)
+	_ ports.CatalogStore     = (*Store)(nil)
+	_ ports.PolicyStore      = (*Store)(nil)
+	_ ports.AgentStore       = (*Store)(nil)
+	_ ports.ToolCallStore    = (*Store)(nil)
+	_ ports.SessionModeStore = (*Store)(nil)
+)
+
+// conflict turns a unique violation into domain.ErrConflict with a message
+// for the client, and wraps anything else as storeErr does.
+func conflict(err error, what, op string) error {
+	if isUnique(err) {
+		return fmt.Errorf("%s: %w", what, domain.ErrConflict)
+	}
+	return storeErr(op, err)
+}
+
+// CreateProject inserts a project with its members.
+func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
+	return txErr("create project", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES ($1, $2, $3, $4)`,
+			p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
+		if err != nil {
+			return conflict(err, "project "+p.ID+" already exists", "insert project")
+		}
+		return insertMembers(ctx, tx, p.ID, p.Members)
+	}))
+}
+
+func insertMembers(ctx context.Context, tx pgx.Tx, project string, members []domain.Member) error {
+	for _, m := range members {
+		_, err := tx.Exec(ctx, `INSERT INTO project_members (project, subject, lead) VALUES ($1, $2, $3)`, project, m.Subject, m.Lead)
+		if err != nil {
+			return conflict(err, fmt.Sprintf("member %q is listed twice", m.Subject), "insert project member")
+		}
+	}
+	return nil
+}
+
+// GetProject reads one project.
+func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, error) {
+	list, err := s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects WHERE id = $1`, id)
+	if err != nil {
+		return domain.Project{}, err
+	}
+	if len(list) == 0 {
+		return domain.Project{}, fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+	}
+	return list[0], nil
+}
+
+// ListProjects returns projects ordered by ID.
+func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
+	if f.Member == "" {
+		return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects ORDER BY id`)
+	}
+	return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects
+		WHERE id IN (SELECT project FROM project_members WHERE subject = $1) ORDER BY id`, f.Member)
+}
+
+func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Project, error) {
+		var (
+			p       domain.Project
+			created int64
+		)
+		err := row.Scan(&p.ID, &p.Name, &p.CreatedBy, &created)
+		p.CreatedAt = fromNanos(created)
+		return p, err
+	})
+	if err != nil {
+		return nil, storeErr("query projects", err)
+	}
+	if len(out) == 0 {
+		return []domain.Project{}, nil
+	}
+	index := make(map[string]int, len(out))
+	ids := make([]string, len(out))
+	for i, p := range out {
+		index[p.ID], ids[i] = i, p.ID
+	}
+	mrows, _ := s.pool.Query(ctx, `SELECT project, subject, lead FROM project_members WHERE project = ANY($1) ORDER BY project, subject`, ids)
+	var (
+		project string
+		m       domain.Member
+	)
+	_, err = pgx.ForEachRow(mrows, []any{&project, &m.Subject, &m.Lead}, func() error {
+		i := index[project]
+		out[i].Members = append(out[i].Members, m)
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("query project members", err)
+	}
+	return out, nil
+}
+
+// SetMembers replaces the members of a project.
+func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
+	return txErr("set project members", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Lock the project row: concurrent SetMembers on other instances
+		// take turns instead of interleaving their deletes and inserts.
+		var found string
+		err := tx.QueryRow(ctx, `SELECT id FROM projects WHERE id = $1 FOR UPDATE`, id).Scan(&found)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+		}
+		if err != nil {
+			return storeErr("read project", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM project_members WHERE project = $1`, id); err != nil {
+			return storeErr("clear project members", err)
+		}
+		return insertMembers(ctx, tx, id, members)
+	}))
+}
+
+// txErr passes on the errors a transaction body already explained (they
+// wrap a domain sentinel) and wraps the rest (begin, commit).
+func txErr(op string, err error) error {
+	for _, sentinel := range []error{domain.ErrConflict, domain.ErrNotFound, domain.ErrUnavailable} {
+		if err == nil || errors.Is(err, sentinel) {
+			return err
+		}
+	}
+	return storeErr(op, err)
+}
+
+// CreateServer registers a tool server.
+func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO servers (name, url, created_at) VALUES ($1, $2, $3)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
+	if err != nil {
+		return conflict(err, "server "+sv.Name+" already exists", "insert server")
+	}
+	return nil
+}
+
+// ListServers returns servers ordered by name.
+func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT name, url, created_at FROM servers ORDER BY name`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Server, error) {
+		var (
+			sv      domain.Server
+			created int64
+		)
+		err := row.Scan(&sv.Name, &sv.URL, &created)
+		sv.CreatedAt = fromNanos(created)
+		return sv, err
+	})
+	if err != nil {
+		return nil, storeErr("list servers", err)
+	}
+	return nonNil(out), nil
+}
+
+// CreateTool registers a tool of a registered server.
+func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES ($1, $2, $3, $4)`,
+		t.Name, t.Server, t.ReadOnly, nanos(t.CreatedAt))
+	if isForeignKey(err) {
+		return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
+	}
+	if err != nil {
+		return conflict(err, "tool "+t.Name+" already exists", "insert tool")
+	}
+	return nil
+}
+
+const toolColumns = `name, server, read_only, created_at`
+
+func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
+	var (
+		t       domain.Tool
+		created int64
+	)
+	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &created)
+	t.CreatedAt = fromNanos(created)
+	return t, err
+}
+
+// GetTool reads one tool.
+func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+toolColumns+` FROM tools WHERE name = $1`, name)
+	t, err := pgx.CollectExactlyOneRow(rows, scanTool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Tool{}, fmt.Errorf("tool %s: %w", name, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Tool{}, storeErr("read tool", err)
+	}
+	return t, nil
+}
+
+// ListTools returns tools ordered by name.
+func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+toolColumns+` FROM tools ORDER BY name`)
+	out, err := pgx.CollectRows(rows, scanTool)
+	if err != nil {
+		return nil, storeErr("list tools", err)
+	}
+	return nonNil(out), nil
+}
+
+// CreatePolicy stores a rule.
+func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
+	if err != nil {
+		return conflict(err, "policy "+r.ID+" already exists", "insert policy")
+	}
+	return nil
+}
+
+// ListPolicies returns every rule, oldest first.
+func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies ORDER BY created_at, id`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PolicyRule, error) {
+		var (
+			r             domain.PolicyRule
+			effect, scope string
+			created       int64
+		)
+		err := row.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created)
+		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), fromNanos(created)
+		return r, err
+	})
+	if err != nil {
+		return nil, storeErr("list policies", err)
+	}
+	return nonNil(out), nil
+}
+
+// DeletePolicy removes a rule.
+func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM policies WHERE id = $1`, id)
+	if err != nil {
+		return storeErr("delete policy", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("policy %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+// CreateAgent stores an agent with its limits.
+func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
+	var tools *string // NULL: every tool
+	if a.Limits.Tools != nil {
+		b, err := json.Marshal(a.Limits.Tools)
+		if err != nil {
+			return fmt.Errorf("postgres: encode agent tools: %w", err)
+		}
+		str := string(b)
+		tools = &str
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, a.ID, a.Session, a.Parent, a.Depth, tools,
+		a.Limits.ReadOnly, a.Limits.Approval, a.CreatedBy, nanos(a.CreatedAt))
+	if err != nil {
+		return conflict(err, "agent "+a.ID+" already exists", "insert agent")
+	}
+	return nil
+}
+
+const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at`
+
+func scanAgent(row pgx.CollectableRow) (domain.Agent, error) {
+	var (
+		a       domain.Agent
+		tools   *string
+		created int64
+	)
+	if err := row.Scan(&a.ID, &a.Session, &a.Parent, &a.Depth, &tools, &a.Limits.ReadOnly, &a.Limits.Approval, &a.CreatedBy, &created); err != nil {
+		return domain.Agent{}, err
+	}
+	if tools != nil {
+		a.Limits.Tools = []string{}
+		if err := json.Unmarshal([]byte(*tools), &a.Limits.Tools); err != nil {
+			return domain.Agent{}, fmt.Errorf("decode agent tools: %w", err)
+		}
+	}
+	a.CreatedAt = fromNanos(created)
+	return a, nil
+}
+
+// GetAgent reads one agent.
+func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = $1`, id)
+	a, err := pgx.CollectExactlyOneRow(rows, scanAgent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Agent{}, fmt.Errorf("agent %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Agent{}, storeErr("read agent", err)
+	}
+	return a, nil
+}
+
+// ListAgents returns a session's agents, oldest first.
+func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents WHERE session = $1 ORDER BY created_at, id`, session)
+	out, err := pgx.CollectRows(rows, scanAgent)
+	if err != nil {
+		return nil, storeErr("list agents", err)
+	}
+	return nonNil(out), nil
+}
+
+// CreateToolCall stores a decided tool call.
+func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
+		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt))
+	if err != nil {
+		return conflict(err, "tool call "+c.ID+" already exists", "insert tool call")
+	}
+	return nil
+}
+
+const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at`
+
+func scanToolCall(row pgx.CollectableRow) (domain.ToolCall, error) {
+	var (
+		c                 domain.ToolCall
+		effect, status    string
+		created, resolved int64
+	)
+	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved); err != nil {
+		return domain.ToolCall{}, err
+	}
+	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
+	c.CreatedAt, c.ResolvedAt = fromNanos(created), fromNanos(resolved)
+	return c, nil
+}
+
+// GetToolCall reads one tool call.
+func (s *Store) GetToolCall(ctx context.Context, id string) (domain.ToolCall, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = $1`, id)
+	c, err := pgx.CollectExactlyOneRow(rows, scanToolCall)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.ToolCall{}, fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.ToolCall{}, storeErr("read tool call", err)
+	}
+	return c, nil
+}
+
+// ListToolCalls returns matching calls, newest first.
+func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]domain.ToolCall, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Session != "" {
+		args = append(args, f.Session)
+		where = append(where, "session = $"+strconv.Itoa(len(args)))
+	}
+	if f.Status != "" {
+		args = append(args, string(f.Status))
+		where = append(where, "status = $"+strconv.Itoa(len(args)))
+	}
+	query := `SELECT ` + toolCallColumns + ` FROM tool_calls`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	var limit *int // NULL: no limit
+	if f.Limit > 0 {
+		limit = &f.Limit
+	}
+	args = append(args, limit)
+	rows, _ := s.pool.Query(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	out, err := pgx.CollectRows(rows, scanToolCall)
+	if err != nil {
+		return nil, storeErr("list tool calls", err)
+	}
+	return nonNil(out), nil
+}
+
+// ResolveToolCall approves or rejects a pending call. The UPDATE's WHERE
+// makes it a compare-and-set: two approvers on two instances cannot both
+// win, the second waits for the first's row lock and then matches nothing.
+func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
+	rows, _ := s.pool.Query(ctx, `UPDATE tool_calls SET status = $1, resolved_by = $2, resolved_at = $3 WHERE id = $4 AND status = $5
+		RETURNING `+toolCallColumns, string(status), by, nanos(at), id, string(domain.CallPending))
+	c, err := pgx.CollectExactlyOneRow(rows, scanToolCall)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return domain.ToolCall{}, storeErr("resolve tool call", err)
+	}
+	cur, err := s.GetToolCall(ctx, id)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	return domain.ToolCall{}, fmt.Errorf("tool call %s is %s, not pending: %w", id, cur.Status, domain.ErrConflict)
+}
+
+// SetSessionMode changes a session's mode.
+func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET mode = $1 WHERE id = $2`, string(mode), id)
+	if err != nil {
+		return storeErr("set session mode", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

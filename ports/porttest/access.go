@@ -1,0 +1,327 @@
+package porttest
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// AccessStore is every store port of the access model, plus the session
+// store whose sessions it filters and whose modes it changes.
+type AccessStore interface {
+	ports.ProjectStore
+	ports.CatalogStore
+	ports.PolicyStore
+	ports.AgentStore
+	ports.ToolCallStore
+	ports.SessionModeStore
+	ports.SessionStore
+}
+
+// RunAccessStore checks the access-model ports of a store. The cases follow
+// the SQLite store's own tests (adapters/store/sqlite/access_test.go), so
+// that every store is held to the same semantics.
+func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
+	t.Run("Projects", func(t *testing.T) { testProjects(t, newStore(t)) })
+	t.Run("CatalogAndPolicies", func(t *testing.T) { testCatalogAndPolicies(t, newStore(t)) })
+	t.Run("AgentsAndToolCalls", func(t *testing.T) { testAgentsAndToolCalls(t, newStore(t)) })
+	t.Run("SessionsByOwnerOrProjectAndMode", func(t *testing.T) { testSessionsByProject(t, newStore(t)) })
+}
+
+// RunSharedAccessStore checks what instances sharing one database rely on:
+// a pending tool call resolved at once from several instances is resolved
+// exactly once.
+func RunSharedAccessStore(t *testing.T, open SharedFactory[AccessStore]) {
+	t.Run("OneResolutionWinsAcrossInstances", func(t *testing.T) {
+		handles := open(t, 3)
+		ctx := ctxFor(t)
+		call := domain.ToolCall{ID: "c1", Session: "s1", Agent: "a0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "uma", CreatedAt: base,
+			Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Message: "ask"}}
+		if err := handles[0].CreateToolCall(ctx, call); err != nil {
+			t.Fatalf("CreateToolCall: %v", err)
+		}
+		const approvers = 6
+		var (
+			wg   sync.WaitGroup
+			errs = make([]error, approvers)
+		)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status := []domain.ToolCallStatus{domain.CallApproved, domain.CallRejected}[i%2]
+				_, errs[i] = handles[i%len(handles)].ResolveToolCall(ctx, "c1", status, "approver", base.Add(time.Minute))
+			}()
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !errors.Is(err, domain.ErrConflict):
+				t.Fatalf("ResolveToolCall: %v, want nil or ErrConflict", err)
+			}
+		}
+		if wins != 1 {
+			t.Errorf("concurrent resolutions: %d won, want exactly 1", wins)
+		}
+	})
+}
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
+
+func testProjects(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	p1 := domain.Project{ID: "p1", Name: "Apollo", CreatedBy: "lea", CreatedAt: t0,
+		Members: []domain.Member{{Subject: "lea", Lead: true}, {Subject: "uma"}}}
+	p2 := domain.Project{ID: "p2", Name: "Zeus", CreatedBy: "adm", CreatedAt: t0}
+	for _, p := range []domain.Project{p2, p1} {
+		if err := st.CreateProject(ctx, p); err != nil {
+			t.Fatalf("CreateProject(%s): %v", p.ID, err)
+		}
+	}
+	if err := st.CreateProject(ctx, p1); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate project: got %v, want ErrConflict", err)
+	}
+	dupMember := domain.Project{ID: "p3", Name: "Hera", Members: []domain.Member{{Subject: "x"}, {Subject: "x"}}}
+	if err := st.CreateProject(ctx, dupMember); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("project with a member twice: got %v, want ErrConflict", err)
+	}
+	if _, err := st.GetProject(ctx, "p3"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("a refused CreateProject left the project behind: GetProject = %v, want ErrNotFound", err)
+	}
+	got, err := st.GetProject(ctx, "p1")
+	if err != nil || got.Name != "Apollo" || !got.CreatedAt.Equal(t0) || !got.IsLead("lea") || !got.IsMember("uma") || got.IsLead("uma") {
+		t.Errorf("GetProject = %+v, %v; want p1 with lea leading", got, err)
+	}
+	if _, err := st.GetProject(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("missing project: got %v, want ErrNotFound", err)
+	}
+	all, err := st.ListProjects(ctx, ports.ProjectFilter{})
+	if err != nil || len(all) != 2 || all[0].ID != "p1" || all[1].ID != "p2" {
+		t.Errorf("ListProjects = %+v, %v; want p1, p2", all, err)
+	}
+	mine, err := st.ListProjects(ctx, ports.ProjectFilter{Member: "uma"})
+	if err != nil || len(mine) != 1 || mine[0].ID != "p1" || len(mine[0].Members) != 2 {
+		t.Errorf("ListProjects(uma) = %+v, %v; want p1 with both members", mine, err)
+	}
+	if none, err := st.ListProjects(ctx, ports.ProjectFilter{Member: "nobody"}); err != nil || len(none) != 0 {
+		t.Errorf("ListProjects(nobody) = %+v, %v; want none", none, err)
+	}
+	if err := st.SetMembers(ctx, "p2", []domain.Member{{Subject: "uma", Lead: true}}); err != nil {
+		t.Fatalf("SetMembers: %v", err)
+	}
+	mine, _ = st.ListProjects(ctx, ports.ProjectFilter{Member: "uma"})
+	if len(mine) != 2 || !mine[1].IsLead("uma") {
+		t.Errorf("after SetMembers: %+v, want uma leading p2", mine)
+	}
+	if err := st.SetMembers(ctx, "nope", nil); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("SetMembers on missing project: got %v, want ErrNotFound", err)
+	}
+	if err := st.SetMembers(ctx, "p2", []domain.Member{{Subject: "x"}, {Subject: "x"}}); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate member: got %v, want ErrConflict", err)
+	}
+	if p, _ := st.GetProject(ctx, "p2"); !p.IsLead("uma") || len(p.Members) != 1 {
+		t.Errorf("a failed SetMembers changed the members: %+v", p.Members)
+	}
+}
+
+func testCatalogAndPolicies(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	if err := st.CreateTool(ctx, domain.Tool{Name: "fs.read", Server: "fs"}); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("tool of unregistered server: got %v, want ErrNotFound", err)
+	}
+	if servers, err := st.ListServers(ctx); err != nil || len(servers) != 0 {
+		t.Errorf("ListServers(empty) = %+v, %v; want none", servers, err)
+	}
+	if err := st.CreateServer(ctx, domain.Server{Name: "fs", URL: "http://127.0.0.1:9/mcp", CreatedAt: t0}); err != nil {
+		t.Fatalf("CreateServer: %v", err)
+	}
+	if err := st.CreateServer(ctx, domain.Server{Name: "fs"}); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate server: got %v, want ErrConflict", err)
+	}
+	for _, tl := range []domain.Tool{{Name: "fs.write", Server: "fs"}, {Name: "fs.read", Server: "fs", ReadOnly: true, CreatedAt: t0}} {
+		if err := st.CreateTool(ctx, tl); err != nil {
+			t.Fatalf("CreateTool(%s): %v", tl.Name, err)
+		}
+	}
+	if err := st.CreateTool(ctx, domain.Tool{Name: "fs.read", Server: "fs"}); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate tool: got %v, want ErrConflict", err)
+	}
+	tools, err := st.ListTools(ctx)
+	if err != nil || len(tools) != 2 || tools[0].Name != "fs.read" || !tools[0].ReadOnly || tools[1].ReadOnly || tools[0].Server != "fs" {
+		t.Errorf("ListTools = %+v, %v; want fs.read (read-only), fs.write", tools, err)
+	}
+	if tl, err := st.GetTool(ctx, "fs.read"); err != nil || !tl.CreatedAt.Equal(t0) || !tl.ReadOnly {
+		t.Errorf("GetTool = %+v, %v", tl, err)
+	}
+	if _, err := st.GetTool(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("missing tool: got %v, want ErrNotFound", err)
+	}
+	servers, err := st.ListServers(ctx)
+	if err != nil || len(servers) != 1 || servers[0].URL != "http://127.0.0.1:9/mcp" || !servers[0].CreatedAt.Equal(t0) {
+		t.Errorf("ListServers = %+v, %v", servers, err)
+	}
+
+	r1 := domain.PolicyRule{ID: "r1", Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeRole, Value: "USER", CreatedBy: "adm", CreatedAt: t0}
+	r2 := domain.PolicyRule{ID: "r2", Effect: domain.EffectDeny, Tool: "fs.write", Scope: domain.ScopeSubject, Value: "uma", CreatedAt: t0.Add(time.Second)}
+	for _, r := range []domain.PolicyRule{r2, r1} {
+		if err := st.CreatePolicy(ctx, r); err != nil {
+			t.Fatalf("CreatePolicy(%s): %v", r.ID, err)
+		}
+	}
+	if err := st.CreatePolicy(ctx, r1); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate policy: got %v, want ErrConflict", err)
+	}
+	rules, err := st.ListPolicies(ctx)
+	if err != nil || len(rules) != 2 || rules[0] != r1 || rules[1] != r2 {
+		t.Errorf("ListPolicies = %+v, %v; want r1, r2 oldest first", rules, err)
+	}
+	if err := st.DeletePolicy(ctx, "r2"); err != nil {
+		t.Fatalf("DeletePolicy: %v", err)
+	}
+	if err := st.DeletePolicy(ctx, "r2"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("delete twice: got %v, want ErrNotFound", err)
+	}
+	if rules, _ := st.ListPolicies(ctx); len(rules) != 1 || rules[0] != r1 {
+		t.Errorf("after delete, ListPolicies = %+v, want r1", rules)
+	}
+}
+
+func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	root := domain.Agent{ID: "a0", Session: "s1", CreatedBy: "uma", CreatedAt: t0}
+	child := domain.Agent{ID: "a1", Session: "s1", Parent: "a0", Depth: 1, CreatedAt: t0.Add(time.Second),
+		Limits: domain.Limits{Tools: []string{}, ReadOnly: true, Approval: true}}
+	grandchild := domain.Agent{ID: "a2", Session: "s1", Parent: "a1", Depth: 2, CreatedAt: t0.Add(2 * time.Second),
+		Limits: domain.Limits{Tools: []string{"fs.read", "git.log"}}}
+	other := domain.Agent{ID: "b0", Session: "s2", CreatedAt: t0}
+	for _, a := range []domain.Agent{root, child, grandchild, other} {
+		if err := st.CreateAgent(ctx, a); err != nil {
+			t.Fatalf("CreateAgent(%s): %v", a.ID, err)
+		}
+	}
+	if err := st.CreateAgent(ctx, root); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate agent: got %v, want ErrConflict", err)
+	}
+	agents, err := st.ListAgents(ctx, "s1")
+	if err != nil || len(agents) != 3 {
+		t.Fatalf("ListAgents(s1) = %+v, %v; want 3 agents", agents, err)
+	}
+	// nil Tools (every tool) and empty Tools (no tool) must stay different.
+	if agents[0].Limits.Tools != nil || agents[1].Limits.Tools == nil || len(agents[1].Limits.Tools) != 0 ||
+		!agents[1].Limits.ReadOnly || !agents[1].Limits.Approval || agents[1].Parent != "a0" || agents[1].Depth != 1 ||
+		!slices.Equal(agents[2].Limits.Tools, []string{"fs.read", "git.log"}) {
+		t.Errorf("ListAgents(s1) = %+v", agents)
+	}
+	if a, err := st.GetAgent(ctx, "a0"); err != nil || a.CreatedBy != "uma" || !a.CreatedAt.Equal(t0) {
+		t.Errorf("GetAgent = %+v, %v", a, err)
+	}
+	if _, err := st.GetAgent(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("missing agent: got %v, want ErrNotFound", err)
+	}
+	if none, err := st.ListAgents(ctx, "s9"); err != nil || len(none) != 0 {
+		t.Errorf("ListAgents(s9) = %+v, %v; want none", none, err)
+	}
+
+	call := domain.ToolCall{ID: "c1", Session: "s1", Agent: "a0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "uma", CreatedAt: t0,
+		Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Rule: "r1", Message: "ask"}}
+	allowed := domain.ToolCall{ID: "c2", Session: "s2", Agent: "b0", Tool: "fs.read", Status: domain.CallAllowed, RequestedBy: "bob", CreatedAt: t0.Add(time.Second),
+		Decision: domain.ToolDecision{Effect: domain.EffectAllow, Message: "ok"}}
+	for _, c := range []domain.ToolCall{call, allowed} {
+		if err := st.CreateToolCall(ctx, c); err != nil {
+			t.Fatalf("CreateToolCall(%s): %v", c.ID, err)
+		}
+	}
+	if err := st.CreateToolCall(ctx, call); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("duplicate call: got %v, want ErrConflict", err)
+	}
+	if got, err := st.GetToolCall(ctx, "c1"); err != nil || got != call {
+		t.Errorf("GetToolCall = %+v, %v; want %+v", got, err, call)
+	}
+	got, err := st.ResolveToolCall(ctx, "c1", domain.CallApproved, "lea", t0.Add(time.Minute))
+	if err != nil || got.Status != domain.CallApproved || got.ResolvedBy != "lea" || !got.ResolvedAt.Equal(t0.Add(time.Minute)) || got.Tool != "fs.write" {
+		t.Errorf("ResolveToolCall = %+v, %v", got, err)
+	}
+	if _, err := st.ResolveToolCall(ctx, "c1", domain.CallRejected, "x", t0); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("second resolution: got %v, want ErrConflict", err)
+	}
+	if _, err := st.ResolveToolCall(ctx, "nope", domain.CallRejected, "x", t0); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("missing call: got %v, want ErrNotFound", err)
+	}
+	if c, err := st.GetToolCall(ctx, "c1"); err != nil || c.Status != domain.CallApproved || c.Decision.Reason != domain.ReasonModeAsk {
+		t.Errorf("GetToolCall after resolve = %+v, %v", c, err)
+	}
+	if _, err := st.GetToolCall(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("missing call: got %v, want ErrNotFound", err)
+	}
+	tests := []struct {
+		f    ports.ToolCallFilter
+		want []string
+	}{
+		{ports.ToolCallFilter{}, []string{"c2", "c1"}},
+		{ports.ToolCallFilter{Limit: 1}, []string{"c2"}},
+		{ports.ToolCallFilter{Session: "s1", Status: domain.CallApproved, Limit: 5}, []string{"c1"}},
+		{ports.ToolCallFilter{Session: "s2"}, []string{"c2"}},
+		{ports.ToolCallFilter{Status: domain.CallPending}, nil},
+	}
+	for _, tt := range tests {
+		list, err := st.ListToolCalls(ctx, tt.f)
+		var ids []string
+		for _, c := range list {
+			ids = append(ids, c.ID)
+		}
+		if err != nil || !slices.Equal(ids, tt.want) {
+			t.Errorf("ListToolCalls(%+v) = %v, %v; want %v", tt.f, ids, err, tt.want)
+		}
+	}
+}
+
+func testSessionsByProject(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	for i, s := range []domain.Session{
+		{ID: "s1", Owner: "lea", Project: "", Mode: domain.ModeAsk, State: domain.SessionActive},
+		{ID: "s2", Owner: "uma", Project: "p1", Mode: domain.ModeAsk, State: domain.SessionActive},
+		{ID: "s3", Owner: "uma", Project: "p2", Mode: domain.ModeAsk, State: domain.SessionActive},
+		{ID: "s4", Owner: "bob", Project: "p3", Mode: domain.ModeAsk, State: domain.SessionActive},
+	} {
+		s.CreatedAt = t0.Add(time.Duration(i) * time.Second)
+		if err := st.CreateSession(ctx, s); err != nil {
+			t.Fatalf("CreateSession(%s): %v", s.ID, err)
+		}
+	}
+	tests := []struct {
+		f    ports.SessionFilter
+		want []string
+	}{
+		{ports.SessionFilter{}, []string{"s4", "s3", "s2", "s1"}},
+		{ports.SessionFilter{Owner: "lea"}, []string{"s1"}},
+		{ports.SessionFilter{Owner: "lea", Projects: []string{"p1", "p3"}}, []string{"s4", "s2", "s1"}},
+		{ports.SessionFilter{Projects: []string{"p2"}}, []string{"s3"}},
+	}
+	for _, tt := range tests {
+		list, err := st.ListSessions(ctx, tt.f)
+		var ids []string
+		for _, s := range list {
+			ids = append(ids, s.ID)
+		}
+		if err != nil || !slices.Equal(ids, tt.want) {
+			t.Errorf("ListSessions(%+v) = %v, %v; want %v", tt.f, ids, err, tt.want)
+		}
+	}
+	if err := st.SetSessionMode(ctx, "s2", domain.ModeReadonly); err != nil {
+		t.Fatalf("SetSessionMode: %v", err)
+	}
+	if s, _ := st.GetSession(ctx, "s2"); s.Mode != domain.ModeReadonly {
+		t.Errorf("mode = %s, want readonly", s.Mode)
+	}
+	if err := st.SetSessionMode(ctx, "nope", domain.ModeAuto); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("missing session: got %v, want ErrNotFound", err)
+	}
+}
