@@ -53,6 +53,9 @@ type OIDC struct {
 	// JWKSRefetch is the least time between two JWKS fetches caused by a
 	// token with an unknown key id (default 30s).
 	JWKSRefetch time.Duration `yaml:"jwksRefetch" env:"SERVICE_OIDC_JWKS_REFETCH"`
+	// ClockSkew is the clock difference tolerated on exp, nbf and iat
+	// (default 30s, at most 5m).
+	ClockSkew time.Duration `yaml:"clockSkew" env:"SERVICE_OIDC_CLOCK_SKEW"`
 }
 
 // OIDC defaults, applied by OIDCWithDefaults.
@@ -188,6 +191,9 @@ func (c Config) validateOIDC() []error {
 	}
 	if o.JWKSRefetch != 0 && o.JWKSRefetch < time.Second {
 		bad("auth.oidc.jwksRefetch / SERVICE_OIDC_JWKS_REFETCH: %s is below the 1s minimum", o.JWKSRefetch)
+	}
+	if o.ClockSkew < 0 || o.ClockSkew > 5*time.Minute {
+		bad("auth.oidc.clockSkew / SERVICE_OIDC_CLOCK_SKEW: %s is outside 0-5m", o.ClockSkew)
 	}
 	if o.LoginFailures < 0 {
 		bad("auth.oidc.loginFailures / SERVICE_OIDC_LOGIN_FAILURES: must be a positive number")

@@ -82,6 +82,7 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 		CAFiles:      o.CAFiles(),
 		RoleMap:      o.Roles(),
 		KeyRefetch:   o.JWKSRefetch,
+		Skew:         o.ClockSkew,
 	}, nil
 }
 

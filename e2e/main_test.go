@@ -1,0 +1,386 @@
+//go:build e2e
+
+// Package e2e holds black-box tests of the built agentauth binary in OIDC
+// mode against Keycloak: a real Keycloak when E2E_KEYCLOAK_URL names one
+// (with deploy/keycloak/realm-agents.json imported), else the Keycloak
+// stand-in of e2e/keycloak-standin (panva's oidc-provider behind Keycloak's
+// URLs, configured from the same realm file), started with Node. The suite
+// prints which one it ran against.
+//
+//	go test -tags e2e ./e2e/...
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	realmName    = "agents"
+	clientID     = "agentauth"
+	clientSecret = "agentauth-e2e-secret"
+	// servicePort is the port of the redirect URI registered in the realm.
+	servicePort = 18080
+	redirectURI = "http://127.0.0.1:18080/auth/callback"
+)
+
+var (
+	binary  string // the built agentauth
+	repo    string // repository root
+	realKC  string // E2E_KEYCLOAK_URL: base URL of a real Keycloak, if any
+	against string // what the suite runs against, for the log
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	repo = filepath.Dir(filepath.Dir(file))
+	dir, err := os.MkdirTemp("", "agentauth-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "agentauth")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/agentauth")
+	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build agentauth:", err)
+		return 1
+	}
+	realKC = strings.TrimRight(os.Getenv("E2E_KEYCLOAK_URL"), "/")
+	switch {
+	case realKC != "":
+		against = "a real Keycloak at " + realKC + " (E2E_KEYCLOAK_URL)"
+	default:
+		if containerEngine() {
+			fmt.Fprintln(os.Stderr, "e2e: a container engine answers; start the official Keycloak image yourself and set E2E_KEYCLOAK_URL (see README, section oidc) to run against it")
+		}
+		if err := npmCI(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: keycloak stand-in dependencies:", err)
+			return 1
+		}
+		against = "the Keycloak stand-in (e2e/keycloak-standin, oidc-provider on Node) started from deploy/keycloak/realm-agents.json"
+	}
+	fmt.Fprintf(os.Stderr, "e2e: running against %s\n", against)
+	code := m.Run()
+	fmt.Fprintf(os.Stderr, "e2e: ran against %s\n", against)
+	return code
+}
+
+// containerEngine reports whether a container engine daemon answers.
+func containerEngine() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, "docker", "info").Run() == nil
+}
+
+// npmCI installs the stand-in's pinned packages when they are missing.
+func npmCI() error {
+	dir := filepath.Join(repo, "e2e", "keycloak-standin")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err == nil {
+		return nil
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// idp is the identity provider a test runs against.
+type idp struct {
+	base    string // http://127.0.0.1:P
+	issuer  string // base + /realms/agents
+	standin bool
+	cmd     *exec.Cmd
+}
+
+func (p *idp) tokenURL(realm string) string {
+	return p.base + "/realms/" + realm + "/protocol/openid-connect/token"
+}
+
+// needStandin skips a test that uses the stand-in's hooks (short token
+// lifetimes, key rotation, stopping the provider) on a real Keycloak.
+func needStandin(t *testing.T) {
+	if realKC != "" {
+		t.Skip("needs the stand-in's test hooks; running against a real Keycloak")
+	}
+}
+
+// startIDP returns the shared provider: the real Keycloak, or a new
+// stand-in on port (0: any free port) with the extra environment.
+func startIDP(t *testing.T, port int, env ...string) *idp {
+	t.Helper()
+	if realKC != "" {
+		return &idp{base: realKC, issuer: realKC + "/realms/" + realmName}
+	}
+	dir := filepath.Join(repo, "e2e", "keycloak-standin")
+	cmd := exec.Command("node", "server.mjs", "--realm-file", filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"), "--port", fmt.Sprint(port))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = logFile(t, "standin")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start stand-in: %v", err)
+	}
+	p := &idp{standin: true, cmd: cmd}
+	t.Cleanup(func() { p.stop() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on ") {
+				lines <- sc.Text()
+			}
+		}
+	}()
+	select {
+	case line := <-lines:
+		p.issuer = strings.TrimSpace(line[strings.Index(line, "http"):])
+		p.base = strings.TrimSuffix(p.issuer, "/realms/"+realmName)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("stand-in did not start within 30s")
+	}
+	return p
+}
+
+func (p *idp) stop() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	p.cmd = nil
+}
+
+func logFile(t *testing.T, name string) io.Writer {
+	f, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(f.Name())
+			t.Logf("--- %s log ---\n%s", name, tail(string(b), 4000))
+		}
+		f.Close()
+	})
+	return f
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// service is a running agentauth.
+type service struct {
+	url string
+	cmd *exec.Cmd
+}
+
+// startService runs agentauth in OIDC mode against p on port (0: free).
+func startService(t *testing.T, p *idp, port int, env ...string) *service {
+	t.Helper()
+	if port == 0 {
+		port = freePort(t)
+	} else if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		t.Fatalf("port %d (of the redirect URI registered in the realm) is taken: %v", port, err)
+	} else {
+		l.Close()
+	}
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"SERVICE_OIDC_ENABLED=true",
+		"SERVICE_OIDC_ISSUER=" + p.issuer,
+		"SERVICE_OIDC_CLIENT_ID=" + clientID,
+		"SERVICE_OIDC_CLIENT_SECRET=" + clientSecret,
+		"SERVICE_OIDC_REDIRECT_URI=" + redirectURI,
+		"SERVICE_OIDC_CLOCK_SKEW=1s",
+		"SERVICE_OIDC_JWKS_REFETCH=1s",
+		"SERVICE_PORT=" + fmt.Sprint(port),
+		"SERVICE_DATA_DIR=" + t.TempDir(),
+		"SERVICE_LOG_LEVEL=debug",
+	}, env...)
+	w := logFile(t, fmt.Sprintf("agentauth-%d", port))
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agentauth: %v", err)
+	}
+	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentauth did not answer /health within 20s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitReady polls /health until it says ok.
+func (s *service) waitReady(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		status, body := get(t, noRedirects(nil), s.url+"/health", "")
+		if status == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health not ok within %s: %d %s", within, status, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// noRedirects is a client that reports redirects instead of following
+// them, with jar (nil: none).
+func noRedirects(jar http.CookieJar) *http.Client {
+	return &http.Client{
+		Jar:           jar,
+		Timeout:       15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+func newJar(t *testing.T) http.CookieJar {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jar
+}
+
+// get sends GET url with an optional Bearer token.
+func get(t *testing.T, c *http.Client, u, bearer string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	return do(t, c, req)
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// me is the body of GET /api/v2/me.
+type me struct {
+	Subject    string   `json:"subject"`
+	Roles      []string `json:"roles"`
+	Method     string   `json:"method"`
+	RoleSource string   `json:"role_source"`
+}
+
+func whoami(t *testing.T, c *http.Client, s *service, bearer string) (int, me) {
+	t.Helper()
+	status, body := get(t, c, s.url+"/api/v2/me", bearer)
+	var m me
+	if status == http.StatusOK {
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("/api/v2/me body %q: %v", body, err)
+		}
+	}
+	return status, m
+}
+
+// passwordLogin posts to /auth/login and returns the status and the jar
+// holding the user_session cookie.
+func passwordLogin(t *testing.T, s *service, user, password string) (int, http.CookieJar, string) {
+	t.Helper()
+	jar := newJar(t)
+	body, _ := json.Marshal(map[string]string{"username": user, "password": password})
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/login", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	status, resp := do(t, noRedirects(jar), req)
+	return status, jar, resp
+}
+
+// tokens is a token endpoint response.
+type tokens struct {
+	AccessToken  string `json:"access_token"`
+	IDToken      string `json:"id_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int    `json:"expires_in"`
+}
+
+// grant asks the provider's token endpoint for tokens by password.
+func grant(t *testing.T, p *idp, realm, client, secret, user, password string) tokens {
+	t.Helper()
+	form := url.Values{"grant_type": {"password"}, "client_id": {client}, "username": {user}, "password": {password}, "scope": {"openid"}}
+	if secret != "" {
+		form.Set("client_secret", secret)
+	}
+	resp, err := http.PostForm(p.tokenURL(realm), form)
+	if err != nil {
+		t.Fatalf("token endpoint: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("password grant for %s at %s/%s: %d %s", user, realm, client, resp.StatusCode, b)
+	}
+	var tok tokens
+	if err := json.Unmarshal(b, &tok); err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

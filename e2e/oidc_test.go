@@ -1,0 +1,531 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Nerzal/gocloak/v13"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// TestOIDC runs the scenarios that share one provider and one service on
+// the registered redirect port.
+func TestOIDC(t *testing.T) {
+	p := startIDP(t, 0)
+	s := startService(t, p, servicePort)
+	s.waitReady(t, 30*time.Second)
+
+	t.Run("HealthOK", func(t *testing.T) {
+		status, body := get(t, noRedirects(nil), s.url+"/health", "")
+		if status != http.StatusOK || !strings.Contains(body, `"ok"`) {
+			t.Errorf("/health: got %d %s, want 200 ok", status, body)
+		}
+	})
+	t.Run("Unauthenticated401", func(t *testing.T) {
+		if status, _ := get(t, noRedirects(nil), s.url+"/api/v2/sessions", ""); status != http.StatusUnauthorized {
+			t.Errorf("no credential: got %d, want 401", status)
+		}
+	})
+	t.Run("CodeFlowInChromium", func(t *testing.T) { testCodeFlow(t, s) })
+	t.Run("PasswordLoginRoles", func(t *testing.T) { testRoles(t, s) })
+	t.Run("WrongPassword401", func(t *testing.T) {
+		status, _, wrong := passwordLogin(t, s, "bob", "not-bob-pw")
+		if status != http.StatusUnauthorized {
+			t.Errorf("wrong password: got %d %s, want 401", status, wrong)
+		}
+		status, _, unknown := passwordLogin(t, s, "nobody", "x")
+		if status != http.StatusUnauthorized || message(unknown) != message(wrong) {
+			t.Errorf("unknown user: got %d %q, want 401 with the same message as a wrong password (%q)", status, message(unknown), message(wrong))
+		}
+	})
+	t.Run("RepeatedFailures429", func(t *testing.T) {
+		for i := 0; i < 5; i++ {
+			if status, _, _ := passwordLogin(t, s, "erin", "wrong"); status != http.StatusUnauthorized {
+				t.Fatalf("failure %d: got %d, want 401", i+1, status)
+			}
+		}
+		body, _ := json.Marshal(map[string]string{"username": "erin", "password": "erin-pw"})
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/login", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := noRedirects(nil).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("6th attempt, right password: got %d Retry-After=%q, want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	})
+	t.Run("BearerTokens", func(t *testing.T) { testBearer(t, p, s) })
+	t.Run("ForgedTokens401", func(t *testing.T) { testForged(t, p, s) })
+	t.Run("Logout", func(t *testing.T) { testLogout(t, s) })
+	t.Run("CSRF", func(t *testing.T) { testCSRF(t, s) })
+	t.Run("CallbackStateChecks", func(t *testing.T) { testCallbackState(t, s) })
+	t.Run("JWKSRotation", func(t *testing.T) { testRotation(t, p, s) })
+}
+
+func testCodeFlow(t *testing.T, s *service) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium not found (apt-get install -y chromium chromium-driver): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(s.url+"/auth/login?return_to=/api/v2/me"),
+		chromedp.WaitVisible("#username", chromedp.ByID),
+		chromedp.SendKeys("#username", "alice", chromedp.ByID),
+		chromedp.SendKeys("#password", "alice-pw", chromedp.ByID),
+		chromedp.Click("#kc-login", chromedp.ByID),
+	)
+	if err != nil {
+		t.Fatalf("login form: %v", err)
+	}
+	var loc, body string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := chromedp.Run(ctx, chromedp.Location(&loc)); err != nil {
+			t.Fatalf("location: %v", err)
+		}
+		if loc == s.url+"/api/v2/me" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("browser did not land on /api/v2/me; at %s", loc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var cookies []*network.Cookie
+	err = chromedp.Run(ctx,
+		chromedp.WaitReady("body", chromedp.ByQuery),
+		chromedp.Text("body", &body, chromedp.ByQuery),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			var err error
+			cookies, err = network.GetCookies().WithURLs([]string{s.url + "/"}).Do(ctx)
+			return err
+		}),
+	)
+	if err != nil {
+		t.Fatalf("read page: %v", err)
+	}
+	var m me
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("/api/v2/me in the browser: %q: %v", body, err)
+	}
+	if !slices.Equal(m.Roles, []string{"ADMIN"}) || m.Method != "oidc" {
+		t.Errorf("browser /api/v2/me: got %+v, want ADMIN by oidc", m)
+	}
+	var found bool
+	for _, c := range cookies {
+		if c.Name != "user_session" {
+			continue
+		}
+		found = true
+		if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" || c.Secure {
+			t.Errorf("user_session cookie: HttpOnly=%v SameSite=%v Path=%q Secure=%v; want HttpOnly, Lax, /, not Secure on plain-http loopback",
+				c.HTTPOnly, c.SameSite, c.Path, c.Secure)
+		}
+	}
+	if !found {
+		t.Errorf("no user_session cookie in the browser")
+	}
+}
+
+func testRoles(t *testing.T, s *service) {
+	tests := []struct {
+		user, want, why string
+	}{
+		{"alice", "ADMIN", "realm role admin"},
+		{"bob", "USER", "realm role user"},
+		{"carol", "LEAD", "realm role lead through group /leads"},
+		{"dave", "AUDITOR", "realm role auditor through group /auditors"},
+		{"erin", "USER", "no role: USER by default"},
+		{"frank", "USER", "prefixed role app-admin dropped"},
+		{"grace", "USER", "admin of client other-app ignored"},
+		{"henry", "LEAD", "client role lead of agentauth"},
+		{"ivan", "USER", "realm role user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user, func(t *testing.T) {
+			status, jar, body := passwordLogin(t, s, tt.user, tt.user+"-pw")
+			if status != http.StatusOK {
+				t.Fatalf("POST /auth/login: got %d %s, want 200", status, body)
+			}
+			var lr struct {
+				Roles []string `json:"roles"`
+			}
+			_ = json.Unmarshal([]byte(body), &lr)
+			status, m := whoami(t, noRedirects(jar), s, "")
+			if status != http.StatusOK {
+				t.Fatalf("/api/v2/me with the cookie: got %d, want 200", status)
+			}
+			if !slices.Equal(m.Roles, []string{tt.want}) || !slices.Equal(lr.Roles, m.Roles) {
+				t.Errorf("%s (%s): got roles %v (login said %v), want [%s]", tt.user, tt.why, m.Roles, lr.Roles, tt.want)
+			}
+		})
+	}
+	t.Run("form encoding", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/login", strings.NewReader(url.Values{"username": {"dave"}, "password": {"dave-pw"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if status, body := do(t, noRedirects(newJar(t)), req); status != http.StatusOK {
+			t.Errorf("form login: got %d %s, want 200", status, body)
+		}
+	})
+}
+
+func testBearer(t *testing.T, p *idp, s *service) {
+	tok := grant(t, p, realmName, clientID, clientSecret, "dave", "dave-pw")
+	c := noRedirects(nil)
+	status, m := whoami(t, c, s, tok.AccessToken)
+	if status != http.StatusOK || !slices.Equal(m.Roles, []string{"AUDITOR"}) || m.RoleSource != "access_token" {
+		t.Errorf("access token as Bearer: got %d %+v, want 200 AUDITOR from access_token", status, m)
+	}
+	if status, _ := get(t, c, s.url+"/api/v2/audit", tok.AccessToken); status != http.StatusOK {
+		t.Errorf("AUDITOR on the audit endpoint: got %d, want 200", status)
+	}
+	if status, _ := get(t, c, s.url+"/api/v2/admin/settings", tok.AccessToken); status != http.StatusForbidden {
+		t.Errorf("AUDITOR on the admin settings endpoint: got %d, want 403", status)
+	}
+	for name, v := range map[string]string{"id_token": tok.IDToken, "refresh_token": tok.RefreshToken} {
+		if status, _ := get(t, c, s.url+"/api/v2/me", v); status != http.StatusUnauthorized {
+			t.Errorf("%s as Bearer: got %d, want 401", name, status)
+		}
+	}
+}
+
+// forge re-signs the payload of token with a key of our own under the
+// provider's kid.
+func forge(t *testing.T, token string, mut func(map[string]any)) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	hb, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	pb, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var header struct {
+		Kid string `json:"kid"`
+	}
+	var claims map[string]any
+	_ = json.Unmarshal(hb, &header)
+	_ = json.Unmarshal(pb, &claims)
+	if mut != nil {
+		mut(claims)
+	}
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: header.Kid}}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(claims)
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := jws.CompactSerialize()
+	return out
+}
+
+func algNone(token string) string {
+	parts := strings.Split(token, ".")
+	return base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + parts[1] + "."
+}
+
+func testForged(t *testing.T, p *idp, s *service) {
+	tok := grant(t, p, realmName, clientID, clientSecret, "alice", "alice-pw")
+	otherIssuer := grant(t, p, "master", "admin-cli", "", "admin", "admin")
+	otherClient := grant(t, p, realmName, "other-app", "other-app-secret", "alice", "alice-pw")
+	tests := []struct{ name, token string }{
+		{"alg none", algNone(tok.AccessToken)},
+		{"bad signature", forge(t, tok.AccessToken, nil)},
+		{"tampered payload, original signature", func() string {
+			parts := strings.Split(tok.AccessToken, ".")
+			pb, _ := base64.RawURLEncoding.DecodeString(parts[1])
+			pb = []byte(strings.Replace(string(pb), `"alice"`, `"mallory"`, 1))
+			return parts[0] + "." + base64.RawURLEncoding.EncodeToString(pb) + "." + parts[2]
+		}()},
+		{"other issuer (master realm)", otherIssuer.AccessToken},
+		{"other client (other-app)", otherClient.AccessToken},
+		{"expired (re-signed)", forge(t, tok.AccessToken, func(c map[string]any) { c["exp"] = float64(time.Now().Add(-time.Hour).Unix()) })},
+		{"not a token", "definitely-not-a-token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if status, body := get(t, noRedirects(nil), s.url+"/api/v2/me", tt.token); status != http.StatusUnauthorized {
+				t.Errorf("got %d %s, want 401", status, body)
+			}
+		})
+	}
+}
+
+func testLogout(t *testing.T, s *service) {
+	status, jar, _ := passwordLogin(t, s, "bob", "bob-pw")
+	if status != http.StatusOK {
+		t.Fatalf("login: %d", status)
+	}
+	c := noRedirects(jar)
+	if status, _ := whoami(t, c, s, ""); status != http.StatusOK {
+		t.Fatalf("before logout: got %d, want 200", status)
+	}
+	u, _ := url.Parse(s.url)
+	old := jar.Cookies(u)
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/logout", nil)
+	status, body := do(t, c, req)
+	if status != http.StatusOK || !strings.Contains(body, "end_session_url") {
+		t.Fatalf("logout: got %d %s, want 200 with end_session_url", status, body)
+	}
+	if len(jar.Cookies(u)) != 0 {
+		t.Errorf("cookie not cleared: %v", jar.Cookies(u))
+	}
+	// Replay the old cookie: refused at once.
+	oldJar := newJar(t)
+	oldJar.SetCookies(u, old)
+	if status, _ := whoami(t, noRedirects(oldJar), s, ""); status != http.StatusUnauthorized {
+		t.Errorf("old cookie after logout: got %d, want 401", status)
+	}
+}
+
+func testCSRF(t *testing.T, s *service) {
+	status, jar, _ := passwordLogin(t, s, "bob", "bob-pw")
+	if status != http.StatusOK {
+		t.Fatalf("login: %d", status)
+	}
+	c := noRedirects(jar)
+	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}} {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/logout", nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		if status, _ := do(t, c, req); status != http.StatusForbidden {
+			t.Errorf("cross-site logout with %v: got %d, want 403", h, status)
+		}
+	}
+	if status, _ := whoami(t, c, s, ""); status != http.StatusOK {
+		t.Errorf("session after refused cross-site requests: got %d, want 200", status)
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/logout", nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	if status, _ := do(t, c, req); status != http.StatusOK {
+		t.Errorf("same-origin logout: got %d, want 200", status)
+	}
+}
+
+func testCallbackState(t *testing.T, s *service) {
+	c := noRedirects(nil)
+	for name, q := range map[string]string{
+		"missing state":  "code=abc",
+		"unknown state":  "state=forged&code=abc",
+		"provider error": "state=forged&error=access_denied",
+	} {
+		if status, _ := get(t, c, s.url+"/auth/callback?"+q, ""); status != http.StatusUnauthorized {
+			t.Errorf("%s: got %d, want 401", name, status)
+		}
+	}
+	if status, _ := get(t, c, s.url+"/auth/login?return_to=//evil.example/x", ""); status != http.StatusBadRequest {
+		t.Errorf("return_to to another origin: got %d, want 400", status)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/auth/login", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	q := loc.Query()
+	if resp.StatusCode != http.StatusFound || q.Get("code_challenge_method") != "S256" || q.Get("state") == "" || q.Get("nonce") == "" ||
+		q.Get("scope") != "openid profile email" || q.Get("response_type") != "code" {
+		t.Errorf("GET /auth/login: got %d to %s", resp.StatusCode, loc)
+	}
+}
+
+func testRotation(t *testing.T, p *idp, s *service) {
+	needStandin(t)
+	before := grant(t, p, realmName, clientID, clientSecret, "alice", "alice-pw")
+	resp, err := http.Post(p.base+"/standin/rotate-keys", "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("rotate keys: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	after := grant(t, p, realmName, clientID, clientSecret, "alice", "alice-pw")
+	if kid(after.AccessToken) == kid(before.AccessToken) {
+		t.Fatalf("rotation did not change the kid")
+	}
+	// The new key is fetched on first sight of its kid (at most once per
+	// SERVICE_OIDC_JWKS_REFETCH, 1s here): poll until accepted.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		status, m := whoami(t, noRedirects(nil), s, after.AccessToken)
+		if status == http.StatusOK && slices.Equal(m.Roles, []string{"ADMIN"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("token of the rotated key: got %d, want 200 within 15s", status)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if status, _ := whoami(t, noRedirects(nil), s, before.AccessToken); status != http.StatusOK {
+		t.Errorf("token of the previous key (still published): got %d, want 200", status)
+	}
+}
+
+func kid(token string) string {
+	hb, _ := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[0])
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	_ = json.Unmarshal(hb, &h)
+	return h.Kid
+}
+
+// TestRefreshAndRoleRemoval: with 3-second access tokens, a session keeps
+// working past expiry by refreshing, and a role removed at the provider is
+// gone after the next refresh; an expired Bearer token is refused.
+func TestRefreshAndRoleRemoval(t *testing.T) {
+	needStandin(t)
+	port := freePort(t)
+	p := startIDP(t, port, "STANDIN_ACCESS_TOKEN_TTL=3")
+	s := startService(t, p, 0, "SERVICE_OIDC_REFRESH_BEFORE=1s")
+	s.waitReady(t, 30*time.Second)
+
+	ctx := context.Background()
+	kc := gocloak.NewClient(p.base)
+	admin, err := kc.LoginAdmin(ctx, "admin", "admin", "master")
+	if err != nil {
+		t.Fatalf("admin login: %v", err)
+	}
+	users, err := kc.GetUsers(ctx, admin.AccessToken, realmName, gocloak.GetUsersParams{Username: gocloak.StringP("ivan"), Exact: gocloak.BoolP(true)})
+	if err != nil || len(users) != 1 {
+		t.Fatalf("find ivan: %v %v", users, err)
+	}
+	ivan := *users[0].ID
+	role, err := kc.GetRealmRole(ctx, admin.AccessToken, realmName, "lead")
+	if err != nil {
+		t.Fatalf("role lead: %v", err)
+	}
+	if err := kc.AddRealmRoleToUser(ctx, admin.AccessToken, realmName, ivan, []gocloak.Role{*role}); err != nil {
+		t.Fatalf("grant lead: %v", err)
+	}
+
+	expired := grant(t, p, realmName, clientID, clientSecret, "bob", "bob-pw")
+	status, jar, body := passwordLogin(t, s, "ivan", "ivan-pw")
+	if status != http.StatusOK || !strings.Contains(body, "LEAD") {
+		t.Fatalf("login: got %d %s, want 200 with LEAD", status, body)
+	}
+	c := noRedirects(jar)
+	if err := kc.DeleteRealmRoleFromUser(ctx, admin.AccessToken, realmName, ivan, []gocloak.Role{*role}); err != nil {
+		t.Fatalf("remove lead: %v", err)
+	}
+	time.Sleep(4500 * time.Millisecond) // past the access token's 3s and the 1s skew
+	status, m := whoami(t, c, s, "")
+	if status != http.StatusOK {
+		t.Fatalf("after the access token expired: got %d, want 200 (refreshed)", status)
+	}
+	if slices.Contains(m.Roles, "LEAD") {
+		t.Errorf("roles after refresh: got %v, want LEAD gone", m.Roles)
+	}
+	if status, _ := whoami(t, noRedirects(nil), s, expired.AccessToken); status != http.StatusUnauthorized {
+		t.Errorf("expired Bearer token: got %d, want 401", status)
+	}
+
+	// A provider that no longer knows the session (restarted: its sessions
+	// and refresh tokens are gone) refuses the refresh, which ends the
+	// session here.
+	status, jar, _ = passwordLogin(t, s, "bob", "bob-pw")
+	if status != http.StatusOK {
+		t.Fatalf("bob login: %d", status)
+	}
+	p.stop()
+	_ = startIDP(t, port, "STANDIN_ACCESS_TOKEN_TTL=3")
+	time.Sleep(4500 * time.Millisecond)
+	if status, _ := whoami(t, noRedirects(jar), s, ""); status != http.StatusUnauthorized {
+		t.Errorf("after the provider forgot the session: got %d, want 401 (a refused refresh ends the session)", status)
+	}
+	if status, _ := whoami(t, noRedirects(jar), s, ""); status != http.StatusUnauthorized {
+		t.Errorf("the ended session again: got %d, want 401", status)
+	}
+}
+
+// TestProviderDown: a service started before its provider answers 503 on
+// logins and says which part is not ready; once the provider is up it
+// becomes ready; when the provider stops, tokens of cached keys still
+// authenticate and logins answer 503.
+func TestProviderDown(t *testing.T) {
+	needStandin(t)
+	port := freePort(t)
+	dead := &idp{base: "http://127.0.0.1:" + itoa(port), issuer: "http://127.0.0.1:" + itoa(port) + "/realms/" + realmName}
+	s := startService(t, dead, 0)
+
+	status, body := get(t, noRedirects(nil), s.url+"/health", "")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "degraded") || !strings.Contains(body, "oidc_discovery") {
+		t.Errorf("/health before discovery: got %d %s, want 503 degraded naming oidc_discovery", status, body)
+	}
+	if status, _, _ := passwordLogin(t, s, "alice", "alice-pw"); status != http.StatusServiceUnavailable {
+		t.Errorf("POST /auth/login before discovery: got %d, want 503", status)
+	}
+	if status, _ := get(t, noRedirects(nil), s.url+"/auth/login", ""); status != http.StatusServiceUnavailable {
+		t.Errorf("GET /auth/login before discovery: got %d, want 503", status)
+	}
+
+	p := startIDP(t, port)
+	s.waitReady(t, 45*time.Second) // discovery retries with backoff
+	tok := grant(t, p, realmName, clientID, clientSecret, "carol", "carol-pw")
+	fresh := grant(t, p, realmName, clientID, clientSecret, "dave", "dave-pw")
+	if status, _ := whoami(t, noRedirects(nil), s, tok.AccessToken); status != http.StatusOK {
+		t.Fatalf("Bearer while the provider is up: got %d", status)
+	}
+	status, jar, _ := passwordLogin(t, s, "henry", "henry-pw")
+	if status != http.StatusOK {
+		t.Fatalf("login while the provider is up: %d", status)
+	}
+
+	p.stop()
+	if status, m := whoami(t, noRedirects(nil), s, tok.AccessToken); status != http.StatusOK || !slices.Equal(m.Roles, []string{"LEAD"}) {
+		t.Errorf("cached Bearer token with the provider down: got %d %v, want 200 LEAD", status, m.Roles)
+	}
+	if status, m := whoami(t, noRedirects(nil), s, fresh.AccessToken); status != http.StatusOK || !slices.Equal(m.Roles, []string{"AUDITOR"}) {
+		t.Errorf("unseen Bearer token of a cached key with the provider down: got %d %v, want 200 AUDITOR", status, m.Roles)
+	}
+	if status, _ := whoami(t, noRedirects(jar), s, ""); status != http.StatusOK {
+		t.Errorf("session with a valid access token, provider down: got %d, want 200", status)
+	}
+	if status, _, _ := passwordLogin(t, s, "alice", "alice-pw"); status != http.StatusServiceUnavailable {
+		t.Errorf("POST /auth/login with the provider down: got %d, want 503", status)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func message(body string) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(body), &e)
+	return e.Error.Message
+}
