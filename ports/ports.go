@@ -3,7 +3,7 @@
 // Each is small and owned by its consumer; adapters implement them.
 package ports
 
-//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,AgentStore,ToolCallStore,SessionModeStore
+//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,AgentStore,ToolCallStore,SessionModeStore,IdentityProvider,LoginSessionStore,AuthRequestStore,LoginThrottle
 
 import (
 	"context"
