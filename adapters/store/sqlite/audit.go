@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -17,6 +16,18 @@ import (
 func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) error {
 	if len(records) == 0 {
 		return nil
+	}
+	// Prepare before the transaction takes the one write connection.
+	stmts := map[int]*sql.Stmt{}
+	for _, n := range []int{min(len(records), auditChunk), len(records) % auditChunk} {
+		if n == 0 {
+			continue
+		}
+		stmt, err := s.auditInsert(ctx, n)
+		if err != nil {
+			return err
+		}
+		stmts[n] = stmt
 	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -47,7 +58,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 			args = append(args, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
 				r.Method, r.Path, string(r.Decision), r.Reason, r.Status, r.PrevHash, r.Hash)
 		}
-		if _, err := tx.ExecContext(ctx, insertAudit(len(chunk)), args...); err != nil {
+		if _, err := tx.StmtContext(ctx, stmts[len(chunk)]).ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("sqlite: insert audit records: %w", err)
 		}
 	}
@@ -64,17 +75,14 @@ const (
 	auditChunk  = 128
 )
 
-var auditInserts sync.Map // rows → statement text
-
-// insertAudit returns the INSERT statement for n rows, built once per n.
-func insertAudit(n int) string {
-	if q, ok := auditInserts.Load(n); ok {
-		return q.(string)
-	}
+// auditInsert returns the prepared INSERT for n rows (the pool caches it).
+func (s *Store) auditInsert(ctx context.Context, n int) (*sql.Stmt, error) {
 	row := "(" + strings.Repeat("?, ", auditFields-1) + "?)"
-	q := `INSERT INTO audit (` + auditColumns + `) VALUES ` + strings.Repeat(row+", ", n-1) + row
-	auditInserts.Store(n, q)
-	return q
+	stmt, err := s.write.stmt(ctx, `INSERT INTO audit (`+auditColumns+`) VALUES `+strings.Repeat(row+", ", n-1)+row)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare audit insert: %w", err)
+	}
+	return stmt, nil
 }
 
 const auditColumns = `seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash`

@@ -33,8 +33,8 @@ type Path string
 // Store implements the store ports on SQLite. Writes go through a single
 // connection (SQLite has one writer anyway); reads use a pool.
 type Store struct {
-	write *sql.DB
-	read  *sql.DB
+	write *pool
+	read  *pool
 	log   *zap.Logger
 }
 
@@ -88,7 +88,7 @@ func Open(path Path, log *zap.Logger) (*Store, func(), error) {
 		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	read.SetMaxOpenConns(8)
-	s := &Store{write: write, read: read, log: log.Named("sqlite")}
+	s := &Store{write: newPool(write), read: newPool(read), log: log.Named("sqlite")}
 	if err := s.migrate(context.Background()); err != nil {
 		s.close()
 		return nil, nil, err

@@ -1,0 +1,63 @@
+package rest_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/rest"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// benchServer serves on an in-memory listener, so the figures are the
+// server's own cost without the kernel's loopback.
+func benchServer(b *testing.B) *fasthttp.Client {
+	b.Helper()
+	log := zap.NewNop()
+	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(b.TempDir(), "bench.db")), log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	audit, closeAudit := auditlog.New(store, log)
+	authz, _ := domain.NewAuthorizer(nil)
+	srv := rest.New(rest.Config{}, testKeyring(), authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}),
+		app.NewAudit(store), app.NewSettings(store), log)
+	ln := fasthttputil.NewInmemoryListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	b.Cleanup(func() { cancel(); <-done; closeAudit(); closeStore() })
+	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConnsPerHost: 1024}
+}
+
+func benchGet(b *testing.B, path, key string) {
+	client := benchServer(b)
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 concurrent requests on 2 cores, as the load run
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI("http://agentauth" + path)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		for pb.Next() {
+			if err := client.Do(req, res); err != nil || res.StatusCode() != 200 {
+				b.Errorf("GET %s: %v %d", path, err, res.StatusCode())
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkHealth(b *testing.B)       { benchGet(b, "/health", "") }
+func BenchmarkMe(b *testing.B)           { benchGet(b, "/api/v2/me", keyAdmin) }
+func BenchmarkListSessions(b *testing.B) { benchGet(b, "/api/v2/sessions", keyAdmin) }
