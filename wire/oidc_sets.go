@@ -102,8 +102,8 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login) rest.Config {
-	c := restConfig(cfg)
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access) rest.Config {
+	c := restConfig(cfg, access)
 	c.Login = login
 	return c
 }

@@ -20,7 +20,7 @@ import (
 
 // appSet provides the use cases.
 var appSet = gwire.NewSet(
-	app.NewSessions,
+	accessSet,
 	app.NewAudit,
 	app.NewSettings,
 	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
@@ -33,8 +33,8 @@ var settingsSet = gwire.NewSet(restConfig, dataDir, apiKey, authorizer)
 // time, see store.go), audit log, use cases and the HTTP edge.
 var coreSet = gwire.NewSet(settingsSet, storeSet, auditlog.Set, appSet, rest.Set)
 
-func restConfig(cfg config.Config) rest.Config {
-	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout}
+func restConfig(cfg config.Config, access *rest.Access) rest.Config {
+	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout, Access: access}
 }
 
 func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }

@@ -24,27 +24,48 @@ import (
 // Hybrid serves with every caller's roles taken from the central instance at
 // auth.hybrid.remoteUrl; no role is assigned locally.
 func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	config2 := restConfig(cfg)
-	config3 := hybridConfig(cfg)
+	stores, cleanup, err := openStores(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	projectStore := stores.Projects
 	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	clock := _wireSystemClockValue
-	authenticator, cleanup, err := hybrid.New(config3, domainAuthorizer, clock, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	stores, cleanup2, err := openStores(cfg, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	auditStore := stores.Audit
-	committer, cleanup3 := auditlog.New(auditStore, log)
+	clock := _wireSystemClockValue
+	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
+	catalogStore := stores.Catalog
+	policyStore := stores.Policies
+	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policies := app.NewPolicies(policyStore, clock)
+	agentStore := stores.Agents
 	sessionStore := stores.Sessions
 	settingsStore := stores.Settings
-	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	sessionModeStore := stores.SessionModes
+	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
+	agents := app.NewAgents(agentStore, sessions, clock)
+	toolCallStore := stores.ToolCalls
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	auditStore := stores.Audit
+	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
+	access := &rest.Access{
+		Projects:  projects,
+		Catalog:   catalog,
+		Policies:  policies,
+		Agents:    agents,
+		ToolCalls: toolCalls,
+		Dashboard: dashboard,
+	}
+	config2 := restConfig(cfg, access)
+	config3 := hybridConfig(cfg)
+	authenticator, cleanup2, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	committer, cleanup3 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -90,23 +111,6 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config3 := oidcRestConfig(cfg, restLogin)
-	key := apiKey(cfg)
-	authenticator := keycloak.NewAuthenticator(provider)
-	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
 	stores, cleanup4, err := openStores(cfg, log)
 	if err != nil {
 		cleanup3()
@@ -114,11 +118,50 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	auditStore := stores.Audit
-	committer, cleanup5 := auditlog.New(auditStore, log)
+	projectStore := stores.Projects
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
+	catalogStore := stores.Catalog
+	policyStore := stores.Policies
+	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policies := app.NewPolicies(policyStore, clock)
+	agentStore := stores.Agents
 	sessionStore := stores.Sessions
 	settingsStore := stores.Settings
-	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	sessionModeStore := stores.SessionModes
+	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
+	agents := app.NewAgents(agentStore, sessions, clock)
+	toolCallStore := stores.ToolCalls
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	auditStore := stores.Audit
+	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
+	access := &rest.Access{
+		Projects:  projects,
+		Catalog:   catalog,
+		Policies:  policies,
+		Agents:    agents,
+		ToolCalls: toolCalls,
+		Dashboard: dashboard,
+	}
+	config3 := oidcRestConfig(cfg, restLogin, access)
+	key := apiKey(cfg)
+	authenticator := keycloak.NewAuthenticator(provider)
+	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	committer, cleanup5 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -135,26 +178,48 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 
 // Local serves with the local key file granting ADMIN.
 func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	config2 := restConfig(cfg)
-	localDataDir := dataDir(cfg)
-	keyring, err := local.New(localDataDir, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	auditStore := stores.Audit
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	projectStore := stores.Projects
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	clock := _wireSystemClockValue
+	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
+	catalogStore := stores.Catalog
+	policyStore := stores.Policies
+	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policies := app.NewPolicies(policyStore, clock)
+	agentStore := stores.Agents
 	sessionStore := stores.Sessions
 	settingsStore := stores.Settings
-	clock := _wireSystemClockValue
-	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	sessionModeStore := stores.SessionModes
+	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
+	agents := app.NewAgents(agentStore, sessions, clock)
+	toolCallStore := stores.ToolCalls
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	auditStore := stores.Audit
+	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
+	access := &rest.Access{
+		Projects:  projects,
+		Catalog:   catalog,
+		Policies:  policies,
+		Agents:    agents,
+		ToolCalls: toolCalls,
+		Dashboard: dashboard,
+	}
+	config2 := restConfig(cfg, access)
+	localDataDir := dataDir(cfg)
+	keyring, err := local.New(localDataDir, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -166,26 +231,48 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 
 // APIKey serves with SERVICE_API_KEY granting ADMIN.
 func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	config2 := restConfig(cfg)
-	key := apiKey(cfg)
-	keyring, err := apikey.New(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	auditStore := stores.Audit
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	projectStore := stores.Projects
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	clock := _wireSystemClockValue
+	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
+	catalogStore := stores.Catalog
+	policyStore := stores.Policies
+	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policies := app.NewPolicies(policyStore, clock)
+	agentStore := stores.Agents
 	sessionStore := stores.Sessions
 	settingsStore := stores.Settings
-	clock := _wireSystemClockValue
-	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	sessionModeStore := stores.SessionModes
+	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
+	agents := app.NewAgents(agentStore, sessions, clock)
+	toolCallStore := stores.ToolCalls
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	auditStore := stores.Audit
+	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
+	access := &rest.Access{
+		Projects:  projects,
+		Catalog:   catalog,
+		Policies:  policies,
+		Agents:    agents,
+		ToolCalls: toolCalls,
+		Dashboard: dashboard,
+	}
+	config2 := restConfig(cfg, access)
+	key := apiKey(cfg)
+	keyring, err := apikey.New(key)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -197,22 +284,43 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 
 // Debug serves with the four built-in debug keys.
 func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	config2 := restConfig(cfg)
-	keyring := debug.New()
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	auditStore := stores.Audit
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	projectStore := stores.Projects
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	clock := _wireSystemClockValue
+	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
+	catalogStore := stores.Catalog
+	policyStore := stores.Policies
+	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policies := app.NewPolicies(policyStore, clock)
+	agentStore := stores.Agents
 	sessionStore := stores.Sessions
 	settingsStore := stores.Settings
-	clock := _wireSystemClockValue
-	sessions := app.NewSessions(sessionStore, settingsStore, domainAuthorizer, clock)
+	sessionModeStore := stores.SessionModes
+	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
+	agents := app.NewAgents(agentStore, sessions, clock)
+	toolCallStore := stores.ToolCalls
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	auditStore := stores.Audit
+	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
+	access := &rest.Access{
+		Projects:  projects,
+		Catalog:   catalog,
+		Policies:  policies,
+		Agents:    agents,
+		ToolCalls: toolCalls,
+		Dashboard: dashboard,
+	}
+	config2 := restConfig(cfg, access)
+	keyring := debug.New()
+	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
