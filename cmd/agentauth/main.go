@@ -50,6 +50,7 @@ const usage = `agentauth: the authentication and access-control core of an agent
 
 Usage:
   agentauth serve [flags]   run the server (see agentauth serve -h)
+  agentauth policy can ...  may a role do an action? (see agentauth policy)
   agentauth version         print the version
 `
 
@@ -64,6 +65,8 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], env, stderr)
+	case "policy":
+		return policy(args[1:], env, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return exitOK
