@@ -17,18 +17,6 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	if len(records) == 0 {
 		return nil
 	}
-	// Prepare before the transaction takes the one write connection.
-	stmts := map[int]*sql.Stmt{}
-	for _, n := range []int{min(len(records), auditChunk), len(records) % auditChunk} {
-		if n == 0 {
-			continue
-		}
-		stmt, err := s.auditInsert(ctx, n)
-		if err != nil {
-			return err
-		}
-		stmts[n] = stmt
-	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin audit append: %w", err)
@@ -58,7 +46,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 			args = append(args, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
 				r.Method, r.Path, string(r.Decision), r.Reason, r.Status, r.PrevHash, r.Hash)
 		}
-		if _, err := tx.StmtContext(ctx, stmts[len(chunk)]).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertAudit(len(chunk)), args...); err != nil {
 			return fmt.Errorf("sqlite: insert audit records: %w", err)
 		}
 	}
@@ -75,14 +63,10 @@ const (
 	auditChunk  = 128
 )
 
-// auditInsert returns the prepared INSERT for n rows (the pool caches it).
-func (s *Store) auditInsert(ctx context.Context, n int) (*sql.Stmt, error) {
+// insertAudit is the INSERT text for n rows.
+func insertAudit(n int) string {
 	row := "(" + strings.Repeat("?, ", auditFields-1) + "?)"
-	stmt, err := s.write.stmt(ctx, `INSERT INTO audit (`+auditColumns+`) VALUES `+strings.Repeat(row+", ", n-1)+row)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: prepare audit insert: %w", err)
-	}
-	return stmt, nil
+	return `INSERT INTO audit (` + auditColumns + `) VALUES ` + strings.Repeat(row+", ", n-1) + row
 }
 
 const auditColumns = `seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash`

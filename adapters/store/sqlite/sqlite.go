@@ -33,8 +33,8 @@ type Path string
 // Store implements the store ports on SQLite. Writes go through a single
 // connection (SQLite has one writer anyway); reads use a pool.
 type Store struct {
-	write *pool
-	read  *pool
+	write *sql.DB
+	read  *sql.DB
 	log   *zap.Logger
 }
 
@@ -87,8 +87,12 @@ func Open(path Path, log *zap.Logger) (*Store, func(), error) {
 		write.Close()
 		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	// Keep every reader open: the driver pays for a new connection with its
+	// pragmas and a schema read, which a request should not.
 	read.SetMaxOpenConns(8)
-	s := &Store{write: newPool(write), read: newPool(read), log: log.Named("sqlite")}
+	read.SetMaxIdleConns(8)
+	read.SetConnMaxIdleTime(0)
+	s := &Store{write: write, read: read, log: log.Named("sqlite")}
 	if err := s.migrate(context.Background()); err != nil {
 		s.close()
 		return nil, nil, err
