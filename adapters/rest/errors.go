@@ -31,6 +31,11 @@ type problem struct {
 	detail errorDetail
 }
 
+// clientMessager is an error that carries a message written for clients,
+// naming which dependency failed without its internals (hybrid mode's
+// central instance, for one).
+type clientMessager interface{ ClientMessage() string }
+
 // classify maps an error to its status and client-safe detail. Messages of
 // 4xx domain errors are written for clients; anything else becomes a generic
 // 500 whose details stay in the log.
@@ -59,7 +64,12 @@ func classify(err error) problem {
 	case errors.Is(err, domain.ErrTooManyRequests):
 		return problem{fiber.StatusTooManyRequests, errorDetail{Code: "too_many_requests", Message: "too many requests; retry later"}}
 	case errors.Is(err, domain.ErrUnavailable):
-		return problem{fiber.StatusServiceUnavailable, errorDetail{Code: "unavailable", Message: "a service this request depends on is unavailable; retry later"}}
+		msg := "a service this request depends on is unavailable; retry later"
+		var cm clientMessager
+		if errors.As(err, &cm) {
+			msg = cm.ClientMessage()
+		}
+		return problem{fiber.StatusServiceUnavailable, errorDetail{Code: "unavailable", Message: msg}}
 	case errors.As(err, &fe):
 		return problem{fe.Code, errorDetail{Code: codeFor(fe.Code), Message: fe.Message}}
 	}

@@ -236,7 +236,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		case <-f.done:
 			return f.principal, f.err
 		case <-ctx.Done():
-			return domain.Principal{}, fmt.Errorf("hybrid: waiting for the centre: %w: %w", ctx.Err(), domain.ErrUnavailable)
+			return domain.Principal{}, unavailable(msgNoAnswer, fmt.Errorf("hybrid: waiting for the centre: %w: %w", ctx.Err(), domain.ErrUnavailable))
 		}
 	}
 	f := &flight{done: make(chan struct{})}
@@ -293,7 +293,7 @@ type meAnswer struct {
 func (a *Authenticator) fetch(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.meURL, nil)
 	if err != nil {
-		return domain.Principal{}, fmt.Errorf("hybrid: request to %s: %v: %w", a.meURL, err, domain.ErrUnavailable)
+		return domain.Principal{}, unavailable(msgNoAnswer, fmt.Errorf("hybrid: request to %s: %v: %w", a.meURL, err, domain.ErrUnavailable))
 	}
 	if cred.Kind == ports.CredentialCookie {
 		req.Header.Set("Cookie", sessionCookie+"="+cred.Value)
@@ -304,7 +304,7 @@ func (a *Authenticator) fetch(ctx context.Context, cred ports.Credential) (domai
 	resp, err := a.client.Do(req)
 	if err != nil {
 		a.log.Warn("centre did not answer; refusing the request", zap.String("remote", a.meURL), zap.Error(err))
-		return domain.Principal{}, fmt.Errorf("hybrid: centre %s did not answer: %v: %w", a.meURL, err, domain.ErrUnavailable)
+		return domain.Principal{}, unavailable(msgNoAnswer, fmt.Errorf("hybrid: centre %s did not answer: %v: %w", a.meURL, err, domain.ErrUnavailable))
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody)) // lets the connection be reused
@@ -318,12 +318,12 @@ func (a *Authenticator) fetch(ctx context.Context, cred ports.Credential) (domai
 		return domain.Principal{}, fmt.Errorf("hybrid: the centre rejected the credential (%d): %w", resp.StatusCode, domain.ErrUnauthenticated)
 	default:
 		a.log.Warn("centre answered with an unexpected status; refusing the request", zap.String("remote", a.meURL), zap.Int("status", resp.StatusCode))
-		return domain.Principal{}, fmt.Errorf("hybrid: centre %s answered %d: %w", a.meURL, resp.StatusCode, domain.ErrUnavailable)
+		return domain.Principal{}, unavailable(msgBadAnswer, fmt.Errorf("hybrid: centre %s answered %d: %w", a.meURL, resp.StatusCode, domain.ErrUnavailable))
 	}
 	var me meAnswer
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&me); err != nil {
 		a.log.Warn("centre answered something that is not a /me answer; refusing the request", zap.String("remote", a.meURL), zap.Error(err))
-		return domain.Principal{}, fmt.Errorf("hybrid: centre %s answered malformed JSON: %v: %w", a.meURL, err, domain.ErrUnavailable)
+		return domain.Principal{}, unavailable(msgBadAnswer, fmt.Errorf("hybrid: centre %s answered malformed JSON: %v: %w", a.meURL, err, domain.ErrUnavailable))
 	}
 	return a.principalOf(me)
 }
@@ -332,19 +332,40 @@ func (a *Authenticator) fetch(ctx context.Context, cred ports.Credential) (domai
 func (a *Authenticator) principalOf(me meAnswer) (domain.Principal, error) {
 	if me.Subject == "" || me.Roles == nil {
 		a.log.Warn("centre's /me answer lacks subject or roles; refusing the request", zap.String("remote", a.meURL))
-		return domain.Principal{}, fmt.Errorf("hybrid: centre %s answered without subject or roles: %w", a.meURL, domain.ErrUnavailable)
+		return domain.Principal{}, unavailable(msgBadAnswer, fmt.Errorf("hybrid: centre %s answered without subject or roles: %w", a.meURL, domain.ErrUnavailable))
 	}
 	roles := make([]domain.Role, 0, len(*me.Roles))
 	for _, name := range *me.Roles {
 		r := domain.Role(name)
 		if !a.authz.Knows(r) {
 			a.log.Warn("centre granted a role this instance does not know; refusing the request", zap.String("remote", a.meURL), zap.String("role", name))
-			return domain.Principal{}, fmt.Errorf("hybrid: centre %s granted role %q, which this instance does not know (define it in auth.roles here too): %w", a.meURL, name, domain.ErrUnavailable)
+			return domain.Principal{}, unavailable(msgUnknownRole, fmt.Errorf("hybrid: centre %s granted role %q, which this instance does not know (define it in auth.roles here too): %w", a.meURL, name, domain.ErrUnavailable))
 		}
 		roles = append(roles, r)
 	}
 	return domain.Principal{Subject: me.Subject, Roles: roles, Method: domain.MethodHybrid, RoleSource: a.source}, nil
 }
+
+// Messages for the callers of a 503: they say what failed, not how.
+const (
+	msgNoAnswer    = "hybrid mode: the central agentauth instance that assigns roles did not answer; retry later"
+	msgBadAnswer   = "hybrid mode: the central agentauth instance that assigns roles gave no usable answer; retry later"
+	msgUnknownRole = "hybrid mode: the central agentauth instance granted a role this instance does not know; the operator must define it in auth.roles"
+)
+
+// unavailableError is a 503 whose ClientMessage the HTTP edge shows; the
+// full error, with the centre's address and cause, goes to the log and the
+// audit record.
+type unavailableError struct {
+	client string
+	err    error
+}
+
+func unavailable(client string, err error) error { return &unavailableError{client: client, err: err} }
+
+func (e *unavailableError) Error() string         { return e.err.Error() }
+func (e *unavailableError) Unwrap() error         { return e.err }
+func (e *unavailableError) ClientMessage() string { return e.client }
 
 // cached reports how many credentials the cache holds, for tests.
 func (a *Authenticator) cached() int {

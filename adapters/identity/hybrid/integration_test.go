@@ -89,7 +89,8 @@ type meBody struct {
 	Method     string   `json:"method"`
 	RoleSource string   `json:"role_source"`
 	Error      struct {
-		Code string `json:"code"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
 	} `json:"error"`
 }
 
@@ -187,6 +188,9 @@ func TestHybridAgainstARealCentre(t *testing.T) {
 				status, me := get(t, local.url, "/api/v2/me", h, v)
 				if status != http.StatusServiceUnavailable || me.Error.Code != "unavailable" {
 					t.Errorf("got %d %q, want 503 unavailable", status, me.Error.Code)
+				}
+				if !strings.Contains(me.Error.Message, "central agentauth instance") {
+					t.Errorf("message: got %q, want it to name the central instance", me.Error.Message)
 				}
 			})
 		}
@@ -299,5 +303,18 @@ func TestHybridCacheStaysBounded(t *testing.T) {
 	ask(0)
 	if got := centre.calls.Load(); got != total+1 {
 		t.Errorf("the oldest credential: got %d calls, want 1 (evicted)", got-total)
+	}
+}
+
+func TestHybridUnknownRoleIsRefused(t *testing.T) {
+	centre := newStubCentre(t)
+	centre.set("tok", "SUPERUSER")
+	local := startLocal(t, centre.srv.URL, time.Hour, 0)
+	status, me := get(t, local.url, "/api/v2/me", "Authorization", "Bearer tok")
+	if status != http.StatusServiceUnavailable || len(me.Roles) != 0 {
+		t.Fatalf("got %d %v, want 503 and no roles", status, me.Roles)
+	}
+	if !strings.Contains(me.Error.Message, "does not know") {
+		t.Errorf("message: got %q, want it to say the role is unknown here", me.Error.Message)
 	}
 }
