@@ -9,6 +9,9 @@ const (
 	ReasonNotProjectMember    = "not_project_member"
 	ReasonNotProjectLead      = "not_project_lead"
 	ReasonModeLoosening       = "mode_loosening_needs_lead"
+	// ReasonRequestRefused: refused for a reason no permission lifts, such
+	// as a cross-site request.
+	ReasonRequestRefused = "request_refused"
 )
 
 // Refusal is a resource-level denial: the role grants the route's

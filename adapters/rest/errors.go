@@ -54,7 +54,8 @@ func classify(err error) problem {
 	case errors.Is(err, domain.ErrUnauthenticated):
 		return problem{fiber.StatusUnauthorized, errorDetail{Code: "unauthenticated", Message: unauthenticatedMessage(err)}}
 	case errors.Is(err, domain.ErrForbidden):
-		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: err.Error(), Reason: err.Error()}}
+		// Refused for a reason no permission would lift (a cross-site request).
+		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: err.Error(), Reason: err.Error(), ReasonCode: domain.ReasonRequestRefused}}
 	case errors.Is(err, domain.ErrNotFound):
 		return problem{fiber.StatusNotFound, errorDetail{Code: "not_found", Message: err.Error()}}
 	case errors.Is(err, domain.ErrInvalidInput):
