@@ -476,3 +476,45 @@ func BenchmarkAuthenticateCacheHit(b *testing.B) {
 		b.Errorf("calls to the centre: got %d, want 1", got)
 	}
 }
+
+// BenchmarkAuthenticateCacheHitParallel is the hot path under concurrency:
+// many requests with a few credentials share the cache's lock.
+func BenchmarkAuthenticateCacheHitParallel(b *testing.B) {
+	centre := &stubCentre{users: map[string][]string{}}
+	creds := make([]ports.Credential, 16)
+	for i := range creds {
+		v := fmt.Sprintf("%043d", i)
+		centre.users["bearer:"+v] = []string{"USER"}
+		creds[i] = bearer(v)
+	}
+	centre.srv = httptest.NewServer(http.HandlerFunc(centre.serve))
+	defer centre.srv.Close()
+	authz, _ := domain.NewAuthorizer(nil)
+	a, cleanup, err := New(Config{RemoteURL: centre.srv.URL, CacheTTL: time.Hour}, authz, newFakeClock(), zap.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cleanup()
+	ctx := context.Background()
+	for _, c := range creds {
+		if _, err := a.Authenticate(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := a.Authenticate(ctx, creds[i%len(creds)]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	b.StopTimer()
+	if got := centre.calls.Load(); got != int64(len(creds)) {
+		b.Errorf("calls to the centre: got %d, want %d", got, len(creds))
+	}
+}
