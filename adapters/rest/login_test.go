@@ -1,0 +1,355 @@
+package rest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang/mock/gomock"
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/rest"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/mocks"
+)
+
+// checks is a HealthChecker the test sets.
+type checks struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *checks) Checks() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m
+}
+
+type oidcHarness struct {
+	url    string
+	idp    *mocks.MockIdentityProvider
+	health *checks
+	srv    *rest.Server
+}
+
+// startOIDC runs a real server in OIDC mode on 127.0.0.1 with a real SQLite
+// store and a mocked identity provider.
+func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
+	t.Helper()
+	log := zap.NewNop()
+	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, closeAudit := auditlog.New(store, log)
+	authz, err := domain.NewAuthorizer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp := mocks.NewMockIdentityProvider(gomock.NewController(t))
+	idp.EXPECT().Ready().Return(nil).AnyTimes()
+	uc := app.NewLogin(cfg, idp, store, store, store, app.SystemClock{})
+	h := &checks{m: map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}}
+	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: redirect}, uc, h, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
+	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
+	srv := rest.New(rest.Config{Login: login}, authn, authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		closeAudit()
+		closeStore()
+	})
+	return oidcHarness{url: "http://" + ln.Addr().String(), idp: idp, health: h, srv: srv}
+}
+
+var testLoginCfg = app.LoginConfig{PasswordLogin: true, SessionIdle: time.Hour, SessionMax: 8 * time.Hour,
+	RefreshBefore: time.Minute, LoginFailures: 2, LoginWindow: time.Minute}
+
+func tokensFor(roles ...domain.Role) ports.TokenSet {
+	now := time.Now()
+	return ports.TokenSet{Subject: "sub-" + string(roles[0]), Username: "u", Roles: domain.RoleExtraction{Roles: roles, Source: domain.TokenID},
+		AccessToken: "at", RefreshToken: "rt", IDToken: "it", AccessExpiry: now.Add(5 * time.Minute)}
+}
+
+func client(jar http.CookieJar) *http.Client {
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func send(t *testing.T, c *http.Client, method, u string, headers map[string]string, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+var jsonCT = map[string]string{"Content-Type": "application/json"}
+
+func TestHealthReportsOIDCReadiness(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	h.health.mu.Lock()
+	h.health.m = map[string]string{"oidc_discovery": "failing: connection refused", "oidc_jwks": "pending"}
+	h.health.mu.Unlock()
+	resp, body := send(t, client(nil), http.MethodGet, h.url+"/health", nil, "")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"degraded"`) || !strings.Contains(body, "connection refused") {
+		t.Errorf("/health while discovery fails: got %d %s, want 503 degraded with the reason", resp.StatusCode, body)
+	}
+	h.health.mu.Lock()
+	h.health.m = map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}
+	h.health.mu.Unlock()
+	resp, body = send(t, client(nil), http.MethodGet, h.url+"/health", nil, "")
+	if resp.StatusCode != http.StatusOK || body != `{"status":"ok"}` {
+		t.Errorf("/health when ready: got %d %s, want 200 {\"status\":\"ok\"}", resp.StatusCode, body)
+	}
+}
+
+func TestCodeFlowEndpoints(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	var req ports.AuthRequest
+	h.idp.EXPECT().AuthCodeURL(gomock.Any()).DoAndReturn(func(r ports.AuthRequest) (string, error) {
+		req = r
+		return "http://idp.test/auth?state=" + url.QueryEscape(r.State), nil
+	}).Times(2)
+	c := client(nil)
+	resp, _ := send(t, c, http.MethodGet, h.url+"/auth/login?return_to=/api/v2/me", nil, "")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), "http://idp.test/auth?state=") || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("GET /auth/login: got %d Location=%q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The provider redirects back: code exchanged once, cookie set.
+	h.idp.EXPECT().ExchangeCode(gomock.Any(), "code-1", gomock.Any()).DoAndReturn(func(_ context.Context, _ string, got ports.AuthRequest) (ports.TokenSet, error) {
+		if got.Nonce != req.Nonce || got.CodeVerifier != req.CodeVerifier {
+			t.Errorf("exchange with nonce/verifier %q/%q, want %q/%q", got.Nonce, got.CodeVerifier, req.Nonce, req.CodeVerifier)
+		}
+		return tokensFor(domain.RoleLead), nil
+	}).Times(1)
+	cb := h.url + "/auth/callback?state=" + url.QueryEscape(req.State) + "&code=code-1"
+	resp, body := send(t, c, http.MethodGet, cb, nil, "")
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/api/v2/me" {
+		t.Fatalf("callback: got %d %s Location=%q", resp.StatusCode, body, resp.Header.Get("Location"))
+	}
+	setCookie := strings.ToLower(resp.Header.Get("Set-Cookie")) // attribute names are case-insensitive
+	for _, want := range []string{"user_session=", "httponly", "samesite=lax", "path=/"} {
+		if !strings.Contains(setCookie, want) {
+			t.Errorf("Set-Cookie %q lacks %s", setCookie, want)
+		}
+	}
+	for _, unwanted := range []string{"domain=", "secure"} {
+		if strings.Contains(setCookie, unwanted) {
+			t.Errorf("Set-Cookie %q has %s (plain-http loopback)", setCookie, unwanted)
+		}
+	}
+	first := resp.Cookies()[0]
+	// Replaying the callback is refused without calling the token endpoint.
+	if resp, _ := send(t, c, http.MethodGet, cb, nil, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("replayed callback: got %d, want 401", resp.StatusCode)
+	}
+	// The cookie authenticates.
+	jar, _ := cookiejar.New(nil)
+	u, _ := url.Parse(h.url)
+	jar.SetCookies(u, []*http.Cookie{first})
+	if resp, body := send(t, client(jar), http.MethodGet, h.url+"/api/v2/me", nil, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"LEAD"`) {
+		t.Errorf("/api/v2/me with the cookie: got %d %s", resp.StatusCode, body)
+	}
+	// A second login gets a new session id.
+	send(t, c, http.MethodGet, h.url+"/auth/login", nil, "")
+	h.idp.EXPECT().ExchangeCode(gomock.Any(), "code-2", gomock.Any()).Return(tokensFor(domain.RoleLead), nil)
+	resp, _ = send(t, c, http.MethodGet, h.url+"/auth/callback?state="+url.QueryEscape(req.State)+"&code=code-2", nil, "")
+	if resp.StatusCode != http.StatusFound || resp.Cookies()[0].Value == first.Value || resp.Header.Get("Location") != "/" {
+		t.Errorf("second login: got %d, cookie reused=%v, Location=%q", resp.StatusCode, resp.Cookies()[0].Value == first.Value, resp.Header.Get("Location"))
+	}
+}
+
+func TestSecureCookieOffLoopback(t *testing.T) {
+	h := startOIDC(t, "https://agents.example.com/auth/callback", testLoginCfg)
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "pw").Return(tokensFor(domain.RoleAdmin), nil)
+	resp, _ := send(t, client(nil), http.MethodPost, h.url+"/auth/login", jsonCT, `{"username":"alice","password":"pw"}`)
+	if sc := resp.Header.Get("Set-Cookie"); resp.StatusCode != http.StatusOK || !strings.Contains(strings.ToLower(sc), "; secure") {
+		t.Errorf("https deployment: got %d Set-Cookie %q, want Secure", resp.StatusCode, sc)
+	}
+}
+
+func TestPasswordLoginEndpoint(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "pw").Return(tokensFor(domain.RoleAdmin), nil).Times(2)
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "bad").Return(ports.TokenSet{}, fmt.Errorf("no: %w", domain.ErrUnauthenticated)).Times(2)
+
+	jar, _ := cookiejar.New(nil)
+	resp, body := send(t, client(jar), http.MethodPost, h.url+"/auth/login", jsonCT, `{"username":"alice","password":"pw"}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"roles":["ADMIN"]`) || !strings.Contains(body, `"expires_at"`) {
+		t.Fatalf("JSON login: got %d %s", resp.StatusCode, body)
+	}
+	resp, _ = send(t, client(nil), http.MethodPost, h.url+"/auth/login", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, "username=alice&password=pw")
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("form login: got %d", resp.StatusCode)
+	}
+	tests := []struct {
+		name, ct, body string
+		want           int
+	}{
+		{"wrong password", "application/json", `{"username":"alice","password":"bad"}`, http.StatusUnauthorized},
+		{"wrong password again", "application/json", `{"username":"alice","password":"bad"}`, http.StatusUnauthorized},
+		{"limit reached", "application/json", `{"username":"alice","password":"pw"}`, http.StatusTooManyRequests},
+		{"missing password", "application/json", `{"username":"bob"}`, http.StatusBadRequest},
+		{"unknown field", "application/json", `{"username":"bob","password":"x","otp":"1"}`, http.StatusBadRequest},
+		{"plain text", "text/plain", `username=bob`, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		resp, body := send(t, client(nil), http.MethodPost, h.url+"/auth/login", map[string]string{"Content-Type": tt.ct}, tt.body)
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: got %d %s, want %d", tt.name, resp.StatusCode, body, tt.want)
+		}
+		if tt.want == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: no Retry-After", tt.name)
+		}
+	}
+
+	// Logout: 200, cookie cleared, the old cookie refused.
+	u, _ := url.Parse(h.url)
+	old := jar.Cookies(u)
+	h.idp.EXPECT().Logout(gomock.Any(), "rt").Return(nil)
+	h.idp.EXPECT().EndSessionURL("it").Return("http://idp.test/logout")
+	resp, body = send(t, client(jar), http.MethodPost, h.url+"/auth/logout", nil, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "http://idp.test/logout") || !strings.Contains(resp.Header.Get("Set-Cookie"), "user_session=;") {
+		t.Errorf("logout: got %d %s Set-Cookie %q", resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
+	}
+	oldJar, _ := cookiejar.New(nil)
+	oldJar.SetCookies(u, old)
+	if resp, _ := send(t, client(oldJar), http.MethodGet, h.url+"/api/v2/me", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("old cookie after logout: got %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := send(t, client(nil), http.MethodPost, h.url+"/auth/logout", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("logout without a cookie: got %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestCSRFOnCookieRequests(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), gomock.Any(), gomock.Any()).Return(tokensFor(domain.RoleUser), nil)
+	jar, _ := cookiejar.New(nil)
+	if resp, _ := send(t, client(jar), http.MethodPost, h.url+"/auth/login", jsonCT, `{"username":"u","password":"p"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	create := `{"title":"t"}`
+	tests := []struct {
+		name    string
+		headers map[string]string
+		jar     http.CookieJar
+		want    int
+	}{
+		{"cookie, cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, jar, http.StatusForbidden},
+		{"cookie, same-site other origin", map[string]string{"Sec-Fetch-Site": "same-site"}, jar, http.StatusForbidden},
+		{"cookie, foreign Origin", map[string]string{"Origin": "https://evil.example"}, jar, http.StatusForbidden},
+		{"cookie, our Origin", map[string]string{"Origin": "http://127.0.0.1:1"}, jar, http.StatusCreated},
+		{"cookie, same-origin fetch", map[string]string{"Sec-Fetch-Site": "same-origin"}, jar, http.StatusCreated},
+		{"cookie, no browser headers", nil, jar, http.StatusCreated},
+		{"Bearer, foreign Origin", map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer " + keyUser}, nil, http.StatusCreated},
+	}
+	for _, tt := range tests {
+		hdr := map[string]string{"Content-Type": "application/json"}
+		for k, v := range tt.headers {
+			hdr[k] = v
+		}
+		if resp, body := send(t, client(tt.jar), http.MethodPost, h.url+"/api/v2/sessions", hdr, create); resp.StatusCode != tt.want {
+			t.Errorf("%s: got %d %s, want %d", tt.name, resp.StatusCode, body, tt.want)
+		}
+	}
+	if resp, _ := send(t, client(nil), http.MethodPost, h.url+"/auth/login", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, `{"username":"u","password":"p"}`); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site password login (login CSRF): got %d, want 403", resp.StatusCode)
+	}
+}
+
+// FuzzCredentials sends arbitrary Authorization and Cookie headers: the
+// answer is always 401 (or 400 for a header the HTTP parser refuses), never
+// a 500, never a panic, never access. The seed corpus in
+// testdata/fuzz/FuzzCredentials holds forged tokens (alg none, bad
+// signature, other issuer, other client, expired).
+func FuzzCredentials(f *testing.F) {
+	f.Add("Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.", "")
+	f.Add("", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ")
+	f.Add("Basic dXNlcjpwdw==", "user_session")
+	f.Add("bearer  ", "\x00")
+	h := startOIDCForFuzz(f)
+	f.Fuzz(func(t *testing.T, authorization, cookie string) {
+		req, err := http.NewRequest(http.MethodGet, "/api/v2/me", nil)
+		if err != nil {
+			t.Skip()
+		}
+		if authorization != "" {
+			req.Header["Authorization"] = []string{authorization}
+		}
+		if cookie != "" {
+			req.Header["Cookie"] = []string{"user_session=" + cookie}
+		}
+		resp, err := h.srv.App().Test(req, -1)
+		if err != nil {
+			return // the request could not be written: nothing reached the server
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusUnauthorized, http.StatusBadRequest, http.StatusRequestHeaderFieldsTooLarge:
+		default:
+			t.Fatalf("Authorization %q Cookie %q: got %d, want 401", authorization, cookie, resp.StatusCode)
+		}
+	})
+}
+
+// startOIDCForFuzz is startOIDC for a fuzz target (one server for all
+// inputs; the provider is never reached because no credential is valid).
+func startOIDCForFuzz(f *testing.F) oidcHarness {
+	var h oidcHarness
+	log := zap.NewNop()
+	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(f.TempDir(), "agentauth.db")), log)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(closeStore)
+	audit, closeAudit := auditlog.New(store, log)
+	f.Cleanup(closeAudit)
+	authz, _ := domain.NewAuthorizer(nil)
+	uc := app.NewLogin(testLoginCfg, nil, store, store, store, app.SystemClock{})
+	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: "http://127.0.0.1:1/auth/callback"}, uc, &checks{m: map[string]string{"oidc_discovery": "ok"}}, log)
+	if err != nil {
+		f.Fatal(err)
+	}
+	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
+	h.srv = rest.New(rest.Config{Login: login}, authn, authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}), app.NewAudit(store), app.NewSettings(store), log)
+	return h
+}
