@@ -383,3 +383,52 @@ func BenchmarkAuthenticate(b *testing.B) {
 		})
 	}
 }
+
+// FuzzAuthenticateBearer: no string but a token the provider signed for our
+// client is accepted, and nothing panics. Seeds are the forged tokens: alg
+// none, bad signature, HMAC with the client secret, other issuer, other
+// client, expired, id token.
+func FuzzAuthenticateBearer(f *testing.F) {
+	t := &testing.T{}
+	op := newFakeOP(t)
+	defer op.srv.Close()
+	p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := p.Discover(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	a := NewAuthenticator(p)
+	a.noCache = true
+	valid := op.sign(op.accessClaims(), nil)
+	with := func(k string, v any) map[string]any { c := op.accessClaims(); c[k] = v; return c }
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for _, seed := range []string{
+		valid,
+		unsigned(op.accessClaims()),
+		op.sign(op.accessClaims(), &signOpts{key: other}),
+		op.sign(op.accessClaims(), &signOpts{key: []byte(testSecret + testSecret), alg: jose.HS256}),
+		op.sign(with("iss", "http://127.0.0.1:1/realms/master"), nil),
+		op.sign(with("azp", "other-app"), nil),
+		op.sign(with("exp", time.Now().Add(-time.Hour).Unix()), nil),
+		op.sign(op.idClaims(""), nil),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		_, err := a.Authenticate(context.Background(), bearer(token))
+		if token == valid {
+			if err != nil {
+				t.Fatalf("the valid token was refused: %v", err)
+			}
+			return
+		}
+		if err == nil {
+			t.Fatalf("accepted %q", token)
+		}
+		if !errors.Is(err, domain.ErrUnauthenticated) {
+			t.Fatalf("token %q: got %v, want ErrUnauthenticated", token, err)
+		}
+	})
+}
