@@ -36,6 +36,7 @@ func run() error {
 	duration := flag.Duration("duration", 5*time.Second, "how long to drive each endpoint")
 	conns := flag.Int("conns", 64, "concurrent keep-alive connections")
 	path := flag.String("path", "/api/v2/sessions", "the authenticated endpoint to compare with /health")
+	databaseURL := flag.String("database-url", "", "PostgreSQL URL (SERVICE_DATABASE_URL); empty: the embedded SQLite store")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "agentauth-loadgen")
@@ -48,7 +49,7 @@ func run() error {
 		return err
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "SERVICE_DATA_DIR=" + tmp, "SERVICE_PORT=0",
-		"SERVICE_API_KEY=" + apiKey}
+		"SERVICE_API_KEY=" + apiKey, "SERVICE_DATABASE_URL=" + *databaseURL}
 	p, err := launch.Start(bin, env, 30*time.Second, "serve")
 	if err != nil {
 		return err
