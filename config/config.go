@@ -53,6 +53,7 @@ type Auth struct {
 	OIDC   OIDC         `yaml:"oidc"`
 	Hybrid Hybrid       `yaml:"hybrid"`
 	Roles  []CustomRole `yaml:"roles"`
+	Keys   []RoleKey    `yaml:"keys"`
 }
 
 // CustomRole defines a role in configuration (auth.roles[]).
@@ -221,6 +222,7 @@ func (c Config) Validate() error {
 	if _, err := c.Authorizer(); err != nil {
 		bad("auth.roles: %v", err)
 	}
+	errs = append(errs, c.validateAccess()...)
 	errs = append(errs, c.validateOIDC()...)
 	errs = append(errs, c.validateHybrid()...)
 	return errors.Join(errs...)

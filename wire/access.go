@@ -6,8 +6,10 @@ package wire
 import (
 	gwire "github.com/google/wire"
 
+	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -17,6 +19,7 @@ var accessSet = gwire.NewSet(
 	sessionsUseCase,
 	app.NewProjects, app.NewCatalog, app.NewPolicies, app.NewAgents, app.NewToolCalls, app.NewDashboard,
 	rest.AccessSet,
+	roleKeys,
 )
 
 // sessionsUseCase is app.Sessions made project-aware, so a USER creates
@@ -25,3 +28,7 @@ func sessionsUseCase(store ports.SessionStore, settings ports.SettingsStore, aut
 	projects ports.ProjectStore, modes ports.SessionModeStore) *app.Sessions {
 	return app.NewSessions(store, settings, authz, clock).WithTeams(projects, modes)
 }
+
+// roleKeys reads the keys of auth.keys for the API-key, local and debug
+// rings.
+func roleKeys(cfg config.Config) (apikey.RoleKeys, error) { return cfg.RoleKeys() }

@@ -219,10 +219,16 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	apikeyRoleKeys, err := roleKeys(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
 	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
 		cleanup2()
 		cleanup()
@@ -272,10 +278,16 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	apikeyRoleKeys, err := roleKeys(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
 	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
 		cleanup2()
 		cleanup()
@@ -320,10 +332,16 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	config2 := restConfig(cfg, access)
 	keyring := debug.New()
+	apikeyRoleKeys, err := roleKeys(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
 	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, keyring, domainAuthorizer, committer, sessions, audit, settings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
 		cleanup2()
 		cleanup()

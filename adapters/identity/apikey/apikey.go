@@ -40,8 +40,37 @@ type Keyring struct {
 
 var _ ports.Authenticator = (*Keyring)(nil)
 
-// Set provides API-key mode: one key granting ADMIN.
-var Set = wire.NewSet(New, wire.Bind(new(ports.Authenticator), new(*Keyring)))
+// Set provides API-key mode: one key granting ADMIN, plus the role keys
+// of the configuration (auth.keys).
+var Set = wire.NewSet(New, RoleKeysSet)
+
+// RoleKeys are extra keys from configuration (auth.keys[]), each granting
+// its own role, built-in or custom.
+type RoleKeys []Entry
+
+// RoleKeysSet makes the Authenticator of a mode whose ring is a *Keyring:
+// that ring extended with the configured RoleKeys.
+var RoleKeysSet = wire.NewSet(WithRoleKeys)
+
+// WithRoleKeys returns base extended with extra. It returns the port, not
+// a *Keyring, because the mode's constructor already provides the base
+// ring under that type.
+func WithRoleKeys(base *Keyring, extra RoleKeys) ports.Authenticator {
+	return base.With(extra...)
+}
+
+// With returns a new ring holding k's entries followed by extra.
+func (k *Keyring) With(extra ...Entry) *Keyring {
+	out := &Keyring{
+		digests:    append([][sha256.Size]byte(nil), k.digests...),
+		principals: append([]domain.Principal(nil), k.principals...),
+	}
+	for _, e := range extra {
+		out.digests = append(out.digests, sha256.Sum256([]byte(e.Key)))
+		out.principals = append(out.principals, e.Principal)
+	}
+	return out
+}
 
 // New returns the ring of API-key mode: key grants ADMIN.
 func New(key Key) (*Keyring, error) {

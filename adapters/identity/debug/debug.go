@@ -12,11 +12,11 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/domain"
-	"github.com/agentauth/agentauth/ports"
 )
 
-// Set provides debug mode's keyring as the Authenticator.
-var Set = wire.NewSet(New, wire.Bind(new(ports.Authenticator), new(*apikey.Keyring)))
+// Set provides debug mode's keyring, with the configured role keys, as the
+// Authenticator.
+var Set = wire.NewSet(New, apikey.RoleKeysSet)
 
 // Keys maps each built-in debug key to the role it grants.
 func Keys() map[string]domain.Role {

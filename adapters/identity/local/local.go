@@ -19,14 +19,14 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/domain"
-	"github.com/agentauth/agentauth/ports"
 )
 
 // DataDir is the service's data directory.
 type DataDir string
 
-// Set provides local mode's one-key ring as the Authenticator.
-var Set = wire.NewSet(New, wire.Bind(new(ports.Authenticator), new(*apikey.Keyring)))
+// Set provides local mode's one-key ring, with the configured role keys, as
+// the Authenticator.
+var Set = wire.NewSet(New, apikey.RoleKeysSet)
 
 // KeyPath is where local mode keeps its key.
 func KeyPath(dir DataDir) string { return filepath.Join(string(dir), "secrets", "api-key") }
