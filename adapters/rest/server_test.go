@@ -51,8 +51,10 @@ type harness struct {
 }
 
 type options struct {
-	debug    bool
-	auditLog func(ports.AuditStore) ports.AuditLog // nil: the real group committer
+	debug bool
+	// stopAtOnce cancels the server's context before it starts serving.
+	stopAtOnce bool
+	auditLog   func(ports.AuditStore) ports.AuditLog // nil: the real group committer
 }
 
 // start runs a real server on a 127.0.0.1 port with a real SQLite store.
@@ -81,8 +83,19 @@ func start(t *testing.T, opt options) harness {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if opt.stopAtOnce {
+		cancel()
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
+	if opt.stopAtOnce {
+		select {
+		case err := <-done:
+			done <- err // for the cleanup below
+		case <-time.After(20 * time.Second):
+			t.Fatal("Serve did not return after a stop that came before it started serving")
+		}
+	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -163,6 +176,14 @@ func checkError(t *testing.T, r response, wantStatus int, wantCode string) errBo
 		t.Errorf("request_id = %q, header %q: want equal and not empty", e.RequestID, r.header.Get(rest.HeaderRequestID))
 	}
 	return e
+}
+
+// TestStopBeforeServing: a SIGTERM right after start must still end the
+// server (a shutdown before the listener is taken over used to be lost).
+func TestStopBeforeServing(t *testing.T) {
+	for range 20 {
+		start(t, options{stopAtOnce: true})
+	}
 }
 
 func TestHealthIsPublic(t *testing.T) {
