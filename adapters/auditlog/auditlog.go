@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/wire"
 	"go.uber.org/zap"
@@ -33,7 +34,13 @@ type Committer struct {
 	stopped chan struct{}
 	once    sync.Once
 	pool    sync.Pool
+	// queued counts records handed to Record and not yet committed (the
+	// audit queue depth of GET /metrics).
+	queued atomic.Int64
 }
+
+// Depth is the number of records waiting to be committed now.
+func (c *Committer) Depth() int64 { return c.queued.Load() }
 
 type pending struct {
 	rec  domain.AuditRecord
@@ -64,6 +71,8 @@ func New(store ports.AuditStore, log *zap.Logger) (*Committer, func()) {
 // over, the record is committed even if ctx ends; Record then still waits so
 // that the caller never answers before its record is durable.
 func (c *Committer) Record(ctx context.Context, r domain.AuditRecord) error {
+	c.queued.Add(1)
+	defer c.queued.Add(-1)
 	p := c.pool.Get().(*pending)
 	p.rec = r
 	select {

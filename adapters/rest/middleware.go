@@ -92,6 +92,7 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 		}
 	}
 	st := stateOf(c)
+	s.metrics.observe(c, st, start)
 	s.log.Info("request",
 		zap.String("request_id", st.id),
 		zap.String("method", c.Method()),

