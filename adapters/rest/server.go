@@ -136,5 +136,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.app.ShutdownWithTimeout(timeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	return <-served
+	// A shutdown that comes before the server has taken the listener over
+	// does not stop it; closing the listener does, in every case.
+	_ = ln.Close()
+	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
