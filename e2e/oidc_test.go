@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -76,6 +77,7 @@ func TestOIDC(t *testing.T) {
 	t.Run("Logout", func(t *testing.T) { testLogout(t, s) })
 	t.Run("CSRF", func(t *testing.T) { testCSRF(t, s) })
 	t.Run("CallbackStateChecks", func(t *testing.T) { testCallbackState(t, s) })
+	t.Run("OIDCCheckCommand", func(t *testing.T) { testCheckCommand(t, p) })
 	t.Run("JWKSRotation", func(t *testing.T) { testRotation(t, p, s) })
 }
 
@@ -528,4 +530,42 @@ func message(body string) string {
 	}
 	_ = json.Unmarshal([]byte(body), &e)
 	return e.Error.Message
+}
+
+func testCheckCommand(t *testing.T, p *idp) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"SERVICE_OIDC_ISSUER=" + p.issuer, "SERVICE_OIDC_CLIENT_ID=" + clientID, "SERVICE_OIDC_CLIENT_SECRET=" + clientSecret,
+		"SERVICE_OIDC_REDIRECT_URI=" + redirectURI}
+	tests := []struct {
+		user, password string
+		wantExit       int
+		want           []string
+	}{
+		{"henry", "henry-pw", 0, []string{"ok    JWKS", "ok    client credentials", `kept     resource_access.agentauth.roles "lead" -> LEAD`, "role granted: LEAD (from id_token)"}},
+		{"grace", "grace-pw", 0, []string{"role granted: USER (from default)", "resource_access.other-app: not our client id"}},
+		{"frank", "frank-pw", 0, []string{`dropped  realm_access.roles           "app-admin"`, "role granted: USER"}},
+		{"alice", "wrong", 1, []string{"FAIL  login"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user, func(t *testing.T) {
+			cmd := exec.Command(binary, "oidc", "check", "--username", tt.user)
+			cmd.Env = env
+			cmd.Stdin = strings.NewReader(tt.password + "\n") // the password never goes on the command line
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantExit {
+				t.Errorf("exit code: got %d, want %d\n%s", code, tt.wantExit, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
 }

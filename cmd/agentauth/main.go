@@ -51,6 +51,7 @@ const usage = `agentauth: the authentication and access-control core of an agent
 Usage:
   agentauth serve [flags]   run the server (see agentauth serve -h)
   agentauth policy can ...  may a role do an action? (see agentauth policy)
+  agentauth oidc check      check the OIDC settings against the provider (see agentauth oidc)
   agentauth version         print the version
 `
 
@@ -67,6 +68,8 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 		return serve(args[1:], env, stderr)
 	case "policy":
 		return policy(args[1:], env, stdout, stderr)
+	case "oidc":
+		return oidcCommand(args[1:], env, osStdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return exitOK
