@@ -225,6 +225,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateAccess()...)
 	errs = append(errs, c.validateOIDC()...)
 	errs = append(errs, c.validateHybrid()...)
+	errs = append(errs, c.validateDatabase()...)
 	return errors.Join(errs...)
 }
 

@@ -62,10 +62,9 @@ func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error)
 	if url == "" {
 		return nil, nil, errors.New("postgres: empty database URL (SERVICE_DATABASE_URL / database.url)")
 	}
-	cfg, err := pgxpool.ParseConfig(string(url))
+	cfg, err := parseURL(string(url))
 	if err != nil {
-		// pgx's message may quote the URL, and with it a password: say less.
-		return nil, nil, errors.New("postgres: SERVICE_DATABASE_URL / database.url is not a valid PostgreSQL connection string")
+		return nil, nil, fmt.Errorf("postgres: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "agentauth"
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -84,6 +83,26 @@ func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error)
 		return nil, nil, err
 	}
 	return s, pool.Close, nil
+}
+
+// CheckURL reports whether url is a connection string the store can use,
+// without connecting. The error never repeats the string, which may hold a
+// password.
+func CheckURL(url string) error {
+	_, err := parseURL(url)
+	return err
+}
+
+func parseURL(url string) (*pgxpool.Config, error) {
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") && !strings.Contains(url, "=") {
+		return nil, errors.New("not a PostgreSQL connection string: want postgres://user@host:5432/dbname?sslmode=verify-full or host=... dbname=...")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message may quote the string, and with it a password: say less.
+		return nil, errors.New("not a valid PostgreSQL connection string (check the URL syntax, the port and the pool_* and sslmode parameters)")
+	}
+	return cfg, nil
 }
 
 // migrate applies, in name order, every embedded migration not yet applied,
