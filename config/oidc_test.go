@@ -1,0 +1,141 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+func oidcEnv(extra map[string]string) map[string]string {
+	env := map[string]string{
+		"SERVICE_OIDC_ENABLED":       "true",
+		"SERVICE_OIDC_ISSUER":        "https://kc.example.com/realms/agents",
+		"SERVICE_OIDC_CLIENT_ID":     "agentauth",
+		"SERVICE_OIDC_CLIENT_SECRET": "s3cret",
+		"SERVICE_OIDC_REDIRECT_URI":  "https://agents.example.com/auth/callback",
+	}
+	for k, v := range extra {
+		if v == "" {
+			delete(env, k)
+			continue
+		}
+		env[k] = v
+	}
+	return env
+}
+
+func writeOIDCFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestValidateOIDC(t *testing.T) {
+	secretFile := writeOIDCFile(t, "secret", "from-file\n")
+	emptyFile := writeOIDCFile(t, "empty", "\n")
+	tests := []struct {
+		name    string
+		yaml    string
+		env     map[string]string
+		wantErr string // "" for valid
+	}{
+		{name: "spec settings from the environment", env: oidcEnv(nil)},
+		{name: "http issuer on loopback", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": "http://127.0.0.1:8180/realms/agents", "SERVICE_OIDC_REDIRECT_URI": "http://localhost:8080/auth/callback"})},
+		{name: "issuer with a path prefix (old Keycloak)", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": "https://kc.example.com/auth/realms/agents"})},
+		{name: "http issuer elsewhere", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": "http://kc.example.com/realms/agents"}), wantErr: "plain http is allowed only for a loopback host"},
+		{name: "issuer without realm", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": "https://kc.example.com"}), wantErr: "SERVICE_OIDC_ISSUER"},
+		{name: "issuer with trailing slash", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": "https://kc.example.com/realms/agents/"}), wantErr: "no trailing slash"},
+		{name: "no issuer", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": ""}), wantErr: "must be set"},
+		{name: "no client id", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_ID": ""}), wantErr: "SERVICE_OIDC_CLIENT_ID"},
+		{name: "no secret", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_SECRET": ""}), wantErr: "needs the client secret"},
+		{name: "secret file", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_SECRET": "", "SERVICE_OIDC_CLIENT_SECRET_FILE": secretFile})},
+		{name: "empty secret file", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_SECRET": "", "SERVICE_OIDC_CLIENT_SECRET_FILE": emptyFile}), wantErr: "is empty"},
+		{name: "missing secret file", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_SECRET": "", "SERVICE_OIDC_CLIENT_SECRET_FILE": "/nonexistent/secret"}), wantErr: "SERVICE_OIDC_CLIENT_SECRET_FILE"},
+		{name: "secret in the config file refused", yaml: "auth:\n  oidc:\n    clientSecret: plain\n", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_SECRET": ""}),
+			wantErr: "plain-text client secret in the config file is refused"},
+		{name: "secret in the config file refused even when the environment has one", yaml: "auth:\n  oidc:\n    clientSecret: plain\n", env: oidcEnv(nil),
+			wantErr: "allowSecretInConfig"},
+		{name: "secret in the config file explicitly allowed", yaml: "auth:\n  oidc:\n    clientSecret: plain\n    allowSecretInConfig: true\n", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLIENT_SECRET": ""})},
+		{name: "redirect URI elsewhere than /auth/callback", env: oidcEnv(map[string]string{"SERVICE_OIDC_REDIRECT_URI": "https://agents.example.com/cb"}), wantErr: "/auth/callback"},
+		{name: "missing CA file", env: oidcEnv(map[string]string{"SERVICE_OIDC_CA_FILE": "/nonexistent/ca.pem"}), wantErr: "SERVICE_OIDC_CA_FILE"},
+		{name: "role map", env: oidcEnv(map[string]string{"SERVICE_OIDC_ROLE_MAP": "agent-admin:ADMIN,agent-lead:lead"})},
+		{name: "role map to an unknown role", env: oidcEnv(map[string]string{"SERVICE_OIDC_ROLE_MAP": "agent-admin:ROOT"}), wantErr: "not one of ADMIN"},
+		{name: "idle longer than max", env: oidcEnv(map[string]string{"SERVICE_OIDC_SESSION_IDLE": "10h", "SERVICE_OIDC_SESSION_MAX": "1h"}), wantErr: "must not exceed"},
+		{name: "skew too large", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLOCK_SKEW": "1h"}), wantErr: "SERVICE_OIDC_CLOCK_SKEW"},
+		{name: "refetch too often", env: oidcEnv(map[string]string{"SERVICE_OIDC_JWKS_REFETCH": "10ms"}), wantErr: "SERVICE_OIDC_JWKS_REFETCH"},
+		{name: "OIDC off: nothing checked", env: map[string]string{"SERVICE_OIDC_ISSUER": "ftp://x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ""
+			if tt.yaml != "" {
+				path = writeOIDCFile(t, "agentauth.yaml", tt.yaml)
+			}
+			cfg, err := Load(path, tt.env)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			err = cfg.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Validate: got %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Validate: got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestOIDCValues(t *testing.T) {
+	secretFile := writeOIDCFile(t, "secret", "from-file\n")
+	yaml := writeOIDCFile(t, "agentauth.yaml", `auth:
+  oidc:
+    enabled: true
+    issuer: https://file.example.com/realms/x
+    clientId: from-file
+    passwordLogin: false
+    sessionIdle: 30m
+    roleMap:
+      agent-admin: admin
+`)
+	env := map[string]string{
+		"SERVICE_OIDC_ISSUER":             "https://env.example.com/realms/agents",
+		"SERVICE_OIDC_CLIENT_SECRET_FILE": secretFile,
+		"NODE_EXTRA_CA_CERTS":             "/etc/node-ca.pem",
+		"SERVICE_OIDC_CA_FILE":            "/etc/ca.pem",
+	}
+	cfg, err := Load(yaml, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.Auth.OIDC
+	if o.Issuer != "https://env.example.com/realms/agents" || o.ClientID != "from-file" {
+		t.Errorf("precedence: got issuer %q client %q; want the environment over the file", o.Issuer, o.ClientID)
+	}
+	if s, err := o.Secret(); s != "from-file" || err != nil {
+		t.Errorf("Secret: got %q, %v; want the trimmed file content", s, err)
+	}
+	if o.PasswordLoginEnabled() {
+		t.Errorf("passwordLogin: false in the file, got enabled")
+	}
+	if got := o.CAFiles(); len(got) != 2 || got[0] != "/etc/ca.pem" || got[1] != "/etc/node-ca.pem" {
+		t.Errorf("CAFiles: got %v", got)
+	}
+	if got := o.Roles(); got["agent-admin"] != domain.RoleAdmin {
+		t.Errorf("Roles: got %v", got)
+	}
+	d := o.WithDefaults()
+	if d.SessionIdle != 30*time.Minute || d.SessionMax != DefaultSessionMax || d.LoginFailures != DefaultLoginFailures {
+		t.Errorf("WithDefaults: got %+v", d)
+	}
+	if !(OIDC{}).PasswordLoginEnabled() {
+		t.Errorf("password login is on by default (the specification lists it)")
+	}
+}
