@@ -28,7 +28,7 @@ const (
 // grants. Tests mint tokens with sign; the e2e suite runs against a real
 // OpenID provider library instead.
 type fakeOP struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	issuer string
 
@@ -46,7 +46,7 @@ type fakeOP struct {
 	roles           []any // realm roles put in tokens
 }
 
-func newFakeOP(t *testing.T) *fakeOP {
+func newFakeOP(t testing.TB) *fakeOP {
 	t.Helper()
 	op := &fakeOP{t: t, now: time.Now(), roles: []any{"admin"}}
 	op.rotate(false)

@@ -354,9 +354,7 @@ func TestIDTokenChecks(t *testing.T) {
 // BenchmarkAuthenticate compares a Bearer token seen before (cache) with
 // full local verification every time (no cache).
 func BenchmarkAuthenticate(b *testing.B) {
-	t := &testing.T{}
-	op := newFakeOP(t)
-	defer op.srv.Close()
+	op := newFakeOP(b)
 	cfg := Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}
 	p, err := New(cfg, zap.NewNop())
 	if err != nil {
@@ -389,9 +387,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 // none, bad signature, HMAC with the client secret, other issuer, other
 // client, expired, id token.
 func FuzzAuthenticateBearer(f *testing.F) {
-	t := &testing.T{}
-	op := newFakeOP(t)
-	defer op.srv.Close()
+	op := newFakeOP(f)
 	p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 	if err != nil {
 		f.Fatal(err)
