@@ -5,7 +5,6 @@ package wire
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	gwire "github.com/google/wire"
@@ -15,8 +14,6 @@ import (
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/keycloak"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/postgres"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/ports"
@@ -27,46 +24,11 @@ import (
 var oidcSet = gwire.NewSet(
 	oidcRestConfig, dataDir, apiKey, authorizer, storeSet, auditlog.Set, appSet, rest.Set,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
-	loginConfig, app.NewLogin, openLoginStores,
-	gwire.FieldsOf(new(LoginStores), "Sessions", "Requests", "Throttle"),
+	// The login ports come from the same store as every other port (see
+	// store.go): on PostgreSQL, sessions and login limits hold across instances.
+	loginConfig, app.NewLogin, loginStoreFields,
 	restLoginConfig, newLoginEdge, oidcAuthenticator,
 )
-
-// LoginStores are the login ports, served by the configured store.
-type LoginStores struct {
-	Sessions ports.LoginSessionStore
-	Requests ports.AuthRequestStore
-	Throttle ports.LoginThrottle
-}
-
-type loginStore interface {
-	ports.LoginSessionStore
-	ports.AuthRequestStore
-	ports.LoginThrottle
-}
-
-// openLoginStores opens the login ports on the store the configuration
-// selects. A shared (PostgreSQL) store is what makes sessions and login
-// limits hold across instances.
-func openLoginStores(cfg config.Config, log *zap.Logger) (LoginStores, func(), error) {
-	if cfg.Database.URL != "" {
-		st, cleanup, err := postgres.Open(context.Background(), postgres.URL(cfg.Database.URL), log)
-		if err != nil {
-			return LoginStores{}, nil, err
-		}
-		ls, ok := any(st).(loginStore)
-		if !ok {
-			cleanup()
-			return LoginStores{}, nil, fmt.Errorf("OIDC mode on PostgreSQL (SERVICE_DATABASE_URL): this build's PostgreSQL store has no login-session tables yet; unset SERVICE_DATABASE_URL to use SQLite")
-		}
-		return LoginStores{Sessions: ls, Requests: ls, Throttle: ls}, cleanup, nil
-	}
-	st, cleanup, err := sqlite.Open(sqlitePath(cfg), log)
-	if err != nil {
-		return LoginStores{}, nil, err
-	}
-	return LoginStores{Sessions: st, Requests: st, Throttle: st}, cleanup, nil
-}
 
 func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 	o := cfg.Auth.OIDC

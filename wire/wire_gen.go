@@ -95,14 +95,14 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	loginStores, cleanup2, err := openLoginStores(cfg, log)
+	stores, cleanup2, err := openStores(cfg, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	loginSessionStore := loginStores.Sessions
-	authRequestStore := loginStores.Requests
-	loginThrottle := loginStores.Throttle
+	loginSessionStore := stores.LoginSessions
+	authRequestStore := stores.AuthRequests
+	loginThrottle := stores.LoginThrottle
 	clock := _wireSystemClockValue
 	login := app.NewLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock)
 	restLogin, cleanup3, err := newLoginEdge(loginConfig2, login, provider, log)
@@ -111,17 +111,9 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	stores, cleanup4, err := openStores(cfg, log)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
 	projectStore := stores.Projects
 	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -155,18 +147,16 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	committer, cleanup5 := auditlog.New(auditStore, log)
+	committer, cleanup4 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, settings, log)
 	return server, func() {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
