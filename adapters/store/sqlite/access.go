@@ -474,11 +474,7 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit)...)
+	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC`+limitClause(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
 	}

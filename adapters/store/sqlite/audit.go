@@ -96,17 +96,12 @@ func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.Au
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = -1
-	}
-	query += ` ORDER BY seq DESC LIMIT ?`
-	return s.queryAudit(ctx, query, append(args, limit)...)
+	return s.queryAudit(ctx, query+` ORDER BY seq DESC`+limitClause(q.Limit), args...)
 }
 
 // AuditChain returns records after seq in increasing order.
 func (s *Store) AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error) {
-	return s.queryAudit(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	return s.queryAudit(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq`+limitClause(limit), after)
 }
 
 func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]domain.AuditRecord, error) {

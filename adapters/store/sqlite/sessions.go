@@ -37,10 +37,6 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 
 // ListSessions returns sessions newest first.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
 	var (
 		where []string
 		args  []any
@@ -58,7 +54,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " OR ")
 	}
-	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit)...)
+	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC`+limitClause(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}

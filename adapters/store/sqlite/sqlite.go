@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/wire"
@@ -98,6 +99,16 @@ func Open(path Path, log *zap.Logger) (*Store, func(), error) {
 		return nil, nil, err
 	}
 	return s, s.close, nil
+}
+
+// limitClause renders a LIMIT as a literal: SQLite re-prepares a statement
+// whose LIMIT is a bound parameter on every run (the value may change the
+// plan), which cost a third of a small query here. n <= 0 means no limit.
+func limitClause(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return " LIMIT " + strconv.Itoa(n)
 }
 
 func (s *Store) close() {
