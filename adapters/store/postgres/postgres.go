@@ -102,7 +102,24 @@ func parseURL(url string) (*pgxpool.Config, error) {
 		// pgx's message may quote the string, and with it a password: say less.
 		return nil, errors.New("not a valid PostgreSQL connection string (check the URL syntax, the port and the pool_* and sslmode parameters)")
 	}
+	for name, value := range sessionDefaults {
+		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set {
+			cfg.ConnConfig.RuntimeParams[name] = value
+		}
+	}
 	return cfg, nil
+}
+
+// sessionDefaults bound how long the database may keep a request, or a
+// lock, waiting; a connection string that sets one of them wins. The
+// important one is idle_in_transaction_session_timeout: an instance that
+// vanishes (network partition, frozen VM) in the middle of an audit append
+// holds the chain-head lock, and every other instance's appends wait on it
+// until PostgreSQL ends that session.
+var sessionDefaults = map[string]string{
+	"statement_timeout":                   "30s",
+	"lock_timeout":                        "30s",
+	"idle_in_transaction_session_timeout": "60s",
 }
 
 // migrate applies, in name order, every embedded migration not yet applied,
@@ -116,6 +133,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	defer conn.Release()
 	const key = `hashtext('agentauth.migrate.' || current_schema())`
+	// Waiting for another instance's migration, or a long migration, is
+	// not a stuck request: lift the session's time limits meanwhile.
+	if _, err := conn.Exec(ctx, `SET statement_timeout = 0; SET lock_timeout = 0`); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer conn.Exec(context.Background(), `RESET statement_timeout; RESET lock_timeout`)
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
 		return fmt.Errorf("postgres: migrate: take advisory lock: %w", err)
 	}
