@@ -70,10 +70,16 @@ func run(m *testing.M) int {
 	switch {
 	case realKC != "":
 		against = "a real Keycloak at " + realKC + " (E2E_KEYCLOAK_URL)"
-	default:
-		if containerEngine() {
-			fmt.Fprintln(os.Stderr, "e2e: a container engine answers; start the official Keycloak image yourself and set E2E_KEYCLOAK_URL (see README, section oidc) to run against it")
+	case containerEngine():
+		base, stop, err := startKeycloak(context.Background())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
 		}
+		defer stop()
+		realKC = base
+		against = "the official Keycloak image " + keycloakImage + " (testcontainers-go) at " + base
+	default:
 		if err := npmCI(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: keycloak stand-in dependencies:", err)
 			return 1

@@ -1,0 +1,53 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+// keycloakImage is the official Keycloak image the suite runs against when
+// a container engine answers.
+const keycloakImage = "quay.io/keycloak/keycloak:26.0"
+
+// startKeycloak starts the official image with the realm file imported and
+// returns its base URL (http://127.0.0.1:P) and a function that removes it.
+func startKeycloak(ctx context.Context) (string, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	req := testcontainers.ContainerRequest{
+		Image:        keycloakImage,
+		ExposedPorts: []string{"8080/tcp"},
+		Env: map[string]string{
+			"KC_BOOTSTRAP_ADMIN_USERNAME": "admin",
+			"KC_BOOTSTRAP_ADMIN_PASSWORD": "admin",
+		},
+		Cmd: []string{"start-dev", "--import-realm"},
+		Files: []testcontainers.ContainerFile{{
+			HostFilePath:      filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"),
+			ContainerFilePath: "/opt/keycloak/data/import/realm-agents.json",
+			FileMode:          0o644,
+		}},
+		WaitingFor: wait.ForHTTP("/realms/" + realmName + "/.well-known/openid-configuration").
+			WithPort("8080/tcp").WithStartupTimeout(4 * time.Minute),
+	}
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: true})
+	if err != nil {
+		return "", nil, fmt.Errorf("start %s: %w", keycloakImage, err)
+	}
+	stop := func() { _ = testcontainers.TerminateContainer(c) }
+	port, err := c.MappedPort(ctx, "8080/tcp")
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	// Keycloak in dev mode names its issuer after the request's host, so
+	// every client uses this one address.
+	return "http://127.0.0.1:" + port.Port(), stop, nil
+}
