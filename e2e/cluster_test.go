@@ -3,8 +3,12 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +19,11 @@ import (
 // PostgreSQL database (a fresh schema), as replicas behind a load balancer
 // would, and checks that what users rely on holds across them: a login on
 // one is a login on both, a logout on one ends the session on both at once,
-// and the password-login limit counts failures made on either.
+// the password-login limit counts failures made on either, and the audit
+// records both write under concurrent load form one unbroken chain holding
+// every answered request.
+const clusterKey = "e2e-cluster-api-key-0123456789abcdef"
+
 func TestCluster(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	p := startIDP(t, 0)
@@ -23,6 +31,7 @@ func TestCluster(t *testing.T) {
 		"SERVICE_DATABASE_URL=" + dbURL,
 		"SERVICE_OIDC_LOGIN_FAILURES=3",
 		"SERVICE_OIDC_LOGIN_WINDOW=10m",
+		"SERVICE_API_KEY=" + clusterKey, // for the audit part: accepted alongside OIDC
 	}
 	a := startService(t, p, 0, env...)
 	b := startService(t, p, 0, env...)
@@ -77,5 +86,98 @@ func TestCluster(t *testing.T) {
 		if status, _, body := passwordLogin(t, b, "bob", "bob-pw"); status != http.StatusOK {
 			t.Errorf("bob on B: got %d %s, want 200", status, body)
 		}
+	})
+
+	t.Run("audit records of both instances form one chain with nothing lost", func(t *testing.T) {
+		const workers, perWorker = 6, 30
+		var (
+			mu  sync.Mutex
+			ids = map[string]int{}
+			wg  sync.WaitGroup
+		)
+		client := &http.Client{Timeout: 15 * time.Second}
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; i < perWorker; i++ {
+					s := []*service{a, b}[(w+i)%2]
+					key, want := clusterKey, http.StatusOK
+					if i%4 == 3 {
+						key, want = "not-the-key-not-the-key-00", http.StatusUnauthorized
+					}
+					req, _ := http.NewRequest(http.MethodGet, s.url+"/api/v2/me", nil)
+					req.Header.Set("Authorization", "Bearer "+key)
+					resp, err := client.Do(req)
+					if err != nil {
+						t.Errorf("GET /api/v2/me: %v", err)
+						return
+					}
+					resp.Body.Close()
+					id := resp.Header.Get("X-Request-ID")
+					if resp.StatusCode != want || id == "" {
+						t.Errorf("GET /api/v2/me on %s = %d (request id %q), want %d", s.url, resp.StatusCode, id, want)
+						continue
+					}
+					mu.Lock()
+					ids[id] = resp.StatusCode
+					mu.Unlock()
+				}
+			}(w)
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+
+		// Either instance sees the whole chain; ask B to verify it and A to export it.
+		status, body := get(t, noRedirects(nil), b.url+"/api/v2/audit/verify", clusterKey)
+		var verdict struct {
+			OK      bool `json:"ok"`
+			Checked int  `json:"checked"`
+		}
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &verdict) != nil || !verdict.OK {
+			t.Fatalf("GET /api/v2/audit/verify on B = %d %s, want 200 with ok:true", status, body)
+		}
+		status, body = get(t, noRedirects(nil), a.url+"/api/v2/audit/export", clusterKey)
+		if status != http.StatusOK {
+			t.Fatalf("GET /api/v2/audit/export on A = %d %s", status, body)
+		}
+		exported := map[string]int{}
+		var lastSeq int64
+		sc := bufio.NewScanner(strings.NewReader(body))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var r struct {
+				Seq       int64  `json:"seq"`
+				RequestID string `json:"request_id"`
+				Status    int    `json:"status"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("export line %q: %v", sc.Text(), err)
+			}
+			if r.Seq != lastSeq+1 {
+				t.Fatalf("export: seq %d follows %d (a gap or a fork)", r.Seq, lastSeq)
+			}
+			lastSeq = r.Seq
+			exported[r.RequestID] = r.Status
+		}
+		missing := 0
+		for id, status := range ids {
+			got, ok := exported[id]
+			switch {
+			case !ok:
+				missing++
+			case got != status:
+				t.Errorf("record of %s has status %d, want the answered %d", id, got, status)
+			}
+		}
+		if missing > 0 {
+			t.Errorf("%d of %d answered requests are missing from the audit log", missing, len(ids))
+		}
+		if int64(verdict.Checked) < int64(len(ids)) {
+			t.Errorf("verify checked %d records, fewer than the %d requests answered", verdict.Checked, len(ids))
+		}
+		t.Logf("%d requests over 2 processes; chain of %d records verified", len(ids), lastSeq)
 	})
 }
