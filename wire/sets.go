@@ -2,6 +2,13 @@
 // injector per authentication mode in wire.go (built only under the
 // wireinject tag), generated into wire_gen.go, which is committed. main
 // picks the injector that matches the configured mode.
+//
+// The store is not a dimension of injectors: every injector includes
+// storeSet, whose provider opens PostgreSQL when database.url is set and
+// SQLite otherwise, and hands out each store port from that one store (see
+// store.go). Choosing at run time keeps one injector per mode instead of one
+// per mode and store, and both stores must implement every port for it to
+// compile.
 package wire
 
 import (
