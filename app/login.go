@@ -29,6 +29,9 @@ type LoginConfig struct {
 	// are answered 429; per client address the limit is four times that.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// TokenKey (32 bytes) seals the provider's tokens in the session store
+	// with AES-256-GCM; nil stores them unsealed (tests).
+	TokenKey []byte
 }
 
 // authRequestTTL bounds the time between GET /auth/login and the callback.
@@ -49,10 +52,21 @@ type Login struct {
 	cfg      LoginConfig
 }
 
-// NewLogin wires the use case.
+// NewLogin wires the use case. A TokenKey that is not an AES-256 key is
+// an error.
 func NewLogin(cfg LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
-	throttle ports.LoginThrottle, clock ports.Clock) *Login {
-	return &Login{idp: idp, sessions: sessions, requests: requests, throttle: throttle, clock: clock, cfg: cfg}
+	throttle ports.LoginThrottle, clock ports.Clock) (*Login, error) {
+	if cfg.TokenKey != nil {
+		if len(cfg.TokenKey) != 32 {
+			return nil, fmt.Errorf("login session key: want 32 bytes, got %d: %w", len(cfg.TokenKey), domain.ErrInvalidInput)
+		}
+		sealed, err := newSealedSessions(sessions, cfg.TokenKey)
+		if err != nil {
+			return nil, err
+		}
+		sessions = sealed
+	}
+	return &Login{idp: idp, sessions: sessions, requests: requests, throttle: throttle, clock: clock, cfg: cfg}, nil
 }
 
 // LoginResult is a successful login: the cookie value to set (a secret),

@@ -39,7 +39,11 @@ func newLoginFixture(t *testing.T, cfg app.LoginConfig) *loginFixture {
 		clock: mocks.NewMockClock(c), now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
 	f.clock.EXPECT().Now().DoAndReturn(func() time.Time { return f.now }).AnyTimes()
-	f.login = app.NewLogin(cfg, f.idp, f.sessions, f.requests, f.throttle, f.clock)
+	login, err := app.NewLogin(cfg, f.idp, f.sessions, f.requests, f.throttle, f.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.login = login
 	return f
 }
 

@@ -5,6 +5,8 @@ package wire
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"time"
 
 	gwire "github.com/google/wire"
@@ -48,16 +50,28 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 	}, nil
 }
 
-func loginConfig(cfg config.Config) app.LoginConfig {
+// loginConfig derives the key that seals tokens in the session store from
+// the client secret: rotating the secret ends every session, which is what
+// a rotation after a leak should do anyway.
+func loginConfig(cfg config.Config) (app.LoginConfig, error) {
 	o := cfg.Auth.OIDC.WithDefaults()
+	secret, err := o.Secret()
+	if err != nil {
+		return app.LoginConfig{}, err
+	}
+	key, err := hkdf.Key(sha256.New, []byte(secret), nil, "agentauth login-session tokens v1", 32)
+	if err != nil {
+		return app.LoginConfig{}, err
+	}
 	return app.LoginConfig{
+		TokenKey:      key,
 		PasswordLogin: o.PasswordLoginEnabled(),
 		SessionIdle:   o.SessionIdle,
 		SessionMax:    o.SessionMax,
 		RefreshBefore: o.RefreshBefore,
 		LoginFailures: o.LoginFailures,
 		LoginWindow:   o.LoginWindow,
-	}
+	}, nil
 }
 
 func restLoginConfig(cfg config.Config) rest.LoginConfig {

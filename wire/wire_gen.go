@@ -86,7 +86,10 @@ var (
 // cookies, Bearer access tokens, and SERVICE_API_KEY when it is set.
 func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	loginConfig2 := restLoginConfig(cfg)
-	appLoginConfig := loginConfig(cfg)
+	appLoginConfig, err := loginConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	config2, err := keycloakConfig(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -104,7 +107,12 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authRequestStore := stores.AuthRequests
 	loginThrottle := stores.LoginThrottle
 	clock := _wireSystemClockValue
-	login := app.NewLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock)
+	login, err := app.NewLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	restLogin, cleanup3, err := newLoginEdge(loginConfig2, login, provider, log)
 	if err != nil {
 		cleanup2()

@@ -61,7 +61,11 @@ func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
 	}
 	idp := mocks.NewMockIdentityProvider(gomock.NewController(t))
 	idp.EXPECT().Ready().Return(nil).AnyTimes()
-	uc := app.NewLogin(cfg, idp, store, store, store, app.SystemClock{})
+	cfg.TokenKey = []byte("0123456789abcdef0123456789abcdef") // sealed at rest, as in production
+	uc, err := app.NewLogin(cfg, idp, store, store, store, app.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &checks{m: map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}}
 	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: redirect}, uc, h, log)
 	if err != nil {
@@ -344,7 +348,10 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 	audit, closeAudit := auditlog.New(store, log)
 	f.Cleanup(closeAudit)
 	authz, _ := domain.NewAuthorizer(nil)
-	uc := app.NewLogin(testLoginCfg, nil, store, store, store, app.SystemClock{})
+	uc, err := app.NewLogin(testLoginCfg, nil, store, store, store, app.SystemClock{})
+	if err != nil {
+		f.Fatal(err)
+	}
 	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: "http://127.0.0.1:1/auth/callback"}, uc, &checks{m: map[string]string{"oidc_discovery": "ok"}}, log)
 	if err != nil {
 		f.Fatal(err)
