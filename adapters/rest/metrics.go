@@ -118,7 +118,9 @@ func (m *httpMetrics) observe(c *fiber.Ctx, st *reqState, start time.Time) {
 		outcome = outcomeDeny
 	case st.authenticated:
 		outcome = outcomeUnrouted
-	case status == fiber.StatusUnauthorized:
+	case status == fiber.StatusUnauthorized && route == unmatchedRoute:
+		// Stopped by the authenticate stage. A 401 of a login endpoint
+		// (a wrong password) has its own route and is not an access decision.
 		outcome = outcomeUnauthenticated
 	case status == fiber.StatusServiceUnavailable && route == unmatchedRoute:
 		outcome = outcomeUnavailable // the identity provider could not answer
