@@ -343,6 +343,12 @@ func (l *Login) refresh(ctx context.Context, s ports.LoginSession, now time.Time
 	case errors.Is(err, domain.ErrUnavailable):
 		return ports.LoginSession{}, err
 	case err != nil:
+		// With refresh-token rotation the provider refuses a refresh token
+		// that another instance (or request) has just used: if the session
+		// moved on meanwhile, that refresh is the one to use.
+		if latest, gerr := l.sessions.GetLoginSession(ctx, s.IDHash); gerr == nil && latest.Version > s.Version {
+			return latest, nil
+		}
 		l.end(ctx, s)
 		return ports.LoginSession{}, fmt.Errorf("token refresh refused, session ended: %w", errors.Join(err, errNoSession))
 	}

@@ -280,9 +280,23 @@ func TestAuthenticateSession(t *testing.T) {
 		f := newLoginFixture(t, loginCfg)
 		f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, func(s *ports.LoginSession) { s.Tokens.AccessExpiry = f.now.Add(-time.Second) }), nil)
 		f.idp.EXPECT().Refresh(gomock.Any(), "rt").Return(ports.TokenSet{}, fmt.Errorf("invalid_grant: %w", domain.ErrUnauthenticated))
+		f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, nil), nil) // same version: nobody refreshed
 		f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), app.Digest(goodCookie)).Return(nil)
 		if _, err := f.login.Authenticate(t.Context(), goodCookie); !errors.Is(err, domain.ErrUnauthenticated) {
 			t.Errorf("got %v, want ErrUnauthenticated", err)
+		}
+	})
+	t.Run("refresh refused because another instance rotated the refresh token first", func(t *testing.T) {
+		f := newLoginFixture(t, loginCfg)
+		theirs := stored(f, func(s *ports.LoginSession) { s.Version = 2; s.Tokens.Roles.Roles = []domain.Role{domain.RoleLead} })
+		gomock.InOrder(
+			f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, func(s *ports.LoginSession) { s.Tokens.AccessExpiry = f.now.Add(-time.Second) }), nil),
+			f.idp.EXPECT().Refresh(gomock.Any(), "rt").Return(ports.TokenSet{}, fmt.Errorf("invalid_grant: %w", domain.ErrUnauthenticated)),
+			f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(theirs, nil),
+		)
+		p, err := f.login.Authenticate(t.Context(), goodCookie)
+		if err != nil || !slices.Equal(p.Roles, []domain.Role{domain.RoleLead}) {
+			t.Errorf("got %+v, %v; want the other instance's session (LEAD), not a logout", p, err)
 		}
 	})
 	t.Run("provider down, access token still valid: keep serving", func(t *testing.T) {
