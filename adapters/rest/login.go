@@ -60,12 +60,27 @@ func (s *Server) loginRoutes() {
 	if l == nil {
 		return
 	}
-	s.app.Get("/health", l.healthCheck)
 	s.app.Use(l.csrf)
-	s.app.Get("/auth/login", l.begin)
-	s.app.Get("/auth/callback", l.callback)
-	s.app.Post("/auth/login", l.passwordLogin)
-	s.app.Post("/auth/logout", l.logout)
+	s.app.Get("/auth/login", s.public, l.begin)
+	s.app.Get("/auth/callback", s.public, l.callback)
+	s.app.Post("/auth/login", s.public, l.passwordLogin)
+	s.app.Post("/auth/logout", s.public, l.logout)
+}
+
+// healthRoutes registers GET /health, with OIDC readiness in front of it
+// when OIDC is on. Health makes no access decision and is not audited.
+func (s *Server) healthRoutes() {
+	if l := s.cfg.Login; l != nil {
+		s.app.Get("/health", l.healthCheck)
+	}
+	s.app.Get("/health", s.health)
+}
+
+// loggedIn records who logged in, for the audit record of the request.
+func loggedIn(c *fiber.Ctx, res app.LoginResult) {
+	st := stateOf(c)
+	st.principal = res.Principal
+	st.note = "login session started"
 }
 
 // healthCheck answers 503 with the failing parts while the provider is not
@@ -128,6 +143,7 @@ func (l *Login) callback(c *fiber.Ctx) error {
 		return err
 	}
 	l.setCookie(c, res)
+	loggedIn(c, res)
 	return c.Redirect(res.ReturnTo, fiber.StatusFound)
 }
 
@@ -159,6 +175,7 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 	default:
 		return fmt.Errorf("send username and password as application/json or application/x-www-form-urlencoded: %w", domain.ErrInvalidInput)
 	}
+	stateOf(c).note = "username " + strconv.Quote(truncate(req.Username, 128))
 	res, err := l.uc.PasswordLogin(c.UserContext(), req.Username, req.Password, c.IP())
 	var ra *app.RetryAfter
 	if errors.As(err, &ra) {
@@ -168,6 +185,7 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 		return err
 	}
 	l.setCookie(c, res)
+	loggedIn(c, res)
 	return c.JSON(loginResponse{
 		Subject:    res.Principal.Subject,
 		Username:   res.Session.Tokens.Username,
@@ -226,4 +244,13 @@ func (l *Login) clearCookie(c *fiber.Ctx) {
 		HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode,
 	})
+}
+
+// truncate cuts a caller-chosen value to at most n bytes before it is kept
+// in the audit log.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

@@ -34,8 +34,11 @@ type reqState struct {
 	decided  bool
 	decision domain.Decision
 	// note is what the handler adds to the audit reason (a tool-call
-	// decision, an approval).
+	// decision, an approval, a login).
 	note string
+	// public marks an endpoint that needs no credential but is audited
+	// (the login endpoints).
+	public bool
 }
 
 type stateKey struct{}
@@ -129,6 +132,10 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Status:     c.Response().StatusCode(),
 	}
 	switch {
+	case st.public && err == nil:
+		rec.Decision, rec.Reason = domain.AuditAllow, "public endpoint"
+	case st.public:
+		rec.Reason = reason
 	case st.decided && st.decision.Allowed && errors.Is(err, domain.ErrForbidden):
 		// The role allowed the route, the resource did not: a denial.
 		rec.Reason = st.decision.Reason() + "; then: " + reason
@@ -150,6 +157,12 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		return fmt.Errorf("audit log: %w", errors.Join(aerr, domain.ErrUnavailable))
 	}
 	return nil
+}
+
+// public marks the request as one to a public, audited endpoint.
+func (s *Server) public(c *fiber.Ctx) error {
+	stateOf(c).public = true
+	return c.Next()
 }
 
 // recoverPanic turns a panic into a 500 error so the audit stage sees it.

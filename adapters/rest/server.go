@@ -96,9 +96,10 @@ func (s *Server) apiRoutes() []route {
 
 func (s *Server) routes() {
 	s.app.Use(s.withRequestID, s.accessLog)
-	s.loginRoutes()
-	s.app.Get("/health", s.health)
-	s.app.Use(s.audit, s.recoverPanic, s.authenticate)
+	s.healthRoutes()
+	s.app.Use(s.audit, s.recoverPanic)
+	s.loginRoutes() // public, but audited: logins and CSRF refusals are access decisions
+	s.app.Use(s.authenticate)
 	for _, r := range s.apiRoutes() {
 		s.app.Add(r.method, r.path, s.require(r.need), r.handler)
 	}
