@@ -15,7 +15,6 @@ package hybrid
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/tlsroots"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -199,16 +198,9 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return cfg, nil
 	}
-	pem, err := os.ReadFile(caFile)
+	pool, err := tlsroots.SystemPlus("auth.hybrid.caFile / SERVICE_HYBRID_CA_FILE", caFile)
 	if err != nil {
-		return nil, fmt.Errorf("hybrid: CA file (auth.hybrid.caFile / SERVICE_HYBRID_CA_FILE): %w", err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("hybrid: CA file %s (auth.hybrid.caFile / SERVICE_HYBRID_CA_FILE) holds no PEM certificate: %w", caFile, domain.ErrInvalidInput)
+		return nil, fmt.Errorf("hybrid: %w", err)
 	}
 	cfg.RootCAs = pool
 	return cfg, nil

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +33,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/tlsroots"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -189,20 +189,7 @@ func Open(cfg Config, log *zap.Logger) (*Provider, func(), error) {
 
 // rootsWith returns the system roots plus every certificate of files.
 func rootsWith(files []string) (*x509.CertPool, error) {
-	roots, err := x509.SystemCertPool()
-	if err != nil || roots == nil {
-		roots = x509.NewCertPool()
-	}
-	for _, f := range files {
-		pem, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("CA bundle (SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS): %w", err)
-		}
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA bundle %s (SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS) holds no PEM certificate: %w", f, domain.ErrInvalidInput)
-		}
-	}
-	return roots, nil
+	return tlsroots.SystemPlus("SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS", files...)
 }
 
 // trustTransport notices an untrusted provider certificate and logs it once,
