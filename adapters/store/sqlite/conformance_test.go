@@ -51,6 +51,17 @@ func TestLoginStoreConformance(t *testing.T) {
 	porttest.RunLoginStore(t, func(t *testing.T) porttest.LoginStore { return newStore(t) })
 }
 
+func TestSharedLoginStore(t *testing.T) {
+	porttest.RunSharedLoginStore(t, func(t *testing.T, n int) []porttest.LoginStore {
+		path := filepath.Join(t.TempDir(), "agentauth.db")
+		out := make([]porttest.LoginStore, n)
+		for i := range out {
+			out[i] = open(t, path)
+		}
+		return out
+	})
+}
+
 func TestAccessStoreConformance(t *testing.T) {
 	porttest.RunAccessStore(t, func(t *testing.T) porttest.AccessStore { return newStore(t) })
 }
