@@ -10,7 +10,7 @@
 # keyed on the tools module's content, so only the first run builds them
 # (a few minutes on 2 cores); later runs take seconds.
 #
-# Last line: "helm chart: N passed, M failed"; exit status 1 when M > 0.
+# Last line: "helm: N passed, M failed"; exit status 1 when M > 0.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -253,5 +253,5 @@ has variants \
 	"kind PersistentVolumeClaim/rel-agentauth-data" \
 	"volume data pvc:rel-agentauth-data"
 
-echo "helm chart: $passed passed, $failed failed"
+echo "helm: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
