@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,8 +44,12 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 			r.Time = r.Time.UTC().Truncate(time.Microsecond)
 			r.Hash = r.ChainHash(prev)
 			prev = r.Hash
-			args = append(args, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
-				r.Method, r.Path, string(r.Decision), r.Reason, r.Status, r.PrevHash, r.Hash)
+			body, err := json.Marshal(auditBody{RequestID: r.RequestID, Roles: joinRoles(r.Roles), AuthMethod: string(r.AuthMethod),
+				Method: r.Method, Path: r.Path, Reason: r.Reason, Status: r.Status, PrevHash: r.PrevHash})
+			if err != nil {
+				return fmt.Errorf("sqlite: encode audit record: %w", err)
+			}
+			args = append(args, r.Seq, r.Time.UnixMicro(), r.Subject, string(r.Decision), r.Hash, string(body))
 		}
 		if _, err := tx.ExecContext(ctx, insertAudit(len(chunk)), args...); err != nil {
 			return fmt.Errorf("sqlite: insert audit records: %w", err)
@@ -59,9 +64,22 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 // auditFields is the number of columns an audit row has; auditChunk bounds
 // the rows of one INSERT (SQLite allows 32766 parameters).
 const (
-	auditFields = 13
-	auditChunk  = 128
+	auditFields = 6
+	auditChunk  = 256
 )
+
+// auditBody holds the fields of a record that no query filters on
+// (migration 0004).
+type auditBody struct {
+	RequestID  string `json:"request_id"`
+	Roles      string `json:"roles"`
+	AuthMethod string `json:"auth_method"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Reason     string `json:"reason"`
+	Status     int    `json:"status"`
+	PrevHash   string `json:"prev_hash"`
+}
 
 // insertAudit is the INSERT text for n rows.
 func insertAudit(n int) string {
@@ -69,7 +87,7 @@ func insertAudit(n int) string {
 	return `INSERT INTO audit (` + auditColumns + `) VALUES ` + strings.Repeat(row+", ", n-1) + row
 }
 
-const auditColumns = `seq, time, request_id, subject, roles, auth_method, method, path, decision, reason, status, prev_hash, hash`
+const auditColumns = `seq, time, subject, decision, hash, body`
 
 // QueryAudit returns matching records, newest first.
 func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
@@ -113,17 +131,21 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 	out := []domain.AuditRecord{}
 	for rows.Next() {
 		var (
-			r                       domain.AuditRecord
-			micros                  int64
-			roles, method, decision string
+			r              domain.AuditRecord
+			micros         int64
+			decision, body string
+			b              auditBody
 		)
-		if err := rows.Scan(&r.Seq, &micros, &r.RequestID, &r.Subject, &roles, &method, &r.Method, &r.Path,
-			&decision, &r.Reason, &r.Status, &r.PrevHash, &r.Hash); err != nil {
+		if err := rows.Scan(&r.Seq, &micros, &r.Subject, &decision, &r.Hash, &body); err != nil {
 			return nil, fmt.Errorf("sqlite: scan audit record: %w", err)
 		}
+		if err := json.Unmarshal([]byte(body), &b); err != nil {
+			return nil, fmt.Errorf("sqlite: decode audit record %d: %w", r.Seq, err)
+		}
 		r.Time = time.UnixMicro(micros).UTC()
-		r.Roles = splitRoles(roles)
-		r.AuthMethod, r.Decision = domain.AuthMethod(method), domain.AuditDecision(decision)
+		r.Decision = domain.AuditDecision(decision)
+		r.RequestID, r.Roles, r.AuthMethod = b.RequestID, splitRoles(b.Roles), domain.AuthMethod(b.AuthMethod)
+		r.Method, r.Path, r.Reason, r.Status, r.PrevHash = b.Method, b.Path, b.Reason, b.Status, b.PrevHash
 		out = append(out, r)
 	}
 	return out, rows.Err()
