@@ -150,6 +150,19 @@ func TestPrincipalHas(t *testing.T) {
 	}
 }
 
+func TestPermissionsFitTheBitSet(t *testing.T) {
+	if n := len(AllPermissions()); n > 64 {
+		t.Fatalf("%d permissions do not fit permBits (uint64); widen it", n)
+	}
+	seen := map[Permission]bool{}
+	for _, p := range AllPermissions() {
+		if seen[p] {
+			t.Errorf("permission %s is listed twice", p)
+		}
+		seen[p] = true
+	}
+}
+
 func BenchmarkDecide(b *testing.B) {
 	a, _ := NewAuthorizer(nil)
 	roles := []Role{RoleUser}
