@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -50,16 +49,12 @@ func (r AuditRecord) ChainHash(prev string) string {
 		buf = append(buf, s...)
 		h.Write(buf)
 	}
-	roles := make([]string, len(r.Roles))
-	for i, role := range r.Roles {
-		roles[i] = string(role)
-	}
 	field(prev)
 	field(strconv.FormatInt(r.Seq, 10))
 	field(r.Time.UTC().Format(time.RFC3339Nano))
 	field(r.RequestID)
 	field(r.Subject)
-	field(strings.Join(roles, ","))
+	field(JoinRoles(r.Roles))
 	field(string(r.AuthMethod))
 	field(r.Method)
 	field(r.Path)

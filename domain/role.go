@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Role names a set of permissions. The four built-in roles are the only
@@ -23,6 +24,29 @@ func BuiltinRoles() []Role { return []Role{RoleAdmin, RoleUser, RoleLead, RoleAu
 
 // IsBuiltin reports whether r is one of the four built-in roles.
 func (r Role) IsBuiltin() bool { return slices.Contains(BuiltinRoles(), r) }
+
+// JoinRoles is the canonical text of a role list, the names separated by
+// commas: what the audit hash covers and what stores keep.
+func JoinRoles(roles []Role) string {
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ",")
+}
+
+// SplitRoles reads JoinRoles' text; the empty text is no role.
+func SplitRoles(s string) []Role {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	roles := make([]Role, len(parts))
+	for i, p := range parts {
+		roles[i] = Role(p)
+	}
+	return roles
+}
 
 // validateRoleName accepts upper-case ASCII letters, digits, '_' and '-',
 // starting with a letter: names that survive HTTP headers, logs and YAML

@@ -37,7 +37,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 			r.Time = r.Time.UTC().Truncate(time.Microsecond)
 			r.Hash = r.ChainHash(prev)
 			prev = r.Hash
-			rows[i] = []any{r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, joinRoles(r.Roles), string(r.AuthMethod),
+			rows[i] = []any{r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, domain.JoinRoles(r.Roles), string(r.AuthMethod),
 				r.Method, r.Path, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumnList, pgx.CopyFromRows(rows)); err != nil {
@@ -115,7 +115,7 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 			return r, err
 		}
 		r.Time = time.UnixMicro(micros).UTC()
-		r.Roles = splitRoles(roles)
+		r.Roles = domain.SplitRoles(roles)
 		r.Status = int(status)
 		r.AuthMethod, r.Decision = domain.AuthMethod(method), domain.AuditDecision(decision)
 		return r, nil
@@ -127,24 +127,4 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 		out = []domain.AuditRecord{}
 	}
 	return out, nil
-}
-
-func joinRoles(roles []domain.Role) string {
-	names := make([]string, len(roles))
-	for i, r := range roles {
-		names[i] = string(r)
-	}
-	return strings.Join(names, ",")
-}
-
-func splitRoles(s string) []domain.Role {
-	if s == "" {
-		return nil
-	}
-	parts := strings.Split(s, ",")
-	roles := make([]domain.Role, len(parts))
-	for i, p := range parts {
-		roles[i] = domain.Role(p)
-	}
-	return roles
 }

@@ -44,7 +44,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 			r.Time = r.Time.UTC().Truncate(time.Microsecond)
 			r.Hash = r.ChainHash(prev)
 			prev = r.Hash
-			body, err := json.Marshal(auditBody{RequestID: r.RequestID, Roles: joinRoles(r.Roles), AuthMethod: string(r.AuthMethod),
+			body, err := json.Marshal(auditBody{RequestID: r.RequestID, Roles: domain.JoinRoles(r.Roles), AuthMethod: string(r.AuthMethod),
 				Method: r.Method, Path: r.Path, Reason: r.Reason, Status: r.Status, PrevHash: r.PrevHash})
 			if err != nil {
 				return fmt.Errorf("sqlite: encode audit record: %w", err)
@@ -144,29 +144,9 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 		}
 		r.Time = time.UnixMicro(micros).UTC()
 		r.Decision = domain.AuditDecision(decision)
-		r.RequestID, r.Roles, r.AuthMethod = b.RequestID, splitRoles(b.Roles), domain.AuthMethod(b.AuthMethod)
+		r.RequestID, r.Roles, r.AuthMethod = b.RequestID, domain.SplitRoles(b.Roles), domain.AuthMethod(b.AuthMethod)
 		r.Method, r.Path, r.Reason, r.Status, r.PrevHash = b.Method, b.Path, b.Reason, b.Status, b.PrevHash
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-func joinRoles(roles []domain.Role) string {
-	names := make([]string, len(roles))
-	for i, r := range roles {
-		names[i] = string(r)
-	}
-	return strings.Join(names, ",")
-}
-
-func splitRoles(s string) []domain.Role {
-	if s == "" {
-		return nil
-	}
-	parts := strings.Split(s, ",")
-	roles := make([]domain.Role, len(parts))
-	for i, p := range parts {
-		roles[i] = domain.Role(p)
-	}
-	return roles
 }
