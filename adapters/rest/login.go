@@ -107,7 +107,9 @@ func (l *Login) csrf(c *fiber.Ctx) error {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return c.Next()
 	}
-	isLogin := c.Path() == "/auth/login"
+	// Fiber routes case-insensitively and ignores a trailing slash: every
+	// spelling that reaches the password login is a login.
+	isLogin := strings.EqualFold(strings.TrimRight(c.Path(), "/"), "/auth/login")
 	if !isLogin && (c.Cookies(SessionCookie) == "" || c.Get(fiber.HeaderAuthorization) != "") {
 		return c.Next()
 	}

@@ -360,3 +360,20 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 	h.srv = rest.New(rest.Config{Login: login}, authn, authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}), app.NewAudit(store), app.NewSettings(store), log)
 	return h
 }
+
+// TestLoginCSRFPathVariants: Fiber routes paths case-insensitively and with
+// an optional trailing slash, so every spelling that reaches the password
+// login must get the login-CSRF check too.
+func TestLoginCSRFPathVariants(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), gomock.Any(), gomock.Any()).Return(tokensFor(domain.RoleUser), nil).AnyTimes()
+	for _, path := range []string{"/auth/login", "/auth/login/", "/AUTH/LOGIN", "/Auth/Login/"} {
+		t.Run(path, func(t *testing.T) {
+			hdr := map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}
+			resp, body := send(t, client(nil), http.MethodPost, h.url+path, hdr, `{"username":"u","password":"p"}`)
+			if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
+				t.Errorf("cross-site POST %s: got %d %s (Set-Cookie %q), want 403 and no cookie", path, resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
+			}
+		})
+	}
+}
