@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -50,6 +51,11 @@ type Login struct {
 	throttle ports.LoginThrottle
 	clock    ports.Clock
 	cfg      LoginConfig
+
+	// pending counts password logins waiting for the provider, per
+	// throttle key.
+	pendingMu sync.Mutex
+	pending   map[string]int
 }
 
 // NewLogin wires the use case. A TokenKey that is not an AES-256 key is
@@ -217,12 +223,17 @@ func (l *Login) PasswordLogin(ctx context.Context, username, password, clientAdd
 	now := l.clock.Now()
 	since := now.Add(-l.cfg.LoginWindow)
 	if l.cfg.LoginFailures > 0 {
-		for _, k := range keys {
+		// Attempts still waiting for the provider count as failures: the
+		// store learns of a failure only after the provider answered, so
+		// without this a burst of concurrent guesses would all pass.
+		inFlight := l.reserve(keys[0].key, keys[1].key)
+		defer l.release(keys[0].key, keys[1].key)
+		for i, k := range keys {
 			n, oldest, err := l.throttle.LoginFailures(ctx, k.key, since)
 			if err != nil {
 				return LoginResult{}, err
 			}
-			if n >= k.limit {
+			if n+inFlight[i]-1 >= k.limit {
 				wait := oldest.Add(l.cfg.LoginWindow).Sub(now)
 				return LoginResult{}, &RetryAfter{Wait: max(wait, time.Second)}
 			}
@@ -248,6 +259,34 @@ func (l *Login) PasswordLogin(ctx context.Context, username, password, clientAdd
 		}
 	}
 	return l.start(ctx, ts, "")
+}
+
+// reserve counts one more password login in flight for each key and
+// returns, per key, how many are in flight now (this one included).
+func (l *Login) reserve(keys ...string) []int {
+	l.pendingMu.Lock()
+	defer l.pendingMu.Unlock()
+	if l.pending == nil {
+		l.pending = make(map[string]int)
+	}
+	out := make([]int, len(keys))
+	for i, k := range keys {
+		l.pending[k]++
+		out[i] = l.pending[k]
+	}
+	return out
+}
+
+// release undoes reserve once the attempt's outcome is recorded; the map
+// holds only keys with attempts in flight.
+func (l *Login) release(keys ...string) {
+	l.pendingMu.Lock()
+	defer l.pendingMu.Unlock()
+	for _, k := range keys {
+		if l.pending[k]--; l.pending[k] <= 0 {
+			delete(l.pending, k)
+		}
+	}
 }
 
 // start creates a session with a new random id.

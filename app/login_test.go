@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,5 +417,67 @@ func TestSweep(t *testing.T) {
 	f.sessions.EXPECT().DeleteExpiredLoginSessions(gomock.Any(), f.now, f.now.Add(-time.Hour)).Return(2, nil)
 	if n, err := f.login.Sweep(t.Context()); n != 2 || err != nil {
 		t.Errorf("Sweep: got %d, %v", n, err)
+	}
+}
+
+// TestPasswordLoginConcurrentAttemptsAreLimited: the failure count is read
+// before the provider is asked and written after it answered, so attempts
+// sent at once must count as pending failures; otherwise a burst of
+// concurrent guesses all pass a check that sees no failure yet.
+func TestPasswordLoginConcurrentAttemptsAreLimited(t *testing.T) {
+	tests := []struct {
+		name  string
+		users func(i int) string
+		limit int // attempts that may reach the provider (LoginFailures 3)
+	}{
+		{"one username", func(int) string { return "alice" }, 3},
+		{"many usernames, one address", func(i int) string { return fmt.Sprintf("user-%d", i) }, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newLoginFixture(t, loginCfg)
+			f.idp.EXPECT().Ready().Return(nil).AnyTimes()
+			f.throttle.EXPECT().LoginFailures(gomock.Any(), gomock.Any(), gomock.Any()).Return(0, time.Time{}, nil).AnyTimes()
+			f.throttle.EXPECT().RecordLoginFailure(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Return(nil).AnyTimes()
+			release := make(chan struct{})
+			var mu sync.Mutex
+			asked := 0
+			f.idp.EXPECT().PasswordGrant(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(func(context.Context, string, string) (ports.TokenSet, error) {
+				mu.Lock()
+				asked++
+				mu.Unlock()
+				<-release
+				return ports.TokenSet{}, fmt.Errorf("refused: %w", domain.ErrUnauthenticated)
+			}).AnyTimes()
+			const attempts = 40
+			errs := make(chan error, attempts)
+			for i := 0; i < attempts; i++ {
+				go func() {
+					_, err := f.login.PasswordLogin(context.Background(), tt.users(i), "guess", "10.0.0.1")
+					errs <- err
+				}()
+			}
+			limited := 0
+			deadline := time.After(2 * time.Second)
+		wait:
+			for limited < attempts-tt.limit {
+				select {
+				case err := <-errs:
+					if !errors.Is(err, domain.ErrTooManyRequests) {
+						t.Errorf("an attempt returned %v before the provider answered, want ErrTooManyRequests", err)
+					}
+					limited++
+				case <-deadline:
+					break wait
+				}
+			}
+			close(release)
+			for limited++; limited <= attempts; limited++ {
+				<-errs
+			}
+			if asked > tt.limit {
+				t.Errorf("%d concurrent guesses reached the provider, want at most %d", asked, tt.limit)
+			}
+		})
 	}
 }
