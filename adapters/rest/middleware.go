@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -204,6 +205,13 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	case cred.Value == "":
 		return fmt.Errorf("malformed Authorization header: %w", domain.ErrUnauthenticated)
 	}
+	if cred.Kind == ports.CredentialCookie && s.cfg.Login == nil {
+		// OIDC mode checks cookie requests in Login.csrf; elsewhere (hybrid
+		// mode forwards the centre's cookie) the check is made here.
+		if err := sameOriginCookieRequest(c); err != nil {
+			return err
+		}
+	}
 	p, err := s.authn.Authenticate(c.UserContext(), cred)
 	if err != nil {
 		return err
@@ -224,4 +232,29 @@ func (s *Server) require(need domain.Permission) fiber.Handler {
 		}
 		return c.Next()
 	}
+}
+
+// sameOriginCookieRequest refuses an unsafe request carrying the session
+// cookie that a browser sent from another site (CSRF): Sec-Fetch-Site must
+// be same-origin or none, else an Origin header must name the host the
+// request was sent to. Requests without either header are not from a
+// modern browser and pass, as in Login.csrf.
+func sameOriginCookieRequest(c *fiber.Ctx) error {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return nil
+	}
+	if site := c.Get("Sec-Fetch-Site"); site != "" {
+		if site == "same-origin" || site == "none" {
+			return nil
+		}
+		return fmt.Errorf("cross-site request refused (Sec-Fetch-Site: %s): %w", site, domain.ErrForbidden)
+	}
+	if origin := c.Get(fiber.HeaderOrigin); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, string(c.Request().Host())) {
+			return fmt.Errorf("cross-origin request refused (Origin is not this host): %w", domain.ErrForbidden)
+		}
+	}
+	return nil
 }
