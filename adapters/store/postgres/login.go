@@ -174,10 +174,12 @@ func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.
 	return r, nil
 }
 
-// RecordLoginFailure stores one failure and forgets the key's old ones.
+// RecordLoginFailure stores one failure and forgets every key's old ones:
+// keys are caller-chosen usernames, and one never tried again would
+// otherwise keep its rows forever.
 func (s *Store) RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM login_failures WHERE key = $1 AND at < $2`, key, nanos(windowStart)); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM login_failures WHERE at < $1`, nanos(windowStart)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO login_failures (key, at) VALUES ($1, $2)`, key, nanos(t))

@@ -177,14 +177,16 @@ func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.
 	return r, nil
 }
 
-// RecordLoginFailure stores one failure and forgets the key's old ones.
+// RecordLoginFailure stores one failure and forgets every key's old ones:
+// keys are caller-chosen usernames, and one never tried again would
+// otherwise keep its rows forever.
 func (s *Store) RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: record login failure: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE key = ? AND at < ?`, key, nanos(windowStart)); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE at < ?`, nanos(windowStart)); err != nil {
 		return fmt.Errorf("sqlite: record login failure: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO login_failures (key, at) VALUES (?, ?)`, key, nanos(t)); err != nil {
