@@ -3,6 +3,7 @@ package rest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -50,7 +51,11 @@ func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Log
 }
 
 func isLoopbackHost(h string) bool {
-	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // loginRoutes registers the public OIDC endpoints and the CSRF check,

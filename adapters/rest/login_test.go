@@ -202,11 +202,28 @@ func TestCodeFlowEndpoints(t *testing.T) {
 }
 
 func TestSecureCookieOffLoopback(t *testing.T) {
-	h := startOIDC(t, "https://agents.example.com/auth/callback", testLoginCfg)
-	h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "pw").Return(tokensFor(domain.RoleAdmin), nil)
-	resp, _ := send(t, client(nil), http.MethodPost, h.url+"/auth/login", jsonCT, `{"username":"alice","password":"pw"}`)
-	if sc := resp.Header.Get("Set-Cookie"); resp.StatusCode != http.StatusOK || !strings.Contains(strings.ToLower(sc), "; secure") {
-		t.Errorf("https deployment: got %d Set-Cookie %q, want Secure", resp.StatusCode, sc)
+	tests := []struct {
+		redirect string
+		secure   bool
+	}{
+		{"https://agents.example.com/auth/callback", true},
+		{"https://127.0.0.1/auth/callback", true},
+		// A name that merely starts like a loopback address is not one.
+		{"http://127.agents.example.com/auth/callback", true},
+		{"http://127.0.0.1:8080/auth/callback", false},
+		{"http://[::1]:8080/auth/callback", false},
+		{"http://localhost:8080/auth/callback", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.redirect, func(t *testing.T) {
+			h := startOIDC(t, tt.redirect, testLoginCfg)
+			h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "pw").Return(tokensFor(domain.RoleAdmin), nil)
+			resp, _ := send(t, client(nil), http.MethodPost, h.url+"/auth/login", jsonCT, `{"username":"alice","password":"pw"}`)
+			sc := resp.Header.Get("Set-Cookie")
+			if resp.StatusCode != http.StatusOK || strings.Contains(strings.ToLower(sc), "; secure") != tt.secure {
+				t.Errorf("got %d Set-Cookie %q, want Secure=%v", resp.StatusCode, sc, tt.secure)
+			}
+		})
 	}
 }
 
