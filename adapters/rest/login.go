@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -35,7 +36,10 @@ type Login struct {
 	health HealthChecker
 	origin string
 	secure bool
-	log    *zap.Logger
+	// callbackPath is the path of the redirect URI, where the cookie that
+	// binds a login's state to the browser is sent.
+	callbackPath string
+	log          *zap.Logger
 }
 
 // NewLogin builds the login endpoints.
@@ -47,7 +51,11 @@ func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Log
 	// Secure everywhere but plain-http loopback, where browsers would drop
 	// a Secure cookie.
 	secure := u.Scheme != "http" || !isLoopbackHost(u.Hostname())
-	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, log: log.Named("login")}, nil
+	callbackPath := u.EscapedPath()
+	if callbackPath == "" {
+		callbackPath = "/"
+	}
+	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, callbackPath: callbackPath, log: log.Named("login")}, nil
 }
 
 func isLoopbackHost(h string) bool {
@@ -139,12 +147,61 @@ func (l *Login) begin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	u, err := url.Parse(target)
+	state := ""
+	if err == nil {
+		state = u.Query().Get("state")
+	}
+	if state == "" {
+		return fmt.Errorf("rest: the authorization URL carries no state")
+	}
+	// The state is kept server-side; this cookie binds it to the browser
+	// that started the login, so a callback URL of someone else's login is
+	// refused here (login CSRF).
+	c.Cookie(&fiber.Cookie{
+		Name:     stateCookieName(state),
+		Value:    state,
+		Path:     l.callbackPath,
+		MaxAge:   int(loginStateTTL / time.Second),
+		Secure:   l.secure,
+		HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode,
+	})
 	return c.Redirect(target, fiber.StatusFound)
+}
+
+// loginStateTTL is how long the state cookie lives: the time the app
+// allows between GET /auth/login and the callback.
+const loginStateTTL = 10 * time.Minute
+
+// stateCookieName names the cookie of one login by a digest of its state,
+// so logins started in several tabs do not overwrite each other.
+func stateCookieName(state string) string {
+	return "login_state_" + app.Digest(state)[:16]
+}
+
+// stateBound reports whether the browser carries the cookie that GET
+// /auth/login set for state, and clears it (it is single use).
+func (l *Login) stateBound(c *fiber.Ctx, state string) bool {
+	if state == "" {
+		return false
+	}
+	name := stateCookieName(state)
+	got := c.Cookies(name)
+	if got == "" {
+		return false
+	}
+	c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: l.callbackPath, Expires: time.Unix(0, 0), MaxAge: -1,
+		Secure: l.secure, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
+	return subtle.ConstantTimeCompare([]byte(got), []byte(state)) == 1
 }
 
 // callback completes the code flow, sets the cookie and redirects.
 func (l *Login) callback(c *fiber.Ctx) error {
 	noStore(c)
+	if state := c.Query("state"); state != "" && !l.stateBound(c, state) {
+		return fmt.Errorf("login callback: this browser did not start the login of this state: %w", domain.ErrUnauthenticated)
+	}
 	res, err := l.uc.Callback(c.UserContext(), c.Query("state"), c.Query("code"), c.Query("error"))
 	if err != nil {
 		return err

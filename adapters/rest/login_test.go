@@ -152,7 +152,8 @@ func TestCodeFlowEndpoints(t *testing.T) {
 		req = r
 		return "http://idp.test/auth?state=" + url.QueryEscape(r.State), nil
 	}).Times(2)
-	c := client(nil)
+	browser, _ := cookiejar.New(nil) // keeps the cookie that binds the state to this browser
+	c := client(browser)
 	resp, _ := send(t, c, http.MethodGet, h.url+"/auth/login?return_to=/api/v2/me", nil, "")
 	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), "http://idp.test/auth?state=") || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("GET /auth/login: got %d Location=%q", resp.StatusCode, resp.Header.Get("Location"))
@@ -169,7 +170,7 @@ func TestCodeFlowEndpoints(t *testing.T) {
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/api/v2/me" {
 		t.Fatalf("callback: got %d %s Location=%q", resp.StatusCode, body, resp.Header.Get("Location"))
 	}
-	setCookie := strings.ToLower(resp.Header.Get("Set-Cookie")) // attribute names are case-insensitive
+	setCookie := strings.ToLower(sessionSetCookie(resp)) // attribute names are case-insensitive
 	for _, want := range []string{"user_session=", "httponly", "samesite=lax", "path=/"} {
 		if !strings.Contains(setCookie, want) {
 			t.Errorf("Set-Cookie %q lacks %s", setCookie, want)
@@ -180,7 +181,7 @@ func TestCodeFlowEndpoints(t *testing.T) {
 			t.Errorf("Set-Cookie %q has %s (plain-http loopback)", setCookie, unwanted)
 		}
 	}
-	first := resp.Cookies()[0]
+	first := sessionCookie(resp)
 	// Replaying the callback is refused without calling the token endpoint.
 	if resp, _ := send(t, c, http.MethodGet, cb, nil, ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("replayed callback: got %d, want 401", resp.StatusCode)
@@ -196,9 +197,29 @@ func TestCodeFlowEndpoints(t *testing.T) {
 	send(t, c, http.MethodGet, h.url+"/auth/login", nil, "")
 	h.idp.EXPECT().ExchangeCode(gomock.Any(), "code-2", gomock.Any()).Return(tokensFor(domain.RoleLead), nil)
 	resp, _ = send(t, c, http.MethodGet, h.url+"/auth/callback?state="+url.QueryEscape(req.State)+"&code=code-2", nil, "")
-	if resp.StatusCode != http.StatusFound || resp.Cookies()[0].Value == first.Value || resp.Header.Get("Location") != "/" {
-		t.Errorf("second login: got %d, cookie reused=%v, Location=%q", resp.StatusCode, resp.Cookies()[0].Value == first.Value, resp.Header.Get("Location"))
+	if second := sessionCookie(resp); resp.StatusCode != http.StatusFound || second.Value == "" || second.Value == first.Value || resp.Header.Get("Location") != "/" {
+		t.Errorf("second login: got %d, cookie %q (first %q), Location=%q", resp.StatusCode, second.Value, first.Value, resp.Header.Get("Location"))
 	}
+}
+
+// sessionSetCookie is the Set-Cookie header of user_session ("" if none).
+func sessionSetCookie(resp *http.Response) string {
+	for _, v := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(v, rest.SessionCookie+"=") {
+			return v
+		}
+	}
+	return ""
+}
+
+// sessionCookie is the user_session cookie the response sets.
+func sessionCookie(resp *http.Response) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == rest.SessionCookie {
+			return c
+		}
+	}
+	return &http.Cookie{}
 }
 
 func TestSecureCookieOffLoopback(t *testing.T) {
@@ -392,5 +413,55 @@ func TestLoginCSRFPathVariants(t *testing.T) {
 				t.Errorf("cross-site POST %s: got %d %s (Set-Cookie %q), want 403 and no cookie", path, resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
 			}
 		})
+	}
+}
+
+// TestCallbackBoundToBrowser: the state is kept server-side, so it must also
+// be bound to the browser that started the login; otherwise an attacker
+// starts a login, signs in at the provider as himself and sends the victim
+// the callback URL, and the victim's browser ends up in the attacker's
+// session (login CSRF, RFC 6749 §10.12).
+func TestCallbackBoundToBrowser(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	var states []string
+	h.idp.EXPECT().AuthCodeURL(gomock.Any()).DoAndReturn(func(r ports.AuthRequest) (string, error) {
+		states = append(states, r.State)
+		return "http://idp.test/auth?client_id=x&state=" + url.QueryEscape(r.State), nil
+	}).AnyTimes()
+	h.idp.EXPECT().ExchangeCode(gomock.Any(), gomock.Any(), gomock.Any()).Return(tokensFor(domain.RoleUser), nil).AnyTimes()
+
+	attackerJar, _ := cookiejar.New(nil)
+	browserJar, _ := cookiejar.New(nil)
+	begin := func(jar http.CookieJar) string {
+		resp, _ := send(t, client(jar), http.MethodGet, h.url+"/auth/login", nil, "")
+		if resp.StatusCode != http.StatusFound {
+			t.Fatalf("GET /auth/login: %d", resp.StatusCode)
+		}
+		return states[len(states)-1]
+	}
+	attackerState := begin(attackerJar)
+	tabOne := begin(browserJar)
+	tabTwo := begin(browserJar) // a second tab of the same browser
+	otherJar, _ := cookiejar.New(nil)
+	tests := []struct {
+		name  string
+		jar   http.CookieJar
+		state string
+		want  int
+	}{
+		{"attacker's state in the victim's browser", browserJar, attackerState, http.StatusUnauthorized},
+		{"attacker's state in a fresh browser", otherJar, attackerState, http.StatusUnauthorized},
+		{"first tab", browserJar, tabOne, http.StatusFound},
+		{"second tab", browserJar, tabTwo, http.StatusFound},
+		{"attacker's own browser", attackerJar, attackerState, http.StatusFound},
+	}
+	for _, tt := range tests {
+		resp, body := send(t, client(tt.jar), http.MethodGet, h.url+"/auth/callback?code=c&state="+url.QueryEscape(tt.state), nil, "")
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: got %d %s, want %d", tt.name, resp.StatusCode, body, tt.want)
+		}
+		if tt.want != http.StatusFound && sessionSetCookie(resp) != "" {
+			t.Errorf("%s: a session cookie was set", tt.name)
+		}
 	}
 }
