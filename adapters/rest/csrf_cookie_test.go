@@ -57,6 +57,7 @@ func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 		{"same-origin fetch", http.MethodPost, map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusCreated},
 		{"no browser headers", http.MethodPost, nil, http.StatusCreated},
 		{"cross-site GET", http.MethodGet, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusOK},
+		{"unknown cookie, cross-site: still 401", http.MethodPost, map[string]string{"Sec-Fetch-Site": "cross-site", "Cookie": "user_session=forged"}, http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

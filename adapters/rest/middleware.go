@@ -205,16 +205,17 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	case cred.Value == "":
 		return fmt.Errorf("malformed Authorization header: %w", domain.ErrUnauthenticated)
 	}
-	if cred.Kind == ports.CredentialCookie && s.cfg.Login == nil {
-		// OIDC mode checks cookie requests in Login.csrf; elsewhere (hybrid
-		// mode forwards the centre's cookie) the check is made here.
-		if err := sameOriginCookieRequest(c); err != nil {
-			return err
-		}
-	}
 	p, err := s.authn.Authenticate(c.UserContext(), cred)
 	if err != nil {
 		return err
+	}
+	if cred.Kind == ports.CredentialCookie && s.cfg.Login == nil {
+		// OIDC mode checks cookie requests in Login.csrf; elsewhere (hybrid
+		// mode forwards the centre's cookie) the check is made here, once
+		// the cookie is known to be a credential (an unknown one stays 401).
+		if err := sameOriginCookieRequest(c); err != nil {
+			return err
+		}
 	}
 	st := stateOf(c)
 	st.principal, st.authenticated = p, true
