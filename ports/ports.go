@@ -7,7 +7,9 @@ package ports
 
 import (
 	"context"
+	"crypto/sha256"
 	"time"
+	"unsafe"
 
 	"github.com/agentauth/agentauth/domain"
 )
@@ -26,6 +28,15 @@ const (
 type Credential struct {
 	Kind  CredentialKind
 	Value string
+}
+
+// Digest is the SHA-256 of the value. Caches and key rings keep credentials
+// by their digest, never by the raw value. The string's bytes are hashed in
+// place: a []byte conversion would copy every token longer than 32 bytes to
+// the heap on the request path, and Sum256 only reads its argument and
+// keeps no reference, which is what makes the aliasing safe.
+func (c Credential) Digest() [sha256.Size]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(c.Value), len(c.Value)))
 }
 
 // Authenticator turns a credential into a principal, or fails with an error

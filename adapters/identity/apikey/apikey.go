@@ -112,7 +112,7 @@ func (k *Keyring) Authenticate(_ context.Context, cred ports.Credential) (domain
 	if cred.Kind != ports.CredentialBearer {
 		return domain.Principal{}, fmt.Errorf("apikey: a Bearer key is required: %w", domain.ErrUnauthenticated)
 	}
-	d := sha256.Sum256([]byte(cred.Value))
+	d := cred.Digest()
 	match := -1
 	for i := range k.digests { // no early exit: every entry is compared
 		if subtle.ConstantTimeCompare(d[:], k.digests[i][:]) == 1 {

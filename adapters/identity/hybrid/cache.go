@@ -3,7 +3,6 @@ package hybrid
 import (
 	"crypto/sha256"
 	"time"
-	"unsafe"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -19,12 +18,7 @@ type cacheKey struct {
 }
 
 func keyOf(cred ports.Credential) cacheKey {
-	// Hashing the string's bytes in place keeps a cache hit free of
-	// allocations: a []byte conversion would copy every token longer than 32
-	// bytes to the heap. Sum256 only reads its argument and keeps no
-	// reference, which is what makes the aliasing safe.
-	b := unsafe.Slice(unsafe.StringData(cred.Value), len(cred.Value))
-	return cacheKey{kind: cred.Kind, digest: sha256.Sum256(b)}
+	return cacheKey{kind: cred.Kind, digest: cred.Digest()}
 }
 
 // entry is one cached answer of the centre, linked into the recency list.

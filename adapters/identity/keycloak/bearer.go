@@ -38,7 +38,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		return domain.Principal{}, fmt.Errorf("keycloak: want a Bearer access token: %w", domain.ErrUnauthenticated)
 	}
 	now := a.p.cfg.Now()
-	key := sha256.Sum256([]byte(cred.Value))
+	key := cred.Digest()
 	if !a.noCache {
 		if p, ok := a.cache.get(key, now); ok {
 			return p, nil
@@ -56,14 +56,18 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	return p, nil
 }
 
-// tokenCache is a bounded map of verified tokens. When full it first drops
-// expired entries, then arbitrary ones: a cache miss costs one local
-// verification, never a call to the provider.
+// tokenCache is a bounded map of verified tokens. When full it drops
+// expired entries (a full scan, at most once per sweepEvery) and then
+// arbitrary ones: a cache miss costs one local verification, never a call
+// to the provider, and a flood of new tokens does not pay a scan each.
 type tokenCache struct {
 	mu      sync.RWMutex
 	max     int
 	entries map[[sha256.Size]byte]cached
+	swept   time.Time
 }
+
+const sweepEvery = time.Second
 
 type cached struct {
 	p   domain.Principal
@@ -91,9 +95,12 @@ func (c *tokenCache) put(key [sha256.Size]byte, p domain.Principal, exp, now tim
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
-		for k, e := range c.entries {
-			if !now.Before(e.exp) {
-				delete(c.entries, k)
+		if now.Sub(c.swept) >= sweepEvery {
+			c.swept = now
+			for k, e := range c.entries {
+				if !now.Before(e.exp) {
+					delete(c.entries, k)
+				}
 			}
 		}
 		for k := range c.entries {

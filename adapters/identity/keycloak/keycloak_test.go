@@ -156,6 +156,21 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	}
 }
 
+func TestTokenCacheDropsExpiredBeforeLive(t *testing.T) {
+	c := newTokenCache(3)
+	now := time.Now()
+	c.put([32]byte{1}, domain.Principal{Subject: "expiring"}, now.Add(time.Second), now)
+	c.put([32]byte{2}, domain.Principal{Subject: "live"}, now.Add(time.Hour), now)
+	c.put([32]byte{3}, domain.Principal{Subject: "live"}, now.Add(time.Hour), now)
+	later := now.Add(2 * time.Second)
+	c.put([32]byte{4}, domain.Principal{Subject: "new"}, later.Add(time.Hour), later)
+	for _, k := range []byte{2, 3, 4} {
+		if _, ok := c.get([32]byte{k}, later); !ok {
+			t.Errorf("live entry %d was evicted while an expired one could go", k)
+		}
+	}
+}
+
 func TestDiscovery(t *testing.T) {
 	t.Run("issuer mismatch refused", func(t *testing.T) {
 		op := newFakeOP(t)
