@@ -14,8 +14,9 @@ import (
 )
 
 func TestPanicIsA500WithAnAuditRecord(t *testing.T) {
-	h := start(t, options{})
-	h.srv.App().Get("/api/v2/boom", func(*fiber.Ctx) error { panic("kaboom") })
+	h := start(t, options{routes: func(app *fiber.App) {
+		app.Get("/api/v2/boom", func(*fiber.Ctx) error { panic("kaboom") })
+	}})
 	r := h.do(t, "GET", "/api/v2/boom", bearer(keyAdmin), "")
 	e := checkError(t, r, 500, "internal")
 	if got := string(r.body); strings.Contains(got, "kaboom") {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
@@ -54,7 +55,10 @@ type options struct {
 	debug bool
 	// stopAtOnce cancels the server's context before it starts serving.
 	stopAtOnce bool
-	auditLog   func(ports.AuditStore) ports.AuditLog // nil: the real group committer
+	// routes adds test routes before the server starts serving (Fiber's
+	// router must not change while it serves).
+	routes   func(*fiber.App)
+	auditLog func(ports.AuditStore) ports.AuditLog // nil: the real group committer
 }
 
 // start runs a real server on a 127.0.0.1 port with a real SQLite store.
@@ -78,6 +82,9 @@ func start(t *testing.T, opt options) harness {
 	}
 	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
 	srv := rest.New(rest.Config{Debug: opt.debug}, testKeyring(), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	if opt.routes != nil {
+		opt.routes(srv.App())
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

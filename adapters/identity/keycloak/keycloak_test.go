@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,10 +195,11 @@ func TestDiscovery(t *testing.T) {
 	})
 	t.Run("retries until the provider answers", func(t *testing.T) {
 		op := newFakeOP(t)
-		var fail = true
+		var fail atomic.Bool // read by the server's goroutines
+		fail.Store(true)
 		h := op.srv.Config.Handler
 		op.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if fail {
+			if fail.Load() {
 				http.Error(w, "starting", http.StatusServiceUnavailable)
 				return
 			}
@@ -211,8 +213,7 @@ func TestDiscovery(t *testing.T) {
 		if err := p.Ready(); err == nil {
 			t.Fatalf("Ready while the provider fails: got nil")
 		}
-		op.srv.Config.Handler = h
-		fail = false
+		fail.Store(false)
 		deadline := time.Now().Add(10 * time.Second)
 		for p.Ready() != nil {
 			if time.Now().After(deadline) {
