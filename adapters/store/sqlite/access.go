@@ -27,21 +27,6 @@ func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
-// unixNanos stores a time; the zero time is stored as 0.
-func unixNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func timeOfNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -57,7 +42,7 @@ func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
 	}
 	defer tx.Rollback()
 	_, err = tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`,
-		p.ID, p.Name, p.CreatedBy, unixNanos(p.CreatedAt))
+		p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
 	if isUnique(err) {
 		return fmt.Errorf("project %s already exists: %w", p.ID, domain.ErrConflict)
 	}
@@ -123,7 +108,7 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 			rows.Close()
 			return nil, fmt.Errorf("sqlite: scan project: %w", err)
 		}
-		p.CreatedAt = timeOfNanos(created)
+		p.CreatedAt = fromNanos(created)
 		index[p.ID] = len(out)
 		out = append(out, p)
 	}
@@ -188,7 +173,7 @@ func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Memb
 
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
-	_, err := s.write.ExecContext(ctx, `INSERT INTO servers (name, url, created_at) VALUES (?, ?, ?)`, sv.Name, sv.URL, unixNanos(sv.CreatedAt))
+	_, err := s.write.ExecContext(ctx, `INSERT INTO servers (name, url, created_at) VALUES (?, ?, ?)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
 	if isUnique(err) {
 		return fmt.Errorf("server %s already exists: %w", sv.Name, domain.ErrConflict)
 	}
@@ -214,7 +199,7 @@ func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
 		if err := rows.Scan(&sv.Name, &sv.URL, &created); err != nil {
 			return nil, fmt.Errorf("sqlite: scan server: %w", err)
 		}
-		sv.CreatedAt = timeOfNanos(created)
+		sv.CreatedAt = fromNanos(created)
 		out = append(out, sv)
 	}
 	return out, rows.Err()
@@ -235,7 +220,7 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 		return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES (?, ?, ?, ?)`,
-		t.Name, t.Server, boolInt(t.ReadOnly), unixNanos(t.CreatedAt))
+		t.Name, t.Server, boolInt(t.ReadOnly), nanos(t.CreatedAt))
 	if isUnique(err) {
 		return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
 	}
@@ -259,7 +244,7 @@ func scanTool(row scanner) (domain.Tool, error) {
 	if err := row.Scan(&t.Name, &t.Server, &ro, &created); err != nil {
 		return domain.Tool{}, err
 	}
-	t.ReadOnly, t.CreatedAt = ro != 0, timeOfNanos(created)
+	t.ReadOnly, t.CreatedAt = ro != 0, fromNanos(created)
 	return t, nil
 }
 
@@ -296,7 +281,7 @@ func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 	_, err := s.write.ExecContext(ctx, `INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, unixNanos(r.CreatedAt))
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
 	if isUnique(err) {
 		return fmt.Errorf("policy %s already exists: %w", r.ID, domain.ErrConflict)
 	}
@@ -323,7 +308,7 @@ func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
 		if err := rows.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created); err != nil {
 			return nil, fmt.Errorf("sqlite: scan policy: %w", err)
 		}
-		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), timeOfNanos(created)
+		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), fromNanos(created)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -353,7 +338,7 @@ func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
 	}
 	_, err := s.write.ExecContext(ctx, `INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Session, a.Parent, a.Depth, tools,
-		boolInt(a.Limits.ReadOnly), boolInt(a.Limits.Approval), a.CreatedBy, unixNanos(a.CreatedAt))
+		boolInt(a.Limits.ReadOnly), boolInt(a.Limits.Approval), a.CreatedBy, nanos(a.CreatedAt))
 	if isUnique(err) {
 		return fmt.Errorf("agent %s already exists: %w", a.ID, domain.ErrConflict)
 	}
@@ -381,7 +366,7 @@ func scanAgent(row scanner) (domain.Agent, error) {
 			return domain.Agent{}, fmt.Errorf("sqlite: decode agent tools: %w", err)
 		}
 	}
-	a.Limits.ReadOnly, a.Limits.Approval, a.CreatedAt = ro != 0, approval != 0, timeOfNanos(created)
+	a.Limits.ReadOnly, a.Limits.Approval, a.CreatedAt = ro != 0, approval != 0, fromNanos(created)
 	return a, nil
 }
 
@@ -419,7 +404,7 @@ func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent,
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	_, err := s.write.ExecContext(ctx, `INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
-		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, unixNanos(c.CreatedAt), c.ResolvedBy, unixNanos(c.ResolvedAt))
+		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt))
 	if isUnique(err) {
 		return fmt.Errorf("tool call %s already exists: %w", c.ID, domain.ErrConflict)
 	}
@@ -442,7 +427,7 @@ func scanToolCall(row scanner) (domain.ToolCall, error) {
 		return domain.ToolCall{}, err
 	}
 	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
-	c.CreatedAt, c.ResolvedAt = timeOfNanos(created), timeOfNanos(resolved)
+	c.CreatedAt, c.ResolvedAt = fromNanos(created), fromNanos(resolved)
 	return c, nil
 }
 
@@ -499,7 +484,7 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = ?`,
-		string(status), by, unixNanos(at), id, string(domain.CallPending))
+		string(status), by, nanos(at), id, string(domain.CallPending))
 	if err != nil {
 		return domain.ToolCall{}, fmt.Errorf("sqlite: resolve tool call: %w", err)
 	}

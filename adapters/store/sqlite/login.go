@@ -27,6 +27,8 @@ var LoginSet = wire.NewSet(
 	wire.Bind(new(ports.LoginThrottle), new(*Store)),
 )
 
+// nanos stores a time as Unix nanoseconds; the zero time is stored as 0,
+// the columns' "unknown".
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
