@@ -95,7 +95,7 @@ func CheckURL(url string) error {
 
 func parseURL(url string) (*pgxpool.Config, error) {
 	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") && !strings.Contains(url, "=") {
-		return nil, errors.New("not a PostgreSQL connection string: want postgres://user@host:5432/dbname?sslmode=verify-full or host=... dbname=...")
+		return nil, errors.New("not a PostgreSQL connection string: want postgres://user@host:5432/dbname?sslmode=verify-full or key=value pairs such as host=db dbname=agentauth")
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
