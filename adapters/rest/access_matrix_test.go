@@ -123,3 +123,65 @@ func TestEveryRoleTimesEveryEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutePermissionsArePinned pins the permission of every route to the
+// one the README documents. The matrix test above takes its expectation
+// from the route table itself, so a route whose permission is weakened
+// (DELETE /api/v2/policies/:id needing policies:read, say, which would let
+// AUDITOR delete rules) would still pass it; this table would not. It also
+// checks that AUDITOR, which writes nothing, is refused every non-GET route.
+func TestRoutePermissionsArePinned(t *testing.T) {
+	want := map[string]domain.Permission{
+		"GET /api/v2/me":                                     domain.PermMeRead,
+		"GET /api/v2/sessions":                               domain.PermSessionsRead,
+		"POST /api/v2/sessions":                              domain.PermSessionsWrite,
+		"GET /api/v2/sessions/:id":                           domain.PermSessionsRead,
+		"DELETE /api/v2/sessions/:id":                        domain.PermSessionsWrite,
+		"PATCH /api/v2/sessions/:id":                         domain.PermSessionsWrite,
+		"GET /api/v2/audit":                                  domain.PermAuditRead,
+		"GET /api/v2/audit/export":                           domain.PermAuditExport,
+		"GET /api/v2/audit/verify":                           domain.PermAuditRead,
+		"GET /api/v2/admin/settings":                         domain.PermSettingsRead,
+		"PUT /api/v2/admin/settings":                         domain.PermSettingsWrite,
+		"GET /api/v2/projects":                               domain.PermProjectsRead,
+		"POST /api/v2/projects":                              domain.PermProjectsCreate,
+		"GET /api/v2/projects/:id":                           domain.PermProjectsRead,
+		"PUT /api/v2/projects/:id/members":                   domain.PermProjectsWrite,
+		"GET /api/v2/servers":                                domain.PermServersRead,
+		"POST /api/v2/servers":                               domain.PermServersWrite,
+		"GET /api/v2/tools":                                  domain.PermToolsRead,
+		"POST /api/v2/tools":                                 domain.PermToolsWrite,
+		"GET /api/v2/policies":                               domain.PermPoliciesRead,
+		"POST /api/v2/policies":                              domain.PermPoliciesWrite,
+		"DELETE /api/v2/policies/:id":                        domain.PermPoliciesWrite,
+		"GET /api/v2/sessions/:id/agents":                    domain.PermSessionsRead,
+		"POST /api/v2/sessions/:id/agents":                   domain.PermAgentsWrite,
+		"GET /api/v2/sessions/:id/tool-calls":                domain.PermSessionsRead,
+		"POST /api/v2/sessions/:id/tool-calls":               domain.PermToolCallsWrite,
+		"POST /api/v2/sessions/:id/tool-calls/:call/approve": domain.PermToolCallsApprove,
+		"POST /api/v2/sessions/:id/tool-calls/:call/reject":  domain.PermToolCallsApprove,
+		"GET /api/v2/dashboard":                              domain.PermDashboardRead,
+		"GET /metrics":                                       domain.PermMetricsRead,
+	}
+	h := axNew(t)
+	seen := map[string]bool{}
+	for _, r := range h.srv.apiRoutes() {
+		key := r.method + " " + r.path
+		seen[key] = true
+		need, ok := want[key]
+		switch {
+		case !ok:
+			t.Errorf("%s: not pinned; add the permission the README documents to this table", key)
+		case r.need != need:
+			t.Errorf("%s needs %s, want %s", key, r.need, need)
+		}
+		if r.method != fiber.MethodGet && h.authz.Decide([]domain.Role{domain.RoleAuditor}, r.need).Allowed {
+			t.Errorf("%s: AUDITOR is granted %s; AUDITOR writes nothing", key, r.need)
+		}
+	}
+	for key := range want {
+		if !seen[key] {
+			t.Errorf("%s: pinned but not served", key)
+		}
+	}
+}
