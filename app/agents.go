@@ -42,6 +42,11 @@ func (s *Agents) Create(ctx context.Context, p domain.Principal, session string,
 	var parent *domain.Agent
 	if in.Parent != "" {
 		pa, err := s.store.GetAgent(ctx, in.Parent)
+		if err == nil && pa.Session != session {
+			// Another session's agent is not found here, as in tool calls:
+			// its existence does not leak.
+			err = fmt.Errorf("agent %s: %w", in.Parent, domain.ErrNotVisible)
+		}
 		if err != nil {
 			return domain.Agent{}, fmt.Errorf("parent agent: %w", err)
 		}

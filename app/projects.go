@@ -70,7 +70,7 @@ func (s *Projects) Get(ctx context.Context, p domain.Principal, id string) (doma
 		return domain.Project{}, err
 	}
 	if !s.authz.CanReadProject(p, pr) {
-		return domain.Project{}, fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+		return domain.Project{}, fmt.Errorf("project %s: %w", id, domain.ErrNotVisible)
 	}
 	return pr, nil
 }

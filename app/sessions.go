@@ -127,7 +127,7 @@ func (s *Sessions) visible(ctx context.Context, p domain.Principal, id string) (
 		return domain.Session{}, domain.Team{}, err
 	}
 	if !s.authz.CanReadSessionIn(p, team, sess) {
-		return domain.Session{}, domain.Team{}, fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
+		return domain.Session{}, domain.Team{}, fmt.Errorf("session %s: %w", id, domain.ErrNotVisible)
 	}
 	return sess, team, nil
 }

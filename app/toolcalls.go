@@ -40,7 +40,7 @@ func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, age
 	}
 	ag, err := s.agents.GetAgent(ctx, agent)
 	if err == nil && ag.Session != session {
-		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotFound)
+		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotVisible)
 	}
 	if err != nil {
 		return domain.ToolCall{}, fmt.Errorf("agent of this session: %w", err)
@@ -85,7 +85,7 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 	}
 	call, err := s.store.GetToolCall(ctx, id)
 	if err == nil && call.Session != session {
-		err = fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+		err = fmt.Errorf("tool call %s: %w", id, domain.ErrNotVisible)
 	}
 	if err != nil {
 		return domain.ToolCall{}, err

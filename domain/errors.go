@@ -21,6 +21,18 @@ var (
 	ErrTooManyRequests = errors.New("too many requests")
 )
 
+// ErrNotVisible: the resource exists but the caller may not see it. It
+// matches ErrNotFound and reads the same, so the answer is a 404 that does
+// not leak the resource's existence; the audit log records it as a refusal.
+var ErrNotVisible error = notVisible{}
+
+type notVisible struct{}
+
+func (notVisible) Error() string { return ErrNotFound.Error() }
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (notVisible) Is(target error) bool { return target == ErrNotFound }
+
 // AccessDenied is the error of a refused access decision. It matches
 // ErrForbidden and carries the explanation for the error body and the audit
 // record.

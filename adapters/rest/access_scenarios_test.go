@@ -246,10 +246,11 @@ func TestSubAgentChainsNeverWiden(t *testing.T) {
 		}
 	}
 	// Another user cannot add agents to uma's session; an agent of another
-	// session is not a parent here.
+	// session is not a parent here (not found, as for tool calls, so that
+	// the existence of other sessions' agents does not leak).
 	h.must(t, 404, "bob", "POST", "/api/v2/sessions/"+session+"/agents", "")
 	other := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"o"}`)["id"].(string)
-	h.must(t, 400, "uma", "POST", "/api/v2/sessions/"+other+"/agents", `{"parent":"`+root+`"}`)
+	h.must(t, 404, "uma", "POST", "/api/v2/sessions/"+other+"/agents", `{"parent":"`+root+`"}`)
 	h.must(t, 404, "uma", "POST", "/api/v2/sessions/"+other+"/tool-calls", `{"agent":"`+root+`","tool":"fs.read"}`)
 }
 
@@ -384,5 +385,57 @@ func TestAuditExportAndVerify(t *testing.T) {
 	brk, _ := got["first_broken"].(map[string]any)
 	if got["ok"] != false || brk == nil || brk["seq"].(float64) != 4 || got["checked"].(float64) != 3 {
 		t.Errorf("verify after tampering = %v, want first_broken seq 4 after 3 good records", got)
+	}
+}
+
+// TestHiddenResourcesAreAuditedAsRefusals: a request for a resource the
+// caller may not see answers 404 (its existence does not leak), but the
+// audit log must record it as a refusal with its reason, so that probing
+// other users' IDs shows up among the denials.
+func TestHiddenResourcesAreAuditedAsRefusals(t *testing.T) {
+	h := axNew(t)
+	apollo, zeus := axTeam(t, h)
+	leaS := h.must(t, 201, "lea", "POST", "/api/v2/sessions", `{"title":"l","project":"`+apollo+`"}`)["id"].(string)
+	bobS := h.must(t, 201, "bob", "POST", "/api/v2/sessions", `{"title":"b","project":"`+zeus+`"}`)["id"].(string)
+	bobA := h.must(t, 201, "bob", "POST", "/api/v2/sessions/"+bobS+"/agents", "")["id"].(string)
+	umaS := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"u","project":"`+apollo+`"}`)["id"].(string)
+
+	tests := []struct {
+		subject, method, path, body string
+	}{
+		{"uma", "GET", "/api/v2/sessions/" + leaS, ""},
+		{"uma", "DELETE", "/api/v2/sessions/" + leaS, ""},
+		{"uma", "PATCH", "/api/v2/sessions/" + bobS, `{"mode":"readonly"}`},
+		{"uma", "GET", "/api/v2/sessions/" + bobS + "/agents", ""},
+		{"uma", "GET", "/api/v2/sessions/" + bobS + "/tool-calls", ""},
+		{"uma", "POST", "/api/v2/sessions/" + bobS + "/agents", ""},
+		{"uma", "POST", "/api/v2/sessions/" + umaS + "/agents", `{"parent":"` + bobA + `"}`},
+		{"uma", "POST", "/api/v2/sessions/" + umaS + "/tool-calls", `{"agent":"` + bobA + `","tool":"fs.read"}`},
+		{"lea", "GET", "/api/v2/projects/" + zeus, ""},
+		{"lea", "PUT", "/api/v2/projects/" + zeus + "/members", `{"members":[]}`},
+	}
+	for _, tt := range tests {
+		if r := h.do(t, tt.subject, tt.method, tt.path, tt.body); r.status != 404 {
+			t.Errorf("%s %s as %s = %d %s, want 404", tt.method, tt.path, tt.subject, r.status, r.body)
+		}
+	}
+	var page struct {
+		Records []auditJSON `json:"records"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
+	for _, tt := range tests {
+		found := false
+		for _, rec := range page.Records {
+			if rec.Subject != tt.subject || rec.Method != tt.method || rec.Path != tt.path || rec.Status != 404 {
+				continue
+			}
+			found = true
+			if rec.Decision != string(domain.AuditDeny) || !strings.Contains(rec.Reason, "not visible") {
+				t.Errorf("%s %s as %s: audited %s %q, want deny naming the resource as not visible", tt.method, tt.path, tt.subject, rec.Decision, rec.Reason)
+			}
+		}
+		if !found {
+			t.Errorf("%s %s as %s: no audit record", tt.method, tt.path, tt.subject)
+		}
 	}
 }

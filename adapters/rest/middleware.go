@@ -140,6 +140,9 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	case st.decided && st.decision.Allowed && errors.Is(err, domain.ErrForbidden):
 		// The role allowed the route, the resource did not: a denial.
 		rec.Reason = st.decision.Reason() + "; then: " + reason
+	case st.decided && st.decision.Allowed && errors.Is(err, domain.ErrNotVisible):
+		// Answered 404 so that its existence does not leak, but refused.
+		rec.Reason = st.decision.Reason() + "; then: " + reason + " (exists but is not visible to the caller)"
 	case st.decided && st.decision.Allowed && err == nil:
 		rec.Decision, rec.Reason = domain.AuditAllow, st.decision.Reason()
 	case st.decided && st.decision.Allowed:
