@@ -99,12 +99,20 @@ func TestSessionsCreateOnlyInOwnProjects(t *testing.T) {
 		{"member creates", uma, apollo, ""},
 		{"non-member refused", uma, other, domain.ReasonNotProjectMember},
 		{"admin anywhere", admin, other, ""},
+		// A project that does not exist is refused like one the caller does
+		// not belong to: a 404 here would tell a USER which IDs exist.
+		{"non-member refused alike when the project is missing", uma, domain.Project{ID: "p404"}, domain.ReasonNotProjectMember},
+		{"admin: missing project not found", admin, domain.Project{ID: "p404"}, "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.memberships(tt.p.Subject, apollo)
-			f.projects.EXPECT().GetProject(gomock.Any(), tt.project.ID).Return(tt.project, nil)
+			if tt.project.ID == "p404" {
+				f.projects.EXPECT().GetProject(gomock.Any(), tt.project.ID).Return(domain.Project{}, domain.ErrNotFound).AnyTimes()
+			} else {
+				f.projects.EXPECT().GetProject(gomock.Any(), tt.project.ID).Return(tt.project, nil).AnyTimes()
+			}
 			if tt.code == "" {
 				f.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
 			}
@@ -113,6 +121,10 @@ func TestSessionsCreateOnlyInOwnProjects(t *testing.T) {
 			switch {
 			case tt.code == "" && (err != nil || s.Project != tt.project.ID || s.Owner != tt.p.Subject):
 				t.Errorf("got %+v, %v; want a session in %s", s, err, tt.project.ID)
+			case tt.code == "not_found":
+				if !errors.Is(err, domain.ErrNotFound) {
+					t.Errorf("got %v, want ErrNotFound", err)
+				}
 			case tt.code != "" && (!errors.As(err, &ref) || ref.Code != tt.code):
 				t.Errorf("got %v, want refusal %s", err, tt.code)
 			}

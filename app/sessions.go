@@ -63,6 +63,15 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		return domain.Session{}, err
 	}
 	project := strings.TrimSpace(in.Project)
+	team, err := teamOf(ctx, s.projects, p)
+	if err != nil {
+		return domain.Session{}, err
+	}
+	// Membership first: a missing project is refused like a foreign one, so
+	// the answer does not tell which project IDs exist.
+	if err := s.authz.CheckCreateSession(p, team, project); err != nil {
+		return domain.Session{}, err
+	}
 	if project != "" {
 		if s.projects == nil {
 			return domain.Session{}, fmt.Errorf("project %s: %w", project, domain.ErrNotFound)
@@ -70,13 +79,6 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		if _, err := s.projects.GetProject(ctx, project); err != nil {
 			return domain.Session{}, err
 		}
-	}
-	team, err := teamOf(ctx, s.projects, p)
-	if err != nil {
-		return domain.Session{}, err
-	}
-	if err := s.authz.CheckCreateSession(p, team, project); err != nil {
-		return domain.Session{}, err
 	}
 	sess := domain.Session{
 		ID:        newID("ses_"),
