@@ -285,7 +285,10 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.memberships("lea", apollo)
 		f.memberships("bob")
 		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil).Times(2)
-		f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Status: domain.CallPending}, nil)
+		f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Agent: "agt_r", Tool: "fs.read", Status: domain.CallPending}, nil)
+		f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
+		f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
+		f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
 		f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallApproved, "lea", now.t).Return(domain.ToolCall{ID: "c1", Status: domain.CallApproved}, nil)
 		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
 		if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", true); err != nil || c.Status != domain.CallApproved {
@@ -296,6 +299,53 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 			t.Errorf("stranger: got %v, want ErrNotFound (the session is invisible)", err)
 		}
 	})
+
+	// A pending call is approved against the session as it is now: after a
+	// LEAD switched it to readonly, or the gateway was switched on, the
+	// approval is a conflict and nothing is stored; rejecting still works.
+	approvals := []struct {
+		name     string
+		mode     domain.SessionMode
+		tool     string
+		readOnly bool
+		gateway  bool
+		approve  bool
+		want     domain.ToolCallStatus // "" for a conflict
+	}{
+		{"ask mode: approved", domain.ModeAsk, "fs.write", false, false, true, domain.CallApproved},
+		{"now readonly: write tool not approvable", domain.ModeReadonly, "fs.write", false, false, true, ""},
+		{"now readonly: read-only tool approved", domain.ModeReadonly, "fs.read", true, false, true, domain.CallApproved},
+		{"gateway now on: unregistered tool not approvable", domain.ModeAsk, "net.raw", false, true, true, ""},
+		{"now readonly: reject still works", domain.ModeReadonly, "fs.write", false, false, false, domain.CallRejected},
+	}
+	for _, tt := range approvals {
+		t.Run("resolve: "+tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships("uma", apollo)
+			cur := sess
+			cur.Mode = tt.mode
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(cur, nil)
+			f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Agent: "agt_r", Tool: tt.tool, Status: domain.CallPending}, nil)
+			f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil).AnyTimes()
+			if tt.gateway {
+				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{}, domain.ErrNotFound).AnyTimes()
+			} else {
+				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{Name: tt.tool, Server: "fs", ReadOnly: tt.readOnly}, nil).AnyTimes()
+			}
+			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
+			if tt.want != "" {
+				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
+			}
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			c, err := uc.Resolve(context.Background(), uma, "s1", "c1", tt.approve)
+			switch {
+			case tt.want == "" && !errors.Is(err, domain.ErrConflict):
+				t.Errorf("got %+v, %v; want ErrConflict", c, err)
+			case tt.want != "" && (err != nil || c.Status != tt.want):
+				t.Errorf("got %+v, %v; want %s", c, err, tt.want)
+			}
+		})
+	}
 }
 
 func TestDashboardScope(t *testing.T) {

@@ -78,9 +78,12 @@ func (s *ToolCalls) List(ctx context.Context, p domain.Principal, session string
 }
 
 // Resolve approves or rejects a pending call of a session the caller
-// manages. A call that is no longer pending is a conflict.
+// manages. A call that is no longer pending is a conflict, and so is the
+// approval of a call that the session's current state, the gateway or the
+// agent's limits would now deny (a session made readonly meanwhile).
 func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id string, approve bool) (domain.ToolCall, error) {
-	if _, err := s.sessions.Manageable(ctx, p, session); err != nil {
+	sess, err := s.sessions.Manageable(ctx, p, session)
+	if err != nil {
 		return domain.ToolCall{}, err
 	}
 	call, err := s.store.GetToolCall(ctx, id)
@@ -93,6 +96,38 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 	status := domain.CallRejected
 	if approve {
 		status = domain.CallApproved
+		if err := s.recheck(ctx, sess, call); err != nil {
+			return domain.ToolCall{}, err
+		}
 	}
 	return s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
+}
+
+// recheck refuses the approval of call when a step that does not depend on
+// who asked (session state, gateway, session mode, agent limits) would now
+// deny it.
+func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domain.ToolCall) error {
+	if call.Status != domain.CallPending {
+		return nil // the store answers the conflict
+	}
+	ag, err := s.agents.GetAgent(ctx, call.Agent)
+	if err != nil {
+		return fmt.Errorf("agent of tool call %s: %w", call.ID, err)
+	}
+	in := domain.ToolCallInput{Session: sess, Agent: ag, Tool: call.Tool}
+	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
+	case err == nil:
+		in.Registered = &t
+	case !errors.Is(err, domain.ErrNotFound):
+		return err
+	}
+	st, err := s.settings.GetSettings(ctx)
+	if err != nil {
+		return err
+	}
+	in.Gateway = st.SecurityGateway
+	if d := domain.RecheckApproval(in); d != nil {
+		return fmt.Errorf("tool call %s can no longer be approved: %s (%s): %w", call.ID, d.Message, d.Reason, domain.ErrConflict)
+	}
+	return nil
 }

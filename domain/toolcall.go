@@ -80,6 +80,28 @@ func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
 	return steps[0]
 }
 
+// RecheckApproval re-runs, for a pending call about to be approved, the
+// steps that do not depend on who asked for it: session state, security
+// gateway, session mode and agent limits, as they stand now. It returns the
+// step that now denies (the approval must then fail), or nil.
+func RecheckApproval(in ToolCallInput) *ToolDecision {
+	if in.Session.State == SessionClosed {
+		return &ToolDecision{Effect: EffectDeny, Reason: ReasonSessionClosed, Message: "session " + in.Session.ID + " is closed"}
+	}
+	if in.Gateway && in.Registered == nil {
+		return &ToolDecision{Effect: EffectDeny, Reason: ReasonGatewayUnknown,
+			Message: "the security gateway is on and no registered server offers tool " + in.Tool}
+	}
+	readOnly := in.Registered != nil && in.Registered.ReadOnly
+	steps := append(modeStep(in.Session.Mode, readOnly, in.Tool), agentSteps(in.Agent, readOnly, in.Tool)...)
+	for i := range steps {
+		if steps[i].Effect == EffectDeny {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
 func policyStep(pol PolicyOutcome, tool string) ToolDecision {
 	switch {
 	case pol.Rule == "":

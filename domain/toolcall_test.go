@@ -72,3 +72,37 @@ func TestStatusOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRecheckApproval: a pending call is approved later; a session made
+// stricter in the meantime (a LEAD's emergency switch to readonly), the
+// gateway switched on, or a closed session must win over the approval.
+func TestRecheckApproval(t *testing.T) {
+	read := &Tool{Name: "fs.read", Server: "fs", ReadOnly: true}
+	write := &Tool{Name: "fs.write", Server: "fs"}
+	sess := func(m SessionMode, st SessionState) Session {
+		return Session{ID: "s1", Owner: "alice", Mode: m, State: st}
+	}
+	root := Agent{ID: "a0", Session: "s1"}
+	roAgent := Agent{ID: "a2", Session: "s1", Limits: Limits{ReadOnly: true}}
+	tests := []struct {
+		name       string
+		in         ToolCallInput
+		wantReason string // "" when the approval may go ahead
+	}{
+		{"ask mode: approvable", ToolCallInput{Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write}, ""},
+		{"now readonly: write tool refused", ToolCallInput{Session: sess(ModeReadonly, SessionActive), Agent: root, Tool: "fs.write", Registered: write}, ReasonModeReadonly},
+		{"now readonly: read-only tool approvable", ToolCallInput{Session: sess(ModeReadonly, SessionActive), Agent: root, Tool: "fs.read", Registered: read}, ""},
+		{"gateway now on: unregistered refused", ToolCallInput{Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "net.raw", Gateway: true}, ReasonGatewayUnknown},
+		{"session closed", ToolCallInput{Session: sess(ModeAsk, SessionClosed), Agent: root, Tool: "fs.read", Registered: read}, ReasonSessionClosed},
+		{"read-only agent: write tool refused", ToolCallInput{Session: sess(ModeAsk, SessionActive), Agent: roAgent, Tool: "fs.write", Registered: write}, ReasonAgentReadonly},
+	}
+	for _, tt := range tests {
+		got := RecheckApproval(tt.in)
+		switch {
+		case tt.wantReason == "" && got != nil:
+			t.Errorf("%s: refused %s (%s), want approvable", tt.name, got.Reason, got.Message)
+		case tt.wantReason != "" && (got == nil || got.Effect != EffectDeny || got.Reason != tt.wantReason):
+			t.Errorf("%s: got %+v, want deny %s", tt.name, got, tt.wantReason)
+		}
+	}
+}
