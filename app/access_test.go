@@ -300,6 +300,22 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		}
 	})
 
+	// Seeing a session is not managing it: a caller whose roles read every
+	// session (AUDITOR) and approve calls of its own (USER) may not approve
+	// another user's call.
+	t.Run("resolve: reader of all sessions cannot approve others' calls", func(t *testing.T) {
+		f := newFixture(t)
+		f.memberships("aud")
+		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+		f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Agent: "agt_r", Tool: "fs.read", Status: domain.CallPending}, nil).AnyTimes()
+		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+		both := domain.Principal{Subject: "aud", Roles: []domain.Role{domain.RoleUser, domain.RoleAuditor}}
+		var ref *domain.Refusal
+		if _, err := uc.Resolve(context.Background(), both, "s1", "c1", true); !errors.As(err, &ref) || ref.Code != domain.ReasonNotSessionOwner {
+			t.Errorf("got %v, want refusal %s", err, domain.ReasonNotSessionOwner)
+		}
+	})
+
 	// A pending call is approved against the session as it is now: after a
 	// LEAD switched it to readonly, or the gateway was switched on, the
 	// approval is a conflict and nothing is stored; rejecting still works.
