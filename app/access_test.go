@@ -435,3 +435,45 @@ func TestAuditVerifyFindsFirstBrokenLink(t *testing.T) {
 		})
 	}
 }
+
+// TestReadingIsNotManaging: a caller whose roles read every session
+// (AUDITOR) and write its own (USER) may see uma's session but not change
+// it: every write is refused with not_session_owner and reaches no store.
+func TestReadingIsNotManaging(t *testing.T) {
+	sess := domain.Session{ID: "s1", Owner: "uma", Project: "p1", Mode: domain.ModeAsk, State: domain.SessionActive}
+	both := domain.Principal{Subject: "aud", Roles: []domain.Role{domain.RoleUser, domain.RoleAuditor}}
+	tests := []struct {
+		name string
+		call func(f fixture) error
+	}{
+		{"add an agent", func(f fixture) error {
+			_, err := app.NewAgents(f.agents, f.sessionsUC(), now).Create(context.Background(), both, "s1", app.NewAgent{})
+			return err
+		}},
+		{"ask for a tool call", func(f fixture) error {
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			_, err := uc.Decide(context.Background(), both, "s1", "agt_r", "fs.read")
+			return err
+		}},
+		{"make the mode stricter", func(f fixture) error {
+			_, err := f.sessionsUC().SetMode(context.Background(), both, "s1", "readonly")
+			return err
+		}},
+		{"delete it", func(f fixture) error { return f.sessionsUC().Delete(context.Background(), both, "s1") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t) // no store write is expected: any would fail the test
+			f.memberships("aud")
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+			f.agents.EXPECT().GetAgent(gomock.Any(), gomock.Any()).Return(domain.Agent{ID: "agt_r", Session: "s1"}, nil).AnyTimes()
+			f.catalog.EXPECT().GetTool(gomock.Any(), gomock.Any()).Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil).AnyTimes()
+			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
+			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
+			var ref *domain.Refusal
+			if err := tt.call(f); !errors.As(err, &ref) || ref.Code != domain.ReasonNotSessionOwner {
+				t.Errorf("got %v, want refusal %s", err, domain.ReasonNotSessionOwner)
+			}
+		})
+	}
+}
