@@ -78,7 +78,7 @@ func (s *Catalog) ListTools(ctx context.Context, p domain.Principal) ([]domain.T
 	if err != nil {
 		return nil, err
 	}
-	subj := domain.Subject{Subject: p.Subject, Roles: p.Roles, Projects: team.Member}
+	subj := domain.Subject{Subject: p.Subject, Roles: s.authz.PolicyRoles(p.Roles), Projects: team.Member}
 	out := []domain.Tool{}
 	for _, t := range tools {
 		if domain.EvaluatePolicy(rules, subj, t.Name).Effect != domain.EffectDeny {

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -11,6 +12,8 @@ import (
 type Authorizer struct {
 	grants map[Role]permBits
 	roles  []Role
+	// extends maps a custom role to the built-in role it extends.
+	extends map[Role]Role
 }
 
 // permBits is a set of permissions, one bit per entry of AllPermissions.
@@ -49,7 +52,7 @@ type CustomRole struct {
 // custom role may not redefine a built-in role, appear twice, extend an
 // unknown role or name an unknown permission.
 func NewAuthorizer(custom []CustomRole) (*Authorizer, error) {
-	a := &Authorizer{grants: map[Role]permBits{}}
+	a := &Authorizer{grants: map[Role]permBits{}, extends: map[Role]Role{}}
 	for _, r := range BuiltinRoles() {
 		a.grants[r] = bitsOf(DefaultGrants()[r])
 		a.roles = append(a.roles, r)
@@ -67,6 +70,7 @@ func NewAuthorizer(custom []CustomRole) (*Authorizer, error) {
 				return nil, fmt.Errorf("role %s extends %q, which is not a built-in role: %w", c.Name, c.Extends, ErrInvalidInput)
 			}
 			b = a.grants[c.Extends]
+			a.extends[c.Name] = c.Extends
 		}
 		for _, p := range c.Permissions {
 			if _, err := ParsePermission(string(p)); err != nil {
@@ -81,6 +85,22 @@ func NewAuthorizer(custom []CustomRole) (*Authorizer, error) {
 
 // Roles lists the built-in roles followed by the custom ones.
 func (a *Authorizer) Roles() []Role { return append([]Role(nil), a.roles...) }
+
+// PolicyRoles is the roles that policy rules about roles apply to: the
+// caller's roles plus the built-in role each custom one extends, so a role
+// defined as "USER and more" cannot slip past a rule written for USER.
+func (a *Authorizer) PolicyRoles(roles []Role) []Role {
+	out := roles
+	for _, r := range roles {
+		if base, ok := a.extends[r]; ok && !slices.Contains(out, base) {
+			if len(out) == len(roles) {
+				out = slices.Clone(roles)
+			}
+			out = append(out, base)
+		}
+	}
+	return out
+}
 
 // Knows reports whether r is a built-in or configured role.
 func (a *Authorizer) Knows(r Role) bool {

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -137,6 +138,16 @@ func TestAccessDeniedIsForbidden(t *testing.T) {
 	}
 	if got, want := err.Error(), "role USER lacks audit:read"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestNotVisibleReadsAsNotFound(t *testing.T) {
+	err := fmt.Errorf("session s1: %w", ErrNotVisible)
+	if !errors.Is(err, ErrNotFound) || !errors.Is(err, ErrNotVisible) || errors.Is(err, ErrForbidden) {
+		t.Errorf("%v: want it to match ErrNotFound and ErrNotVisible, not ErrForbidden", err)
+	}
+	if ErrNotVisible.Error() != ErrNotFound.Error() {
+		t.Errorf("ErrNotVisible reads %q, want %q: the answer must not tell the two apart", ErrNotVisible, ErrNotFound)
 	}
 }
 

@@ -57,7 +57,7 @@ func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
 	if in.Session.Project != "" {
 		projects = []string{in.Session.Project}
 	}
-	pol := EvaluatePolicy(in.Rules, Subject{Subject: in.Principal.Subject, Roles: in.Principal.Roles, Projects: projects}, in.Tool)
+	pol := EvaluatePolicy(in.Rules, Subject{Subject: in.Principal.Subject, Roles: a.PolicyRoles(in.Principal.Roles), Projects: projects}, in.Tool)
 	readOnly := in.Registered != nil && in.Registered.ReadOnly
 
 	var ask *ToolDecision
