@@ -65,6 +65,10 @@ func (s *Server) accessRoutes() []route {
 // note adds to the request's audit reason.
 func note(c *fiber.Ctx, s string) { stateOf(c).note = s }
 
+// refused marks a request that was answered but whose purpose was refused
+// (a tool call decided deny), so the audit log counts it among denials.
+func refused(c *fiber.Ctx) { stateOf(c).refused = true }
+
 // --- sessions ---
 
 type patchSessionRequest struct {
@@ -411,6 +415,9 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 		return err
 	}
 	note(c, "tool call "+tc.ID+" "+tc.Tool+": "+string(tc.Decision.Effect)+" ("+tc.Decision.Reason+")")
+	if tc.Decision.Effect == domain.EffectDeny {
+		refused(c)
+	}
 	return c.Status(fiber.StatusCreated).JSON(toToolCallJSON(tc))
 }
 

@@ -439,3 +439,32 @@ func TestHiddenResourcesAreAuditedAsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestDeniedToolCallsAreAuditedAsDenials: a tool call answered `deny` is a
+// refusal in the audit log (and so among the dashboard's recent denials),
+// while `allow` and `ask` answers stay allowed requests.
+func TestDeniedToolCallsAreAuditedAsDenials(t *testing.T) {
+	h := axNew(t)
+	_, session, agent := axSession(t, h, "auto")
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"fs.read","scope":"role","value":"USER"}`)
+	_, _, denied := decide(t, h, "uma", session, agent, "fs.write") // no rule allows it
+	_, _, allowed := decide(t, h, "uma", session, agent, "fs.read")
+	var page struct {
+		Records []auditJSON `json:"records"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/audit?limit=50", "").decode(t, &page)
+	want := map[string]string{denied: string(domain.AuditDeny), allowed: string(domain.AuditAllow)}
+	for _, rec := range page.Records {
+		for id, decision := range want {
+			if strings.Contains(rec.Reason, "tool call "+id) {
+				if rec.Decision != decision || rec.Status != 201 {
+					t.Errorf("tool call %s audited %s/%d (%q), want %s/201", id, rec.Decision, rec.Status, rec.Reason, decision)
+				}
+				delete(want, id)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("no audit record for tool calls %v", want)
+	}
+}

@@ -40,6 +40,8 @@ type reqState struct {
 	// public marks an endpoint that needs no credential but is audited
 	// (the login endpoints).
 	public bool
+	// refused: the request was answered, but what it asked for was refused.
+	refused bool
 }
 
 type stateKey struct{}
@@ -154,6 +156,9 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	}
 	if st.note != "" {
 		rec.Reason += "; " + st.note
+	}
+	if st.refused {
+		rec.Decision = domain.AuditDeny
 	}
 	if aerr := s.auditLog.Record(c.UserContext(), rec); aerr != nil {
 		s.log.Error("audit record not committed; answering 503", zap.String("request_id", st.id), zap.Error(aerr))
