@@ -79,9 +79,6 @@ func Start(bin string, env []string, timeout time.Duration, args ...string) (*Pr
 // Stderr is everything the process logged so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 
-// Exited is closed when the process has ended.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
-
 // Stop sends SIGTERM and waits up to timeout; it returns the exit code.
 func (p *Process) Stop(timeout time.Duration) (int, error) {
 	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
