@@ -289,6 +289,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
 		f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
 		f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
+		f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil)
 		f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallApproved, "lea", now.t).Return(domain.ToolCall{ID: "c1", Status: domain.CallApproved}, nil)
 		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
 		if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", true); err != nil || c.Status != domain.CallApproved {
@@ -349,11 +350,54 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{Name: tt.tool, Server: "fs", ReadOnly: tt.readOnly}, nil).AnyTimes()
 			}
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
+			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
 			if tt.want != "" {
 				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
 			}
 			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
 			c, err := uc.Resolve(context.Background(), uma, "s1", "c1", tt.approve)
+			switch {
+			case tt.want == "" && !errors.Is(err, domain.ErrConflict):
+				t.Errorf("got %+v, %v; want ErrConflict", c, err)
+			case tt.want != "" && (err != nil || c.Status != tt.want):
+				t.Errorf("got %+v, %v; want %s", c, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestApprovalMeetsDenyRulesWrittenSince: a deny rule for the requester or
+// the session's project, added after the call was asked, blocks its
+// approval; a rule about a role cannot, since a call keeps no roles.
+func TestApprovalMeetsDenyRulesWrittenSince(t *testing.T) {
+	sess := domain.Session{ID: "s1", Owner: "uma", Project: "p1", Mode: domain.ModeAsk, State: domain.SessionActive}
+	root := domain.Agent{ID: "agt_r", Session: "s1"}
+	tests := []struct {
+		name string
+		rule domain.PolicyRule
+		want domain.ToolCallStatus // empty: ErrConflict
+	}{
+		{"deny for the requester", domain.PolicyRule{ID: "r1", Effect: domain.EffectDeny, Tool: "fs.*", Scope: domain.ScopeSubject, Value: "uma"}, ""},
+		{"deny for the project", domain.PolicyRule{ID: "r2", Effect: domain.EffectDeny, Tool: "*", Scope: domain.ScopeProject, Value: "p1"}, ""},
+		{"deny for another subject", domain.PolicyRule{ID: "r3", Effect: domain.EffectDeny, Tool: "*", Scope: domain.ScopeSubject, Value: "bob"}, domain.CallApproved},
+		{"deny for another tool", domain.PolicyRule{ID: "r4", Effect: domain.EffectDeny, Tool: "git.*", Scope: domain.ScopeSubject, Value: "uma"}, domain.CallApproved},
+		{"ask for the requester", domain.PolicyRule{ID: "r5", Effect: domain.EffectAsk, Tool: "*", Scope: domain.ScopeSubject, Value: "uma"}, domain.CallApproved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships("uma", apollo)
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+			f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Agent: "agt_r", Tool: "fs.read", RequestedBy: "uma", Status: domain.CallPending}, nil)
+			f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
+			f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
+			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
+			f.policies.EXPECT().ListPolicies(gomock.Any()).Return([]domain.PolicyRule{tt.rule}, nil)
+			if tt.want != "" {
+				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
+			}
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			c, err := uc.Resolve(context.Background(), uma, "s1", "c1", true)
 			switch {
 			case tt.want == "" && !errors.Is(err, domain.ErrConflict):
 				t.Errorf("got %+v, %v; want ErrConflict", c, err)

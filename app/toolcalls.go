@@ -104,8 +104,8 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 }
 
 // recheck refuses the approval of call when a step that does not depend on
-// who asked (session state, gateway, session mode, agent limits) would now
-// deny it.
+// the requester's roles (session state, gateway, deny rules for the
+// requester or the project, session mode, agent limits) would now deny it.
 func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domain.ToolCall) error {
 	if call.Status != domain.CallPending {
 		return nil // the store answers the conflict
@@ -114,7 +114,11 @@ func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domai
 	if err != nil {
 		return fmt.Errorf("agent of tool call %s: %w", call.ID, err)
 	}
-	in := domain.ToolCallInput{Session: sess, Agent: ag, Tool: call.Tool}
+	rules, err := s.policies.ListPolicies(ctx)
+	if err != nil {
+		return err
+	}
+	in := domain.ToolCallInput{Principal: domain.Principal{Subject: call.RequestedBy}, Session: sess, Agent: ag, Tool: call.Tool, Rules: rules}
 	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
 	case err == nil:
 		in.Registered = &t

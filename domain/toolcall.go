@@ -81,9 +81,12 @@ func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
 }
 
 // RecheckApproval re-runs, for a pending call about to be approved, the
-// steps that do not depend on who asked for it: session state, security
-// gateway, session mode and agent limits, as they stand now. It returns the
-// step that now denies (the approval must then fail), or nil.
+// steps that do not depend on the requester's roles: session state,
+// security gateway, deny rules for the requester (in.Principal.Subject) or
+// the session's project, session mode and agent limits, as they stand now.
+// Rules about roles cannot be re-checked: a call does not keep the roles it
+// was asked with. It returns the step that now denies (the approval must
+// then fail), or nil.
 func RecheckApproval(in ToolCallInput) *ToolDecision {
 	if in.Session.State == SessionClosed {
 		return &ToolDecision{Effect: EffectDeny, Reason: ReasonSessionClosed, Message: "session " + in.Session.ID + " is closed"}
@@ -91,6 +94,16 @@ func RecheckApproval(in ToolCallInput) *ToolDecision {
 	if in.Gateway && in.Registered == nil {
 		return &ToolDecision{Effect: EffectDeny, Reason: ReasonGatewayUnknown,
 			Message: "the security gateway is on and no registered server offers tool " + in.Tool}
+	}
+	who := Subject{Subject: in.Principal.Subject}
+	if in.Session.Project != "" {
+		who.Projects = []string{in.Session.Project}
+	}
+	for _, r := range in.Rules {
+		if r.Effect == EffectDeny && r.Scope != ScopeRole && r.applies(who) && MatchTool(r.Tool, in.Tool) {
+			d := policyStep(PolicyOutcome{Effect: EffectDeny, Rule: r.ID}, in.Tool)
+			return &d
+		}
 	}
 	readOnly := in.Registered != nil && in.Registered.ReadOnly
 	steps := append(modeStep(in.Session.Mode, readOnly, in.Tool), agentSteps(in.Agent, readOnly, in.Tool)...)

@@ -84,6 +84,9 @@ func TestRecheckApproval(t *testing.T) {
 	}
 	root := Agent{ID: "a0", Session: "s1"}
 	roAgent := Agent{ID: "a2", Session: "s1", Limits: Limits{ReadOnly: true}}
+	alice := Principal{Subject: "alice"} // the requester; a call keeps no roles
+	inProject := sess(ModeAsk, SessionActive)
+	inProject.Project = "p1"
 	tests := []struct {
 		name       string
 		in         ToolCallInput
@@ -95,6 +98,16 @@ func TestRecheckApproval(t *testing.T) {
 		{"gateway now on: unregistered refused", ToolCallInput{Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "net.raw", Gateway: true}, ReasonGatewayUnknown},
 		{"session closed", ToolCallInput{Session: sess(ModeAsk, SessionClosed), Agent: root, Tool: "fs.read", Registered: read}, ReasonSessionClosed},
 		{"read-only agent: write tool refused", ToolCallInput{Session: sess(ModeAsk, SessionActive), Agent: roAgent, Tool: "fs.write", Registered: write}, ReasonAgentReadonly},
+		{"deny rule for the requester since", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
+			Rules: []PolicyRule{{ID: "r1", Effect: EffectDeny, Tool: "fs.*", Scope: ScopeSubject, Value: "alice"}}}, ReasonPolicyDeny},
+		{"deny rule for the project since", ToolCallInput{Principal: alice, Session: inProject, Agent: root, Tool: "fs.write", Registered: write,
+			Rules: []PolicyRule{{ID: "r2", Effect: EffectDeny, Tool: "*", Scope: ScopeProject, Value: "p1"}}}, ReasonPolicyDeny},
+		{"deny rule for a role is not re-checked", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
+			Rules: []PolicyRule{{ID: "r3", Effect: EffectDeny, Tool: "*", Scope: ScopeRole, Value: "USER"}}}, ""},
+		{"deny rule for another tool", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
+			Rules: []PolicyRule{{ID: "r4", Effect: EffectDeny, Tool: "git.*", Scope: ScopeSubject, Value: "alice"}}}, ""},
+		{"allow rule changes nothing", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
+			Rules: []PolicyRule{{ID: "r5", Effect: EffectAllow, Tool: "*", Scope: ScopeSubject, Value: "alice"}}}, ""},
 	}
 	for _, tt := range tests {
 		got := RecheckApproval(tt.in)
