@@ -253,14 +253,7 @@ func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
 
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM policies WHERE id = $1`, id)
-	if err != nil {
-		return storeErr("delete policy", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("policy %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "delete policy", "policy "+id, `DELETE FROM policies WHERE id = $1`, id)
 }
 
 // CreateAgent stores an agent with its limits.
@@ -421,14 +414,7 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 
 // SetSessionMode changes a session's mode.
 func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET mode = $1 WHERE id = $2`, string(mode), id)
-	if err != nil {
-		return storeErr("set session mode", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "set session mode", "session "+id, `UPDATE sessions SET mode = $1 WHERE id = $2`, string(mode), id)
 }
 
 func nonNil[T any](s []T) []T {

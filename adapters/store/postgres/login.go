@@ -108,26 +108,12 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 
 // TouchLoginSession records use at t (never moving last_seen backwards).
 func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE login_sessions SET last_seen = GREATEST(last_seen, $1) WHERE id_hash = $2`, nanos(t), idHash)
-	if err != nil {
-		return storeErr("touch login session", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("login session: %w", domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "touch login session", "login session", `UPDATE login_sessions SET last_seen = GREATEST(last_seen, $1) WHERE id_hash = $2`, nanos(t), idHash)
 }
 
 // DeleteLoginSession removes one session.
 func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM login_sessions WHERE id_hash = $1`, idHash)
-	if err != nil {
-		return storeErr("delete login session", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("login session: %w", domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "delete login session", "login session", `DELETE FROM login_sessions WHERE id_hash = $1`, idHash)
 }
 
 // DeleteExpiredLoginSessions removes sessions past their absolute end or

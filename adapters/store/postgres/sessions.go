@@ -78,14 +78,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 
 // DeleteSession removes one session.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
-	if err != nil {
-		return storeErr("delete session", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "delete session", "session "+id, `DELETE FROM sessions WHERE id = $1`, id)
 }
 
 func scanSession(row pgx.CollectableRow) (domain.Session, error) {

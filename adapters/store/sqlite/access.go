@@ -316,14 +316,7 @@ func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
 
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM policies WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete policy: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("policy %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "delete policy", "policy "+id, `DELETE FROM policies WHERE id = ?`, id)
 }
 
 // CreateAgent stores an agent with its limits.
@@ -507,12 +500,5 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 
 // SetSessionMode changes a session's mode.
 func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
-	if err != nil {
-		return fmt.Errorf("sqlite: set session mode: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "set session mode", "session "+id, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
 }

@@ -113,26 +113,12 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 
 // TouchLoginSession records use at t (never moving last_seen backwards).
 func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Time) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE login_sessions SET last_seen = max(last_seen, ?) WHERE id_hash = ?`, nanos(t), idHash)
-	if err != nil {
-		return fmt.Errorf("sqlite: touch login session: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("login session: %w", domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "touch login session", "login session", `UPDATE login_sessions SET last_seen = max(last_seen, ?) WHERE id_hash = ?`, nanos(t), idHash)
 }
 
 // DeleteLoginSession removes one session.
 func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete login session: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("login session: %w", domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "delete login session", "login session", `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
 }
 
 // DeleteExpiredLoginSessions removes sessions past their absolute end or

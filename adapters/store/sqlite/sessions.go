@@ -72,14 +72,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 
 // DeleteSession removes one session.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete session: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+	return s.execOne(ctx, "delete session", "session "+id, `DELETE FROM sessions WHERE id = ?`, id)
 }
 
 type scanner interface{ Scan(dest ...any) error }

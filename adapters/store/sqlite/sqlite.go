@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -164,4 +165,17 @@ func (s *Store) apply(ctx context.Context, version, name string) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// execOne runs a statement that must change one row; none is reported as
+// domain.ErrNotFound naming what, a failure as the action that failed.
+func (s *Store) execOne(ctx context.Context, action, what, query string, args ...any) error {
+	res, err := s.write.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", action, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%s: %w", what, domain.ErrNotFound)
+	}
+	return nil
 }
