@@ -34,16 +34,35 @@ func TestAuditStore(t *testing.T) {
 }
 
 func TestSharedAuditStore(t *testing.T) {
-	porttest.RunSharedAuditStore(t, func(t *testing.T, n int) []ports.AuditStore {
-		url := pgtest.URL(t)
-		out := make([]ports.AuditStore, n)
-		for i := range out {
-			out[i] = open(t, url)
-		}
-		return out
-	})
+	porttest.RunSharedAuditStore(t, sharedStores[ports.AuditStore])
 }
 
 func TestSettingsStore(t *testing.T) {
 	porttest.RunSettingsStore(t, func(t *testing.T) ports.SettingsStore { return newStore(t) })
+}
+
+func TestLoginStore(t *testing.T) {
+	porttest.RunLoginStore(t, func(t *testing.T) porttest.LoginStore { return newStore(t) })
+}
+
+func TestSharedLoginStore(t *testing.T) {
+	porttest.RunSharedLoginStore(t, sharedStores[porttest.LoginStore])
+}
+
+func TestAccessStore(t *testing.T) {
+	porttest.RunAccessStore(t, func(t *testing.T) porttest.AccessStore { return newStore(t) })
+}
+
+func TestSharedAccessStore(t *testing.T) {
+	porttest.RunSharedAccessStore(t, sharedStores[porttest.AccessStore])
+}
+
+// sharedStores opens n stores on one database, as n instances would.
+func sharedStores[T any](t *testing.T, n int) []T {
+	url := pgtest.URL(t)
+	out := make([]T, n)
+	for i := range out {
+		out[i] = any(open(t, url)).(T)
+	}
+	return out
 }

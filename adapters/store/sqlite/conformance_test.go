@@ -33,46 +33,35 @@ func TestAuditStore(t *testing.T) {
 }
 
 func TestSharedAuditStore(t *testing.T) {
-	porttest.RunSharedAuditStore(t, func(t *testing.T, n int) []ports.AuditStore {
-		path := filepath.Join(t.TempDir(), "agentauth.db")
-		out := make([]ports.AuditStore, n)
-		for i := range out {
-			out[i] = open(t, path)
-		}
-		return out
-	})
+	porttest.RunSharedAuditStore(t, sharedStores[ports.AuditStore])
 }
 
 func TestSettingsStore(t *testing.T) {
 	porttest.RunSettingsStore(t, func(t *testing.T) ports.SettingsStore { return newStore(t) })
 }
 
-func TestLoginStoreConformance(t *testing.T) {
+func TestLoginStore(t *testing.T) {
 	porttest.RunLoginStore(t, func(t *testing.T) porttest.LoginStore { return newStore(t) })
 }
 
 func TestSharedLoginStore(t *testing.T) {
-	porttest.RunSharedLoginStore(t, func(t *testing.T, n int) []porttest.LoginStore {
-		path := filepath.Join(t.TempDir(), "agentauth.db")
-		out := make([]porttest.LoginStore, n)
-		for i := range out {
-			out[i] = open(t, path)
-		}
-		return out
-	})
+	porttest.RunSharedLoginStore(t, sharedStores[porttest.LoginStore])
 }
 
-func TestAccessStoreConformance(t *testing.T) {
+func TestAccessStore(t *testing.T) {
 	porttest.RunAccessStore(t, func(t *testing.T) porttest.AccessStore { return newStore(t) })
 }
 
 func TestSharedAccessStore(t *testing.T) {
-	porttest.RunSharedAccessStore(t, func(t *testing.T, n int) []porttest.AccessStore {
-		path := filepath.Join(t.TempDir(), "agentauth.db")
-		out := make([]porttest.AccessStore, n)
-		for i := range out {
-			out[i] = open(t, path)
-		}
-		return out
-	})
+	porttest.RunSharedAccessStore(t, sharedStores[porttest.AccessStore])
+}
+
+// sharedStores opens n stores on one database, as n instances would.
+func sharedStores[T any](t *testing.T, n int) []T {
+	path := filepath.Join(t.TempDir(), "agentauth.db")
+	out := make([]T, n)
+	for i := range out {
+		out[i] = any(open(t, path)).(T)
+	}
+	return out
 }
