@@ -26,3 +26,27 @@ func TestSettingsValidate(t *testing.T) {
 		t.Errorf("Validate(mode never) = %v, want ErrInvalidInput", err)
 	}
 }
+
+func TestSettingsStoredForm(t *testing.T) {
+	s := Settings{SecurityGateway: true, DefaultSessionMode: ModeReadonly}
+	b, err := EncodeSettings(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   string
+		want Settings
+		err  bool
+	}{
+		{"round trip", string(b), s, false},
+		{"older form keeps defaults", `{"security_gateway":true}`, Settings{SecurityGateway: true, DefaultSessionMode: DefaultSettings().DefaultSessionMode}, false},
+		{"not JSON", `{`, Settings{}, true},
+	}
+	for _, tt := range tests {
+		got, err := DecodeSettings([]byte(tt.in))
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("%s: got %+v, %v; want %+v (error %v)", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}

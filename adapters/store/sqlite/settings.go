@@ -3,19 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/agentauth/agentauth/domain"
 )
-
-// settingsRow is the stored form; fields absent from an older row keep
-// their defaults.
-type settingsRow struct {
-	SecurityGateway    bool   `json:"security_gateway"`
-	DefaultSessionMode string `json:"default_session_mode"`
-}
 
 // GetSettings returns the saved settings, or the defaults.
 func (s *Store) GetSettings(ctx context.Context) (domain.Settings, error) {
@@ -27,17 +19,16 @@ func (s *Store) GetSettings(ctx context.Context) (domain.Settings, error) {
 	if err != nil {
 		return domain.Settings{}, fmt.Errorf("sqlite: read settings: %w", err)
 	}
-	def := domain.DefaultSettings()
-	row := settingsRow{SecurityGateway: def.SecurityGateway, DefaultSessionMode: string(def.DefaultSessionMode)}
-	if err := json.Unmarshal([]byte(body), &row); err != nil {
+	st, err := domain.DecodeSettings([]byte(body))
+	if err != nil {
 		return domain.Settings{}, fmt.Errorf("sqlite: decode settings: %w", err)
 	}
-	return domain.Settings{SecurityGateway: row.SecurityGateway, DefaultSessionMode: domain.SessionMode(row.DefaultSessionMode)}, nil
+	return st, nil
 }
 
 // PutSettings replaces the settings.
 func (s *Store) PutSettings(ctx context.Context, st domain.Settings) error {
-	body, err := json.Marshal(settingsRow{SecurityGateway: st.SecurityGateway, DefaultSessionMode: string(st.DefaultSessionMode)})
+	body, err := domain.EncodeSettings(st)
 	if err != nil {
 		return fmt.Errorf("sqlite: encode settings: %w", err)
 	}
