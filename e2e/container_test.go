@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
@@ -16,11 +18,24 @@ import (
 // a container engine answers.
 const keycloakImage = "quay.io/keycloak/keycloak:26.0"
 
-// startKeycloak starts the official image with the realm file imported and
+// startKeycloak starts the official image with the realm file imported, its
+// service redirect URIs moved to servicePort (a copy written in dir), and
 // returns its base URL (http://127.0.0.1:P) and a function that removes it.
-func startKeycloak(ctx context.Context) (string, func(), error) {
+func startKeycloak(ctx context.Context, dir string, servicePort int) (string, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	realm, err := os.ReadFile(filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"))
+	if err != nil {
+		return "", nil, err
+	}
+	moved := strings.NewReplacer(
+		fmt.Sprintf("//127.0.0.1:%d", realmFilePort), fmt.Sprintf("//127.0.0.1:%d", servicePort),
+		fmt.Sprintf("//localhost:%d", realmFilePort), fmt.Sprintf("//localhost:%d", servicePort),
+	).Replace(string(realm))
+	realmFile := filepath.Join(dir, "realm-agents.json")
+	if err := os.WriteFile(realmFile, []byte(moved), 0o644); err != nil {
+		return "", nil, err
+	}
 	req := testcontainers.ContainerRequest{
 		Image:        keycloakImage,
 		ExposedPorts: []string{"8080/tcp"},
@@ -30,7 +45,7 @@ func startKeycloak(ctx context.Context) (string, func(), error) {
 		},
 		Cmd: []string{"start-dev", "--import-realm"},
 		Files: []testcontainers.ContainerFile{{
-			HostFilePath:      filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"),
+			HostFilePath:      realmFile,
 			ContainerFilePath: "/opt/keycloak/data/import/realm-agents.json",
 			FileMode:          0o644,
 		}},

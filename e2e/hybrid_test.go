@@ -21,7 +21,7 @@ import (
 // identity provider assigned through to the local instance.
 func TestHybridBehindOIDCCentre(t *testing.T) {
 	p := startIDP(t, 0)
-	centre := startService(t, p, servicePort)
+	centre := startService(t, p, p.servicePort)
 	centre.waitReady(t, 30*time.Second)
 	local := startHybrid(t, centre.url)
 

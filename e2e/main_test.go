@@ -7,6 +7,12 @@
 // URLs, configured from the same realm file), started with Node. The suite
 // prints which one it ran against.
 //
+// Every process binds a free port. The realm file registers the redirect
+// URIs of a service on 127.0.0.1:18080; the stand-in and the container get
+// them moved to a free port at start (the stand-in's --service-url, a
+// rewritten copy of the file for the container). Only a Keycloak named by
+// E2E_KEYCLOAK_URL, which imported the file as it is, needs 18080 free.
+//
 //	go test -tags e2e ./e2e/...
 package e2e
 
@@ -34,9 +40,9 @@ const (
 	realmName    = "agents"
 	clientID     = "agentauth"
 	clientSecret = "agentauth-e2e-secret"
-	// servicePort is the port of the redirect URI registered in the realm.
-	servicePort = 18080
-	redirectURI = "http://127.0.0.1:18080/auth/callback"
+	// realmFilePort is the port of the service's redirect URIs in
+	// deploy/keycloak/realm-agents.json.
+	realmFilePort = 18080
 )
 
 var (
@@ -44,6 +50,9 @@ var (
 	repo    string // repository root
 	realKC  string // E2E_KEYCLOAK_URL: base URL of a real Keycloak, if any
 	against string // what the suite runs against, for the log
+	// realKCServicePort is the port of the redirect URIs the real Keycloak
+	// registered.
+	realKCServicePort = realmFilePort
 )
 
 func TestMain(m *testing.M) {
@@ -71,7 +80,12 @@ func run(m *testing.M) int {
 	case realKC != "":
 		against = "a real Keycloak at " + realKC + " (E2E_KEYCLOAK_URL)"
 	case containerEngine():
-		base, stop, err := startKeycloak(context.Background())
+		realKCServicePort, err = freePortNow()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		base, stop, err := startKeycloak(context.Background(), dir, realKCServicePort)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1
@@ -116,6 +130,14 @@ type idp struct {
 	issuer  string // base + /realms/agents
 	standin bool
 	cmd     *exec.Cmd
+	// servicePort is the port of the agentauth redirect URIs the provider
+	// accepts: a service doing browser logins listens there.
+	servicePort int
+}
+
+// redirectURI is the callback URL of a service on servicePort.
+func (p *idp) redirectURI() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/auth/callback", p.servicePort)
 }
 
 func (p *idp) tokenURL(realm string) string {
@@ -131,14 +153,17 @@ func needStandin(t *testing.T) {
 }
 
 // startIDP returns the shared provider: the real Keycloak, or a new
-// stand-in on port (0: any free port) with the extra environment.
+// stand-in on port (0: any free port) with the extra environment, whose
+// redirect URIs name a free port.
 func startIDP(t *testing.T, port int, env ...string) *idp {
 	t.Helper()
 	if realKC != "" {
-		return &idp{base: realKC, issuer: realKC + "/realms/" + realmName}
+		return &idp{base: realKC, issuer: realKC + "/realms/" + realmName, servicePort: realKCServicePort}
 	}
+	servicePort := freePort(t)
 	dir := filepath.Join(repo, "e2e", "keycloak-standin")
-	cmd := exec.Command("node", "server.mjs", "--realm-file", filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"), "--port", fmt.Sprint(port))
+	cmd := exec.Command("node", "server.mjs", "--realm-file", filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"),
+		"--port", fmt.Sprint(port), "--service-url", fmt.Sprintf("http://127.0.0.1:%d", servicePort))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = logFile(t, "standin")
@@ -149,7 +174,7 @@ func startIDP(t *testing.T, port int, env ...string) *idp {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start stand-in: %v", err)
 	}
-	p := &idp{standin: true, cmd: cmd}
+	p := &idp{standin: true, cmd: cmd, servicePort: servicePort}
 	t.Cleanup(func() { p.stop() })
 	lines := make(chan string, 1)
 	go func() {
@@ -214,13 +239,14 @@ type service struct {
 	cmd *exec.Cmd
 }
 
-// startService runs agentauth in OIDC mode against p on port (0: free).
+// startService runs agentauth in OIDC mode against p on port (0: free;
+// p.servicePort for browser logins).
 func startService(t *testing.T, p *idp, port int, env ...string) *service {
 	t.Helper()
 	if port == 0 {
 		port = freePort(t)
 	} else if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-		t.Fatalf("port %d (of the redirect URI registered in the realm) is taken: %v", port, err)
+		t.Fatalf("port %d (of the redirect URIs the provider accepts) is taken: %v", port, err)
 	} else {
 		l.Close()
 	}
@@ -232,7 +258,7 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 		"SERVICE_OIDC_ISSUER=" + p.issuer,
 		"SERVICE_OIDC_CLIENT_ID=" + clientID,
 		"SERVICE_OIDC_CLIENT_SECRET=" + clientSecret,
-		"SERVICE_OIDC_REDIRECT_URI=" + redirectURI,
+		"SERVICE_OIDC_REDIRECT_URI=" + p.redirectURI(),
 		"SERVICE_OIDC_CLOCK_SKEW=1s",
 		"SERVICE_OIDC_JWKS_REFETCH=1s",
 		"SERVICE_PORT=" + fmt.Sprint(port),
@@ -281,12 +307,21 @@ func (s *service) waitReady(t *testing.T, within time.Duration) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePortNow()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+// freePortNow is a port of 127.0.0.1 that was free a moment ago.
+func freePortNow() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // noRedirects is a client that reports redirects instead of following

@@ -28,7 +28,7 @@ import (
 // the registered redirect port.
 func TestOIDC(t *testing.T) {
 	p := startIDP(t, 0)
-	s := startService(t, p, servicePort)
+	s := startService(t, p, p.servicePort)
 	s.waitReady(t, 30*time.Second)
 
 	t.Run("HealthOK", func(t *testing.T) {
@@ -479,7 +479,7 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 func TestProviderDown(t *testing.T) {
 	needStandin(t)
 	port := freePort(t)
-	dead := &idp{base: "http://127.0.0.1:" + itoa(port), issuer: "http://127.0.0.1:" + itoa(port) + "/realms/" + realmName}
+	dead := &idp{base: "http://127.0.0.1:" + itoa(port), issuer: "http://127.0.0.1:" + itoa(port) + "/realms/" + realmName, servicePort: freePort(t)}
 	s := startService(t, dead, 0)
 
 	status, body := get(t, noRedirects(nil), s.url+"/health", "")
@@ -535,7 +535,7 @@ func message(body string) string {
 func testCheckCommand(t *testing.T, p *idp) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"SERVICE_OIDC_ISSUER=" + p.issuer, "SERVICE_OIDC_CLIENT_ID=" + clientID, "SERVICE_OIDC_CLIENT_SECRET=" + clientSecret,
-		"SERVICE_OIDC_REDIRECT_URI=" + redirectURI}
+		"SERVICE_OIDC_REDIRECT_URI=" + p.redirectURI()}
 	tests := []struct {
 		user, password string
 		wantExit       int

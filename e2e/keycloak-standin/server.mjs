@@ -3,9 +3,10 @@
 // admin user) at Keycloak's URLs, configured from a Keycloak realm export.
 // See README.md for what it imitates and what it does not.
 //
-//   node server.mjs [--realm-file FILE] [--port PORT]
+//   node server.mjs [--realm-file FILE] [--port PORT] [--service-url URL]
 //
-// Environment: STANDIN_REALM_FILE, STANDIN_PORT, STANDIN_ACCESS_TOKEN_TTL
+// Environment: STANDIN_REALM_FILE, STANDIN_PORT, STANDIN_SERVICE_URL,
+// STANDIN_ACCESS_TOKEN_TTL
 // (seconds), STANDIN_ADMIN_USER / STANDIN_ADMIN_PASSWORD (default admin/admin),
 // STANDIN_LOG=1 (one line per request on stderr).
 
@@ -17,14 +18,14 @@ import { parseArgs } from 'node:util';
 
 import { AdminApi } from './lib/admin.mjs';
 import { sendJson } from './lib/http.mjs';
-import { Realm } from './lib/realm.mjs';
+import { Realm, rebaseLoopbackUrls } from './lib/realm.mjs';
 import { RealmServer } from './lib/realm-server.mjs';
 
 const HOST = '127.0.0.1';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function usage(code) {
-  process.stderr.write('usage: node server.mjs [--realm-file FILE] [--port PORT]\n');
+  process.stderr.write('usage: node server.mjs [--realm-file FILE] [--port PORT] [--service-url URL]\n');
   process.exit(code);
 }
 
@@ -91,6 +92,7 @@ function main() {
       options: {
         'realm-file': { type: 'string' },
         port: { type: 'string' },
+        'service-url': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -117,10 +119,14 @@ function main() {
   const verbose = process.env.STANDIN_LOG === '1';
   const log = (line) => process.stderr.write(`keycloak-standin: ${line}\n`);
 
+  const serviceUrl = args['service-url'] || process.env.STANDIN_SERVICE_URL;
+
   let realm;
   let master;
   try {
-    realm = new Realm(JSON.parse(fs.readFileSync(realmFile, 'utf8')));
+    let rep = JSON.parse(fs.readFileSync(realmFile, 'utf8'));
+    if (serviceUrl) rep = rebaseLoopbackUrls(rep, serviceUrl);
+    realm = new Realm(rep);
     master = new Realm(masterRealm(process.env.STANDIN_ADMIN_USER || 'admin', process.env.STANDIN_ADMIN_PASSWORD || 'admin'));
   } catch (err) {
     process.stderr.write(`keycloak-standin: cannot load realm file ${realmFile}: ${err.message}\n`);

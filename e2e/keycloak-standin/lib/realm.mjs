@@ -20,6 +20,27 @@ export function stableId(...parts) {
 
 const truthy = (v) => v === true || v === 'true';
 
+// Moves the loopback URLs of a realm export's clients (redirect URIs, web
+// origins, post-logout redirect URIs) to the port of serviceUrl, so a test
+// can run the client on a free port although the file names a fixed one.
+// http://127.0.0.1:N and http://localhost:N both keep their host and take
+// the service's port; other URLs stay as they are. Returns a new export.
+export function rebaseLoopbackUrls(rep, serviceUrl) {
+  const target = new URL(serviceUrl);
+  if (target.protocol !== 'http:' || !['127.0.0.1', 'localhost'].includes(target.hostname) || !target.port) {
+    throw new Error(`service URL ${serviceUrl}: want http://127.0.0.1:PORT or http://localhost:PORT`);
+  }
+  const rebase = (u) => u.replace(/^http:\/\/(127\.0\.0\.1|localhost):\d+(?=\/|$)/, (_, host) => `http://${host}:${target.port}`);
+  const copy = structuredClone(rep);
+  for (const c of copy.clients || []) {
+    if (c.redirectUris) c.redirectUris = c.redirectUris.map(rebase);
+    if (c.webOrigins) c.webOrigins = c.webOrigins.map(rebase);
+    const logout = c.attributes?.['post.logout.redirect.uris'];
+    if (logout) c.attributes['post.logout.redirect.uris'] = logout.split('##').map(rebase).join('##');
+  }
+  return copy;
+}
+
 // Built-in roles Keycloak creates in every realm (RealmManager.importRealm):
 // offline_access and uma_authorization, the composite default role
 // default-roles-<realm>, and the roles of the built-in `account` client.
