@@ -38,6 +38,9 @@ type Server struct {
 	Host            string        `yaml:"host" env:"SERVICE_HOST"`
 	Port            int           `yaml:"port" env:"SERVICE_PORT"`
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"SERVICE_SHUTDOWN_TIMEOUT"`
+	// TrustedProxies are the CIDRs of the proxies whose X-Forwarded-For is
+	// believed (see TrustedProxies).
+	TrustedProxies []string `yaml:"trustedProxies" env:"SERVICE_TRUSTED_PROXIES" envSeparator:","`
 }
 
 // Log is the process log (not the audit log).
@@ -199,6 +202,9 @@ func (c Config) Validate() error {
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		bad("server.shutdownTimeout / SERVICE_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s")
+	}
+	if _, err := c.TrustedProxies(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.DataDir == "" {
 		bad("dataDir / SERVICE_DATA_DIR / --data-dir: must not be empty")

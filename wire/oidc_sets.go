@@ -78,10 +78,10 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access) rest.Config {
-	c := restConfig(cfg, access)
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access) (rest.Config, error) {
+	c, err := restConfig(cfg, access)
 	c.Login = login
-	return c
+	return c, err
 }
 
 // sweepEvery is how often expired login sessions are deleted.

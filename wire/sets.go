@@ -40,8 +40,13 @@ var settingsSet = gwire.NewSet(restConfig, dataDir, apiKey, authorizer)
 // time, see store.go), audit log, use cases and the HTTP edge.
 var coreSet = gwire.NewSet(settingsSet, storeSet, auditlog.Set, appSet, rest.Set)
 
-func restConfig(cfg config.Config, access *rest.Access) rest.Config {
-	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout, Access: access}
+func restConfig(cfg config.Config, access *rest.Access) (rest.Config, error) {
+	proxies, err := cfg.TrustedProxies()
+	if err != nil {
+		return rest.Config{}, err
+	}
+	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout,
+		TrustedProxies: proxies, Access: access}, nil
 }
 
 func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }

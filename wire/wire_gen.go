@@ -58,7 +58,11 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2 := restConfig(cfg, access)
+	config2, err := restConfig(cfg, access)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	config3 := hybridConfig(cfg)
 	authenticator, cleanup2, err := hybrid.New(config3, domainAuthorizer, clock, log)
 	if err != nil {
@@ -150,7 +154,13 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config3 := oidcRestConfig(cfg, restLogin, access)
+	config3, err := oidcRestConfig(cfg, restLogin, access)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	key := apiKey(cfg)
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
@@ -210,7 +220,11 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2 := restConfig(cfg, access)
+	config2, err := restConfig(cfg, access)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	localDataDir := dataDir(cfg)
 	keyring, err := local.New(localDataDir, log)
 	if err != nil {
@@ -269,7 +283,11 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2 := restConfig(cfg, access)
+	config2, err := restConfig(cfg, access)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	key := apiKey(cfg)
 	keyring, err := apikey.New(key)
 	if err != nil {
@@ -328,7 +346,11 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2 := restConfig(cfg, access)
+	config2, err := restConfig(cfg, access)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	keyring := debug.New()
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {

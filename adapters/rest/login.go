@@ -240,7 +240,7 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 		return fmt.Errorf("send username and password as application/json or application/x-www-form-urlencoded: %w", domain.ErrInvalidInput)
 	}
 	stateOf(c).note = "username " + strconv.Quote(truncate(req.Username, 128))
-	res, err := l.uc.PasswordLogin(c.UserContext(), req.Username, req.Password, c.IP())
+	res, err := l.uc.PasswordLogin(c.UserContext(), req.Username, req.Password, clientOf(c).String())
 	var ra *app.RetryAfter
 	if errors.As(err, &ra) {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))

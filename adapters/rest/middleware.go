@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -27,7 +28,9 @@ const SessionCookie = "user_session"
 // request comes from a pool and is kept in Locals under stateKey, so the
 // stages share it without allocating.
 type reqState struct {
-	id        string
+	id string
+	// client is the client's address, behind trusted proxies (clientAddress).
+	client    netip.Addr
 	principal domain.Principal
 	// authenticated is set once the authenticate stage accepted a credential.
 	authenticated bool
@@ -70,7 +73,7 @@ func newRequestID() string {
 // responses.
 func (s *Server) withRequestID(c *fiber.Ctx) error {
 	st := statePool.Get().(*reqState)
-	*st = reqState{id: newRequestID()}
+	*st = reqState{id: newRequestID(), client: s.clientAddress(c)}
 	c.Locals(stateKey{}, st)
 	c.Set(HeaderRequestID, st.id)
 	if s.cfg.Debug {
@@ -106,6 +109,7 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 		zap.Int("status", c.Response().StatusCode()),
 		zap.Duration("latency", time.Since(start)),
 		zap.String("subject", st.principal.Subject),
+		zap.Stringer("client", st.client),
 	)
 	return nil
 }

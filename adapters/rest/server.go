@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -25,6 +26,9 @@ type Config struct {
 	Debug bool
 	// ShutdownTimeout bounds how long in-flight requests may take to finish.
 	ShutdownTimeout time.Duration
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client (server.trustedProxies); empty: the socket peer is the client.
+	TrustedProxies []netip.Prefix
 	// Login serves the OIDC login endpoints; nil outside OIDC mode.
 	Login *Login
 	// Access serves the access-model endpoints (projects, tools, policies,

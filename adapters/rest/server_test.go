@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,12 +60,19 @@ type options struct {
 	// router must not change while it serves).
 	routes   func(*fiber.App)
 	auditLog func(ports.AuditStore) ports.AuditLog // nil: the real group committer
+	// trustedProxies is rest.Config.TrustedProxies.
+	trustedProxies []netip.Prefix
+	// log receives the server's log; nil: none.
+	log *zap.Logger
 }
 
 // start runs a real server on a 127.0.0.1 port with a real SQLite store.
 func start(t *testing.T, opt options) harness {
 	t.Helper()
-	log := zap.NewNop()
+	log := opt.log
+	if log == nil {
+		log = zap.NewNop()
+	}
 	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +89,7 @@ func start(t *testing.T, opt options) harness {
 		t.Fatal(err)
 	}
 	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
-	srv := rest.New(rest.Config{Debug: opt.debug}, testKeyring(), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies}, testKeyring(), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
 	if opt.routes != nil {
 		opt.routes(srv.App())
 	}

@@ -90,6 +90,7 @@ type serveFlags struct {
 	host    string
 	port    int
 	dataDir string
+	proxies string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -100,6 +101,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	f.fs.StringVar(&f.host, "host", "", "listen address (SERVICE_HOST, default 127.0.0.1)")
 	f.fs.IntVar(&f.port, "port", 0, "listen port (SERVICE_PORT, default 8080)")
 	f.fs.StringVar(&f.dataDir, "data-dir", "", "data folder (SERVICE_DATA_DIR)")
+	f.fs.StringVar(&f.proxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (SERVICE_TRUSTED_PROXIES)")
 	if err := f.fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -121,6 +123,11 @@ func (f *serveFlags) apply(cfg *config.Config) {
 			cfg.Server.Port = f.port
 		case "data-dir":
 			cfg.DataDir = f.dataDir
+		case "trusted-proxies":
+			cfg.Server.TrustedProxies = nil // an empty flag trusts no proxy
+			if f.proxies != "" {
+				cfg.Server.TrustedProxies = strings.Split(f.proxies, ",")
+			}
 		}
 	})
 }

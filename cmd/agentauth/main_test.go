@@ -248,6 +248,8 @@ func TestBadConfigurationStopsTheStart(t *testing.T) {
 		{"config from environment", []string{"SERVICE_CONFIG=" + badFile}, nil, []string{"hots"}},
 		{"short API key", []string{"SERVICE_API_KEY=short"}, nil, []string{"SERVICE_API_KEY"}},
 		{"two problems at once", []string{"SERVICE_LOG_LEVEL=loud", "SERVICE_PORT=99999"}, nil, []string{"SERVICE_LOG_LEVEL", "SERVICE_PORT"}},
+		{"trusted proxy not a CIDR", []string{"SERVICE_TRUSTED_PROXIES=10.0.0.0/8,lb.internal"}, nil, []string{"SERVICE_TRUSTED_PROXIES", "lb.internal"}},
+		{"trusted proxy flag beats environment", []string{"SERVICE_TRUSTED_PROXIES=10.0.0.0/8"}, []string{"--trusted-proxies", "0.0.0.0/0"}, []string{"--trusted-proxies", "trusts every address"}},
 		{"stray argument", nil, []string{"now"}, []string{"no arguments"}},
 		{"unknown flag", nil, []string{"--colour"}, []string{"colour"}},
 	}
