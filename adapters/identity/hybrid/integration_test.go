@@ -41,6 +41,12 @@ type instance struct {
 // the end of the test).
 func start(t *testing.T, inject injector, edit func(*config.Config)) *instance {
 	t.Helper()
+	return startOn(t, inject, edit, func(ln net.Listener) net.Listener { return ln })
+}
+
+// startOn is start with the listener wrapped by wrap.
+func startOn(t *testing.T, inject injector, edit func(*config.Config), wrap func(net.Listener) net.Listener) *instance {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.Server.ShutdownTimeout = 5 * time.Second
@@ -52,10 +58,11 @@ func start(t *testing.T, inject injector, edit func(*config.Config)) *instance {
 	if err != nil {
 		t.Fatalf("inject: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := wrap(raw)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
@@ -70,7 +77,7 @@ func start(t *testing.T, inject injector, edit func(*config.Config)) *instance {
 		})
 	}
 	t.Cleanup(stop)
-	return &instance{url: "http://" + ln.Addr().String(), stop: stop}
+	return &instance{url: "http://" + raw.Addr().String(), stop: stop}
 }
 
 func startCentre(t *testing.T) *instance {
@@ -147,7 +154,7 @@ func TestHybridAgainstARealCentre(t *testing.T) {
 				if got, want := me.Subject, tt.key; got != want {
 					t.Errorf("subject: got %q, want the centre's %q", got, want)
 				}
-				if got, want := me.Method, "hybrid"; got != want {
+				if got, want := me.Method, "debug"; got != want { // the centre's debug keys stay debug principals
 					t.Errorf("method: got %q, want %q", got, want)
 				}
 				if got, want := me.RoleSource, "remote "+centre.url; got != want {
@@ -316,5 +323,82 @@ func TestHybridUnknownRoleIsRefused(t *testing.T) {
 	}
 	if !strings.Contains(me.Error.Message, "does not know") {
 		t.Errorf("message: got %q, want it to say the role is unknown here", me.Error.Message)
+	}
+}
+
+// publicAddr is a listener on 127.0.0.1 that says it listens on a
+// non-loopback address, as a listener on a real interface would.
+type publicAddr struct{ net.Listener }
+
+func (publicAddr) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(10, 77, 0, 1), Port: 8080} }
+
+// TestDebugPrincipalsNeverServedOffLoopback: a principal of a debug-mode
+// centre (its /me says method "debug", or it marks the answer
+// X-Auth-Debug) is served only by an edge whose configured and actual
+// listen addresses are both loopback; everywhere else the request is
+// refused (503, the deployment is wrong), however the centre is reached.
+func TestDebugPrincipalsNeverServedOffLoopback(t *testing.T) {
+	centre := startCentre(t)
+	hybridTo := func(remote, host string) func(*config.Config) {
+		return func(c *config.Config) {
+			c.Server.Host = host
+			c.Auth.Hybrid = config.Hybrid{RemoteURL: remote, CacheTTL: time.Hour}
+		}
+	}
+	loopbackEdge := start(t, wire.Hybrid, hybridTo(centre.url, "127.0.0.1"))
+	stub := newStubCentre(t)
+	stub.set("tok", "ADMIN")
+	markedStub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Auth-Debug", "true")
+		_ = json.NewEncoder(w).Encode(map[string]any{"subject": "debug-admin", "roles": []string{"ADMIN"}, "method": "hybrid"})
+	}))
+	t.Cleanup(markedStub.Close)
+	saysDebugStub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"subject": "debug-admin", "roles": []string{"ADMIN"}, "method": "debug"})
+	}))
+	t.Cleanup(saysDebugStub.Close)
+
+	tests := []struct {
+		name      string
+		edge      *instance
+		key       string
+		wantDebug bool // served, as a debug principal; else refused
+	}{
+		{"loopback edge, debug centre", loopbackEdge, "debug-admin", true},
+		{"edge on all interfaces, debug centre", start(t, wire.Hybrid, hybridTo(centre.url, "0.0.0.0")), "debug-admin", false},
+		{"edge on a public address, debug centre", start(t, wire.Hybrid, hybridTo(centre.url, "10.77.0.1")), "debug-auditor", false},
+		{"configured loopback but listening elsewhere", startOn(t, wire.Hybrid, hybridTo(centre.url, "127.0.0.1"),
+			func(ln net.Listener) net.Listener { return publicAddr{ln} }), "debug-admin", false},
+		{"public edge behind a loopback edge", start(t, wire.Hybrid, hybridTo(loopbackEdge.url, "0.0.0.0")), "debug-admin", false},
+		{"public edge, centre marks X-Auth-Debug only", start(t, wire.Hybrid, hybridTo(markedStub.URL, "0.0.0.0")), "any", false},
+		{"public edge, centre says method debug only", start(t, wire.Hybrid, hybridTo(saysDebugStub.URL, "0.0.0.0")), "any", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []string{"/api/v2/me", "/api/v2/audit", "/api/v2/sessions"} {
+				req, _ := http.NewRequest(http.MethodGet, tt.edge.url+path, nil)
+				req.Header.Set("Authorization", "Bearer "+tt.key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if tt.wantDebug {
+					if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Auth-Debug") != "true" {
+						t.Errorf("%s: got %d X-Auth-Debug=%q, want 200 marked X-Auth-Debug: true", path, resp.StatusCode, resp.Header.Get("X-Auth-Debug"))
+					}
+					continue
+				}
+				if resp.StatusCode != http.StatusServiceUnavailable {
+					t.Errorf("%s: got %d %s, want 503: a debug principal served off loopback", path, resp.StatusCode, body)
+				}
+			}
+		})
+	}
+	// A principal of a normal centre is still served on a public edge.
+	public := start(t, wire.Hybrid, hybridTo(stub.srv.URL, "0.0.0.0"))
+	if status, me := get(t, public.url, "/api/v2/me", "Authorization", "Bearer tok"); status != http.StatusOK || me.Method != "hybrid" {
+		t.Errorf("normal centre on a public edge: got %d method %q, want 200 hybrid", status, me.Method)
 	}
 }
