@@ -84,6 +84,11 @@ var (
 	errBadCredential     = errors.New("credential not accepted")
 )
 
+// errDebugOffLoopback refuses a debug principal (a built-in debug key,
+// possibly through a hybrid centre) on an edge that is not loopback-only:
+// the deployment is wrong, not the caller, hence 503.
+var errDebugOffLoopback = unavailableMessage("a debug-mode identity source answered, and debug principals are served only on a loopback address; the operator must turn debug mode off at the centre")
+
 func unauthenticatedMessage(err error) string {
 	if errors.Is(err, errMissingCredential) {
 		return errMissingCredential.Error()
@@ -127,3 +132,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	return c.Status(p.status).JSON(errorBody{Error: p.detail, RequestID: requestID(c)})
 }
+
+// unavailableMessage is a 503 whose message is written for clients.
+type unavailableMessage string
+
+func (m unavailableMessage) Error() string         { return string(m) }
+func (m unavailableMessage) ClientMessage() string { return string(m) }
+func (m unavailableMessage) Is(target error) bool  { return target == domain.ErrUnavailable }

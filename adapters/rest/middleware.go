@@ -221,6 +221,14 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if p.Method == domain.MethodDebug {
+		if !s.loopbackOnly.Load() {
+			s.log.Error("refused a debug principal on a non-loopback address; the identity source (a hybrid centre?) runs in debug mode",
+				zap.String("request_id", stateOf(c).id), zap.String("listen", s.cfg.Addr))
+			return errDebugOffLoopback
+		}
+		c.Set("X-Auth-Debug", "true")
+	}
 	if cred.Kind == ports.CredentialCookie && s.cfg.Login == nil {
 		// OIDC mode checks cookie requests in Login.csrf; elsewhere (hybrid
 		// mode forwards the centre's cookie) the check is made here, once

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -48,6 +49,9 @@ type Server struct {
 	audits   *app.Audit
 	settings *app.Settings
 	metrics  *httpMetrics
+	// loopbackOnly: the configured and the actual listen address are both
+	// loopback, the only place debug principals are served.
+	loopbackOnly atomic.Bool
 }
 
 // Set provides the server.
@@ -124,6 +128,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.loopbackOnly.Store(listensOnLoopback(s.cfg.Addr, ln.Addr()))
 	s.log.Info("listening", zap.String("url", "http://"+ln.Addr().String()))
 	_ = s.log.Sync() // the log is buffered; say at once that we are up
 	served := make(chan error, 1)
@@ -148,4 +153,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// listensOnLoopback reports whether both the configured address (host:port)
+// and the listener's actual address name only this machine. An empty or
+// unparsable one is not loopback: debug principals are then refused.
+func listensOnLoopback(configured string, actual net.Addr) bool {
+	host, _, err := net.SplitHostPort(configured)
+	if err != nil || !isLoopbackHost(host) {
+		return false
+	}
+	tcp, ok := actual.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

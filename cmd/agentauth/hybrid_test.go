@@ -25,8 +25,8 @@ func TestHybridModeProcesses(t *testing.T) {
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Fatalf("%s: %d %q", key, status, body)
 		}
-		if status != 200 || !slices.Equal(m.Roles, []string{role}) || m.Method != "hybrid" || m.RoleSource != "remote "+centre.URL {
-			t.Errorf("%s: got %d %+v, want 200 roles [%s] method hybrid role_source %q", key, status, m, role, "remote "+centre.URL)
+		if status != 200 || !slices.Equal(m.Roles, []string{role}) || m.Method != "debug" || m.RoleSource != "remote "+centre.URL {
+			t.Errorf("%s: got %d %+v, want 200 roles [%s] method debug (a debug key stays one) role_source %q", key, status, m, role, "remote "+centre.URL)
 		}
 	}
 	if status, _, _ := get(t, local.URL+"/api/v2/me", "not-a-key"); status != 401 {

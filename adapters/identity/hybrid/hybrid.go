@@ -278,6 +278,10 @@ func checkCredential(cred ports.Credential) error {
 type meAnswer struct {
 	Subject string    `json:"subject"`
 	Roles   *[]string `json:"roles"`
+	Method  string    `json:"method"`
+	// debug: the centre runs in debug mode (method "debug" or the answer
+	// marked X-Auth-Debug).
+	debug bool
 }
 
 // fetch asks the centre who cred belongs to. Its errors never contain the
@@ -317,6 +321,7 @@ func (a *Authenticator) fetch(ctx context.Context, cred ports.Credential) (domai
 		a.log.Warn("centre answered something that is not a /me answer; refusing the request", zap.String("remote", a.meURL), zap.Error(err))
 		return domain.Principal{}, unavailable(msgBadAnswer, fmt.Errorf("hybrid: centre %s answered malformed JSON: %v: %w", a.meURL, err, domain.ErrUnavailable))
 	}
+	me.debug = me.Method == string(domain.MethodDebug) || resp.Header.Get("X-Auth-Debug") != ""
 	return a.principalOf(me)
 }
 
@@ -335,7 +340,13 @@ func (a *Authenticator) principalOf(me meAnswer) (domain.Principal, error) {
 		}
 		roles = append(roles, r)
 	}
-	return domain.Principal{Subject: me.Subject, Roles: roles, Method: domain.MethodHybrid, RoleSource: a.source}, nil
+	method := domain.MethodHybrid
+	if me.debug {
+		// A debug key stays a debug principal here, so the edge serves it
+		// only on loopback (and a further edge asking this one sees it too).
+		method = domain.MethodDebug
+	}
+	return domain.Principal{Subject: me.Subject, Roles: roles, Method: method, RoleSource: a.source}, nil
 }
 
 // Messages for the callers of a 503: they say what failed, not how.
