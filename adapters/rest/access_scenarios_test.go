@@ -468,3 +468,53 @@ func TestDeniedToolCallsAreAuditedAsDenials(t *testing.T) {
 		t.Errorf("no audit record for tool calls %v", want)
 	}
 }
+
+// TestDashboardLeadSeesOnlyItsProjectsResources: a LEAD who makes an ADMIN a
+// member of its project (no consent needed) must not read the ADMIN's
+// denials elsewhere through the dashboard (GET /api/v2/audit is 403 for a
+// LEAD); it sees the denials about its projects' resources, whoever the
+// caller was.
+func TestDashboardLeadSeesOnlyItsProjectsResources(t *testing.T) {
+	h := axNew(t)
+	hermes := h.must(t, 201, "lea", "POST", "/api/v2/projects", `{"name":"Hermes","members":[{"subject":"adm"},{"subject":"uma"}]}`)["id"].(string)
+	personal := h.must(t, 201, "adm", "POST", "/api/v2/sessions", `{"title":"private","mode":"auto"}`)["id"].(string)
+	agent := h.must(t, 201, "adm", "POST", "/api/v2/sessions/"+personal+"/agents", "")["id"].(string)
+	if d, _, _ := decide(t, h, "adm", personal, agent, "shell.secret-tool"); d != "deny" {
+		t.Fatalf("adm's tool call in its own session = %s, want deny (no rule)", d)
+	}
+	h.must(t, 403, "uma", "GET", "/api/v2/audit", "") // a member's denial, not about Hermes
+	shared := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"h","project":"`+hermes+`","mode":"auto"}`)["id"].(string)
+	shAgent := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+shared+"/agents", "")["id"].(string)
+	if d, _, _ := decide(t, h, "uma", shared, shAgent, "fs.delete"); d != "deny" {
+		t.Fatalf("uma's tool call in Hermes = %s, want deny", d)
+	}
+	h.must(t, 403, "lea", "GET", "/api/v2/audit", "")
+
+	var lead struct {
+		RecentDenials []auditJSON `json:"recent_denials"`
+	}
+	h.do(t, "lea", "GET", "/api/v2/dashboard", "").decode(t, &lead)
+	var sawShared bool
+	for _, d := range lead.RecentDenials {
+		switch {
+		case strings.Contains(d.Path, "/sessions/"+shared+"/"):
+			sawShared = true
+		default:
+			t.Errorf("LEAD sees a denial that is not about its projects' resources: %s %s %s by %s", d.Method, d.Path, d.Reason, d.Subject)
+		}
+	}
+	if !sawShared {
+		t.Errorf("LEAD dashboard = %+v, want the denied tool call in the Hermes session", lead.RecentDenials)
+	}
+	var admin struct {
+		RecentDenials []auditJSON `json:"recent_denials"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/dashboard", "").decode(t, &admin)
+	var sawPersonal bool
+	for _, d := range admin.RecentDenials {
+		sawPersonal = sawPersonal || strings.Contains(d.Path, personal)
+	}
+	if !sawPersonal {
+		t.Error("ADMIN dashboard lacks its own denial: an ADMIN sees everything")
+	}
+}
