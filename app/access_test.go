@@ -409,15 +409,21 @@ func TestApprovalMeetsDenyRulesWrittenSince(t *testing.T) {
 }
 
 func TestDashboardScope(t *testing.T) {
-	denials := []domain.AuditRecord{{Seq: 3, Subject: "uma"}, {Seq: 2, Subject: "zed"}}
+	denials := []domain.AuditRecord{
+		{Seq: 5, Subject: "uma", Path: "/api/v2/sessions/s1/tool-calls"}, // about p1's session
+		{Seq: 4, Subject: "uma", Path: "/api/v2/audit"},                  // a member's, not about p1
+		{Seq: 3, Subject: "zed", Path: "/api/v2/sessions/s9"},            // another project's session
+		{Seq: 2, Subject: "zed", Path: "/api/v2/projects/p1/members"},    // about p1, by a stranger
+		{Seq: 1, Subject: "uma", Path: "/API/V2/SESSIONS/s1"},            // not spelt as the routes are
+	}
 	t.Run("lead sees its projects", func(t *testing.T) {
 		f := newFixture(t)
 		f.memberships("lea", apollo)
 		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{Projects: []string{"p1"}}).Return([]domain.Session{
-			{Owner: "uma", State: domain.SessionActive}, {Owner: "uma", State: domain.SessionClosed}}, nil)
+			{ID: "s1", Owner: "uma", State: domain.SessionActive}, {ID: "s2", Owner: "uma", State: domain.SessionClosed}}, nil)
 		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
 		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), lea)
-		if err != nil || v.SessionsTotal != 2 || v.ByOwner["uma"] != 2 || v.ByState[domain.SessionClosed] != 1 || len(v.RecentDenials) != 1 || v.RecentDenials[0].Subject != "uma" {
+		if err != nil || v.SessionsTotal != 2 || v.ByOwner["uma"] != 2 || v.ByState[domain.SessionClosed] != 1 || len(v.RecentDenials) != 2 || v.RecentDenials[0].Seq != 5 || v.RecentDenials[1].Seq != 2 {
 			t.Errorf("got %+v, %v", v, err)
 		}
 	})
@@ -434,7 +440,7 @@ func TestDashboardScope(t *testing.T) {
 		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{}).Return(nil, nil)
 		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
 		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), admin)
-		if err != nil || len(v.RecentDenials) != 2 || v.Projects != nil {
+		if err != nil || len(v.RecentDenials) != len(denials) || v.Projects != nil {
 			t.Errorf("got %+v, %v", v, err)
 		}
 	})

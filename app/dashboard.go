@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -30,8 +31,10 @@ type DashboardView struct {
 	SessionsTotal int
 	ByState       map[domain.SessionState]int
 	ByOwner       map[string]int
-	// RecentDenials are the latest refused requests of the covered
-	// subjects (members of the covered projects), newest first.
+	// RecentDenials are the latest refused requests, newest first: all of
+	// them for an ADMIN; for a LEAD those about the resources of the
+	// projects it leads (the projects and their sessions), whoever made
+	// them, and nothing else, not even other requests of its members.
 	RecentDenials []domain.AuditRecord
 }
 
@@ -45,7 +48,6 @@ const (
 func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView, error) {
 	v := DashboardView{ByState: map[domain.SessionState]int{}, ByOwner: map[string]int{}, RecentDenials: []domain.AuditRecord{}}
 	all := d.authz.Decide(p.Roles, domain.PermSessionsManage).Allowed
-	var members []string
 	if !all {
 		led, err := d.projects.ListProjects(ctx, ports.ProjectFilter{Member: p.Subject})
 		if err != nil {
@@ -57,9 +59,6 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 				continue
 			}
 			v.Projects = append(v.Projects, pr.ID)
-			for _, m := range pr.Members {
-				members = append(members, m.Subject)
-			}
 		}
 		if len(v.Projects) == 0 {
 			return v, nil // leads nothing: nothing to show, and never everything
@@ -69,7 +68,9 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 	if err != nil {
 		return DashboardView{}, err
 	}
+	sessionIDs := make(map[string]bool, len(list))
 	for _, s := range list {
+		sessionIDs[s.ID] = true
 		v.SessionsTotal++
 		v.ByState[s.State]++
 		v.ByOwner[s.Owner]++
@@ -82,9 +83,29 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 		if len(v.RecentDenials) == recentDenials {
 			break
 		}
-		if all || slices.Contains(members, r.Subject) {
+		if all || concerns(r.Path, v.Projects, sessionIDs) {
 			v.RecentDenials = append(v.RecentDenials, r)
 		}
 	}
 	return v, nil
+}
+
+// concerns reports whether an audited request path is about one of the
+// given projects or sessions: /api/v2/projects/{id}… or
+// /api/v2/sessions/{id}…, spelt exactly as the routes are (a path spelt
+// otherwise is not shown: failing closed).
+func concerns(path string, projects []string, sessions map[string]bool) bool {
+	rest, ok := strings.CutPrefix(path, "/api/v2/")
+	if !ok {
+		return false
+	}
+	kind, rest, _ := strings.Cut(rest, "/")
+	id, _, _ := strings.Cut(rest, "/")
+	switch kind {
+	case "projects":
+		return id != "" && slices.Contains(projects, id)
+	case "sessions":
+		return sessions[id]
+	}
+	return false
 }

@@ -305,8 +305,9 @@ func TestDashboard(t *testing.T) {
 	apollo, zeus := axTeam(t, h)
 	h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"a","project":"`+apollo+`"}`)
 	h.must(t, 201, "bob", "POST", "/api/v2/sessions", `{"title":"z","project":"`+zeus+`"}`)
-	h.must(t, 403, "uma", "GET", "/api/v2/audit", "") // a denial of an Apollo member
-	h.must(t, 403, "bob", "GET", "/api/v2/audit", "") // and of a Zeus member
+	h.must(t, 403, "uma", "GET", "/api/v2/audit", "")            // a denial of an Apollo member, not about Apollo
+	h.must(t, 404, "bob", "GET", "/api/v2/projects/"+apollo, "") // a denial about Apollo, by a stranger
+	h.must(t, 404, "uma", "GET", "/api/v2/projects/"+zeus, "")   // a denial about Zeus, by an Apollo member
 	var lead struct {
 		Projects      []string       `json:"projects"`
 		SessionsTotal int            `json:"sessions_total"`
@@ -318,12 +319,12 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("LEAD dashboard = %+v, want Apollo's one session", lead)
 	}
 	for _, d := range lead.RecentDenials {
-		if d.Subject != "uma" && d.Subject != "lea" {
-			t.Errorf("LEAD sees a denial of %s, who is not in its projects", d.Subject)
+		if d.Path != "/api/v2/projects/"+apollo {
+			t.Errorf("LEAD sees a denial not about Apollo: %s %s by %s", d.Method, d.Path, d.Subject)
 		}
 	}
-	if len(lead.RecentDenials) == 0 {
-		t.Error("LEAD dashboard shows no denial, want uma's")
+	if len(lead.RecentDenials) != 1 {
+		t.Errorf("LEAD dashboard shows %d denials, want bob's one about Apollo", len(lead.RecentDenials))
 	}
 	var all struct {
 		SessionsTotal int `json:"sessions_total"`
