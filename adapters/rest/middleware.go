@@ -79,7 +79,13 @@ func (s *Server) withRequestID(c *fiber.Ctx) error {
 	if s.cfg.Debug {
 		c.Set("X-Auth-Debug", "true")
 	}
-	err := c.Next()
+	err := checkFraming(&c.Request().Header)
+	if err != nil {
+		// Where the next request on this connection starts is unknown.
+		c.Context().SetConnectionClose()
+	} else {
+		err = c.Next()
+	}
 	if err != nil {
 		// Answer here, while the state is still ours to read.
 		if herr := s.handleError(c, err); herr != nil {
