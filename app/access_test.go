@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -446,13 +447,13 @@ func TestDashboardScope(t *testing.T) {
 	})
 }
 
-func TestAuditVerifyFindsFirstBrokenLink(t *testing.T) {
+func TestAuditVerifyFindsEveryBreak(t *testing.T) {
 	chain := func(n int) []domain.AuditRecord {
 		prev := domain.GenesisHash
 		out := make([]domain.AuditRecord, n)
 		for i := range out {
-			r := domain.AuditRecord{Seq: int64(i + 1), Subject: "s", PrevHash: prev}
-			r.Hash = r.ChainHash(prev)
+			r := domain.AuditRecord{Subject: "s"}
+			r.Seal(int64(i+1), prev)
 			prev, out[i] = r.Hash, r
 		}
 		return out
@@ -460,27 +461,31 @@ func TestAuditVerifyFindsFirstBrokenLink(t *testing.T) {
 	good := chain(5)
 	bad := chain(5)
 	bad[2].Subject = "edited"
+	bad[4].Status = 500
 	tests := []struct {
 		name    string
 		recs    []domain.AuditRecord
-		ok      bool
 		checked int64
-		seq     int64
+		seqs    []int64
 	}{
-		{"intact", good, true, 5, 0},
-		{"edited third record", bad, false, 2, 3},
-		{"empty", nil, true, 0, 0},
+		{"intact", good, 5, nil},
+		{"edited third and fifth record", bad, 5, []int64{3, 5}},
+		{"empty", nil, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.audit.EXPECT().AuditChain(gomock.Any(), int64(0), gomock.Any()).Return(tt.recs, nil)
-			if tt.ok && len(tt.recs) > 0 {
+			if len(tt.recs) > 0 {
 				f.audit.EXPECT().AuditChain(gomock.Any(), int64(len(tt.recs)), gomock.Any()).Return(nil, nil)
 			}
 			rep, err := app.NewAudit(f.audit).Verify(context.Background())
-			if err != nil || rep.OK != tt.ok || rep.Checked != tt.checked || (!tt.ok && rep.Break.Seq != tt.seq) {
-				t.Errorf("got %+v, %v; want ok %v checked %d break at %d", rep, err, tt.ok, tt.checked, tt.seq)
+			var seqs []int64
+			for _, b := range rep.Breaks {
+				seqs = append(seqs, b.Seq)
+			}
+			if err != nil || rep.OK() != (tt.seqs == nil) || rep.Checked != tt.checked || !slices.Equal(seqs, tt.seqs) {
+				t.Errorf("got %+v, %v; want checked %d breaks at %v", rep, err, tt.checked, tt.seqs)
 			}
 		})
 	}

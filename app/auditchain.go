@@ -10,42 +10,17 @@ import (
 // neither holds the whole log in memory.
 const chainPage = 1000
 
-// ChainReport is the outcome of verifying the audit hash chain.
-type ChainReport struct {
-	OK      bool
-	Checked int64
-	// Head is the hash of the last record checked (GenesisHash when empty).
-	Head string
-	// Break is the first broken link, when OK is false.
-	Break *domain.ChainBreak
-}
+// maxBreaks caps the breaks a verification keeps (it counts them all).
+const maxBreaks = 100
 
-// Verify walks the whole chain from the first record and reports the first
-// broken link: an edited, removed or reordered record breaks it.
-func (a *Audit) Verify(ctx context.Context) (ChainReport, error) {
-	rep := ChainReport{OK: true, Head: domain.GenesisHash}
-	var after int64
-	for {
-		recs, err := a.store.AuditChain(ctx, after, chainPage)
-		if err != nil {
-			return ChainReport{}, err
-		}
-		if brk := domain.VerifyChain(rep.Head, recs); brk != nil {
-			for _, r := range recs {
-				if r.Seq == brk.Seq {
-					break
-				}
-				rep.Checked++
-			}
-			rep.OK, rep.Break = false, brk
-			return rep, nil
-		}
-		if len(recs) == 0 {
-			return rep, nil
-		}
-		rep.Checked += int64(len(recs))
-		rep.Head, after = recs[len(recs)-1].Hash, recs[len(recs)-1].Seq
+// Verify walks the whole chain from the first record and reports every
+// break: an edited, removed or reordered record.
+func (a *Audit) Verify(ctx context.Context) (domain.ChainReport, error) {
+	v := domain.NewChainVerifier(domain.Genesis, nil, maxBreaks)
+	if err := a.Export(ctx, 0, func(r domain.AuditRecord) error { v.Add(r); return nil }); err != nil {
+		return domain.ChainReport{}, err
 	}
+	return v.Finish(true), nil
 }
 
 // Export calls emit for every record with Seq > after, oldest first, page

@@ -227,7 +227,7 @@ func TestClusterAuditChain(t *testing.T) {
 		t.Fatalf("AuditChain: %v", err)
 	}
 	if br := domain.VerifyChain(domain.GenesisHash, chain); br != nil {
-		t.Fatalf("audit chain broken at seq %d: %s", br.Seq, br.Reason)
+		t.Fatalf("audit chain broken: %+v", br)
 	}
 	inChain := map[string]domain.AuditRecord{}
 	for i, r := range chain {

@@ -383,9 +383,9 @@ func TestAuditExportAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := h.must(t, 200, "adm", "GET", "/api/v2/audit/verify", "")
-	brk, _ := got["first_broken"].(map[string]any)
-	if got["ok"] != false || brk == nil || brk["seq"].(float64) != 4 || got["checked"].(float64) != 3 {
-		t.Errorf("verify after tampering = %v, want first_broken seq 4 after 3 good records", got)
+	brks, _ := got["breaks"].([]any)
+	if got["ok"] != false || len(brks) != 1 || brks[0].(map[string]any)["seq"].(float64) != 4 || brks[0].(map[string]any)["kind"] != "edited" {
+		t.Errorf("verify after tampering = %v, want one break: record 4 edited", got)
 	}
 }
 

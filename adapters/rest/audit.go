@@ -22,6 +22,7 @@ func (s *Server) auditRoutes() []route {
 
 type auditJSON struct {
 	Seq        int64             `json:"seq"`
+	Version    int               `json:"version"`
 	Time       time.Time         `json:"time"`
 	RequestID  string            `json:"request_id"`
 	Subject    string            `json:"subject"`
@@ -29,6 +30,7 @@ type auditJSON struct {
 	AuthMethod domain.AuthMethod `json:"auth_method"`
 	Method     string            `json:"method"`
 	Path       string            `json:"path"`
+	Client     string            `json:"client"`
 	Decision   string            `json:"decision"`
 	Reason     string            `json:"reason"`
 	Status     int               `json:"status"`
@@ -41,8 +43,8 @@ func toAuditJSON(r domain.AuditRecord) auditJSON {
 	if roles == nil {
 		roles = []domain.Role{}
 	}
-	return auditJSON{Seq: r.Seq, Time: r.Time, RequestID: r.RequestID, Subject: r.Subject, Roles: roles,
-		AuthMethod: r.AuthMethod, Method: r.Method, Path: r.Path, Decision: string(r.Decision), Reason: r.Reason,
+	return auditJSON{Seq: r.Seq, Version: r.Version, Time: r.Time, RequestID: r.RequestID, Subject: r.Subject, Roles: roles,
+		AuthMethod: r.AuthMethod, Method: r.Method, Path: r.Path, Client: r.Client, Decision: string(r.Decision), Reason: r.Reason,
 		Status: r.Status, PrevHash: r.PrevHash, Hash: r.Hash}
 }
 
@@ -116,20 +118,29 @@ func (s *Server) exportAudit(c *fiber.Ctx) error {
 }
 
 type chainBreakJSON struct {
-	Seq    int64  `json:"seq"`
-	Reason string `json:"reason"`
+	Kind   domain.BreakKind `json:"kind"`
+	Seq    int64            `json:"seq"`
+	Last   int64            `json:"last"`
+	Reason string           `json:"reason"`
 }
 
-// verifyAudit walks the hash chain and reports the first broken link.
+func toBreaksJSON(breaks []domain.ChainBreak) []chainBreakJSON {
+	out := make([]chainBreakJSON, len(breaks))
+	for i, b := range breaks {
+		out[i] = chainBreakJSON{Kind: b.Kind, Seq: b.Seq, Last: b.Last, Reason: b.Reason}
+	}
+	return out
+}
+
+// verifyAudit walks the hash chain and reports every break.
 func (s *Server) verifyAudit(c *fiber.Ctx) error {
 	rep, err := s.audits.Verify(c.UserContext())
 	if err != nil {
 		return err
 	}
-	out := fiber.Map{"ok": rep.OK, "checked": rep.Checked, "head": rep.Head}
-	if rep.Break != nil {
-		out["first_broken"] = chainBreakJSON{Seq: rep.Break.Seq, Reason: rep.Break.Reason}
-		note(c, "audit chain broken at seq "+strconv.FormatInt(rep.Break.Seq, 10))
+	if !rep.OK() {
+		note(c, fmt.Sprintf("audit chain: %d break(s), first at seq %d (%s)", rep.BreakCount, rep.Breaks[0].Seq, rep.Breaks[0].Kind))
 	}
-	return c.JSON(out)
+	return c.JSON(fiber.Map{"ok": rep.OK(), "checked": rep.Checked, "head": rep.HeadHash,
+		"breaks": toBreaksJSON(rep.Breaks), "break_count": rep.BreakCount})
 }

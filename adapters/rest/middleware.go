@@ -140,9 +140,12 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Roles:      st.principal.Roles,
 		AuthMethod: st.principal.Method,
 		Method:     c.Method(),
-		Path:       c.Path(),
-		Decision:   domain.AuditDeny,
-		Status:     c.Response().StatusCode(),
+		// The request target exactly as sent (path and query): the store
+		// seals it (escaped, bounded), so any bytes are recorded faithfully.
+		Path:     string(c.Request().Header.RequestURI()),
+		Client:   c.IP(),
+		Decision: domain.AuditDeny,
+		Status:   c.Response().StatusCode(),
 	}
 	switch {
 	case st.public && err == nil:

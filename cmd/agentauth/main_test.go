@@ -316,7 +316,7 @@ func auditRecords(t *testing.T, dir string) map[string]domain.AuditRecord {
 		t.Fatal(err)
 	}
 	if br := domain.VerifyChain(domain.GenesisHash, recs); br != nil {
-		t.Errorf("audit chain broken at %d: %s", br.Seq, br.Reason)
+		t.Errorf("audit chain broken: %+v", br)
 	}
 	byID := map[string]domain.AuditRecord{}
 	for _, r := range recs {

@@ -3,6 +3,7 @@ package porttest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func RunAuditStore(t *testing.T, newStore Factory[ports.AuditStore]) {
 		}
 	})
 	t.Run("FieldsRoundTrip", func(t *testing.T) { testAuditRoundTrip(t, newStore(t)) })
+	t.Run("HostileBytesStoredAsSealed", func(t *testing.T) { testAuditHostileBytes(t, newStore(t)) })
 	t.Run("Query", func(t *testing.T) { testAuditQuery(t, newStore(t)) })
 	t.Run("ChainPages", func(t *testing.T) { testAuditChainPages(t, newStore(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) {
@@ -60,7 +62,7 @@ func verifyAll(t *testing.T, st ports.AuditStore) []domain.AuditRecord {
 		t.Fatalf("AuditChain: %v", err)
 	}
 	if br := domain.VerifyChain(domain.GenesisHash, got); br != nil {
-		t.Fatalf("chain broken at seq %d: %s", br.Seq, br.Reason)
+		t.Fatalf("chain broken: %+v", br)
 	}
 	for i, r := range got {
 		if want := int64(i + 1); r.Seq != want {
@@ -126,6 +128,50 @@ func testAuditRoundTrip(t *testing.T, st ports.AuditStore) {
 			!slices.Equal(g.Roles, want.Roles) || g.AuthMethod != want.AuthMethod || g.Method != want.Method ||
 			g.Path != want.Path || g.Decision != want.Decision || g.Reason != want.Reason || g.Status != want.Status {
 			t.Errorf("record %d = %+v, want %+v (time %v)", i, g, want, wantTime)
+		}
+	}
+}
+
+// hostileRecord puts the bytes a caller may choose (invalid UTF-8, NUL
+// and other controls, backslashes, oversized text) into every text field.
+func hostileRecord(b string) domain.AuditRecord {
+	return domain.AuditRecord{Time: base, RequestID: b, Subject: "sub" + b, Roles: []domain.Role{domain.RoleUser},
+		AuthMethod: domain.AuthMethod(b), Method: "GE" + b, Path: "/" + b, Client: b, Decision: domain.AuditDeny,
+		Reason: "no route matches " + b, Status: 401}
+}
+
+// testAuditHostileBytes: whatever bytes a caller sends, the store accepts
+// the batch (no record fails the others), keeps exactly the sealed fields
+// and the chain verifies.
+func testAuditHostileBytes(t *testing.T, st ports.AuditStore) {
+	ctx := ctxFor(t)
+	inputs := []string{"\xff\xfe\xc3", `\xff`, "nul\x00byte", `\`, "tab\tnew\nline\x7f",
+		"\xed\xa0\x80 surrogate", strings.Repeat("\xc3", 3000), strings.Repeat("é", 20_000), "ok"}
+	recs := make([]domain.AuditRecord, len(inputs))
+	for i, in := range inputs {
+		recs[i] = hostileRecord(in)
+	}
+	if err := st.AppendAudit(ctx, recs); err != nil {
+		t.Fatalf("AppendAudit with hostile bytes: %v", err)
+	}
+	got := verifyAll(t, st)
+	if len(got) != len(inputs) {
+		t.Fatalf("AuditChain = %d records, want %d", len(got), len(inputs))
+	}
+	for i, in := range inputs {
+		g, w := got[i], recs[i]
+		if g.RequestID != w.RequestID || g.Subject != w.Subject || g.AuthMethod != w.AuthMethod || g.Method != w.Method ||
+			g.Path != w.Path || g.Client != w.Client || g.Reason != w.Reason || g.Hash != w.Hash || g.Version != domain.AuditV2 {
+			t.Errorf("record %d stored as %+v, want the sealed %+v", i, g, w)
+		}
+		for _, f := range []string{g.RequestID, g.Path, g.Client, g.Reason} {
+			if len(f) > domain.AuditFieldMax {
+				t.Errorf("record %d keeps a field of %d bytes, want at most %d", i, len(f), domain.AuditFieldMax)
+			}
+		}
+		back, err := domain.UnescapeAuditText(g.RequestID)
+		if err != nil || (!back.Truncated && back.Text != in) || !strings.HasPrefix(in, back.Text) {
+			t.Errorf("record %d request id unescapes to %+v, %v; want %q", i, back, err, in)
 		}
 	}
 }
@@ -208,7 +254,7 @@ func testAuditChainPages(t *testing.T, st ports.AuditStore) {
 			break
 		}
 		if br := domain.VerifyChain(prev, page); br != nil {
-			t.Fatalf("page after %d: chain broken at seq %d: %s", after, br.Seq, br.Reason)
+			t.Fatalf("page after %d: chain broken: %+v", after, br)
 		}
 		for _, r := range page {
 			seen = append(seen, r.Seq)

@@ -33,12 +33,12 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		for i := range records {
 			r := &records[i]
 			seq++
-			r.Seq, r.PrevHash = seq, prev
-			r.Time = r.Time.UTC().Truncate(time.Microsecond)
-			r.Hash = r.ChainHash(prev)
+			// Sealed text holds no NUL and no invalid UTF-8: PostgreSQL
+			// refuses neither, so one record cannot fail the batch.
+			r.Seal(seq, prev)
 			prev = r.Hash
-			rows[i] = []any{r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject, domain.JoinRoles(r.Roles), string(r.AuthMethod),
-				r.Method, r.Path, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
+			rows[i] = []any{r.Seq, int16(r.Version), r.Time.UnixMicro(), r.RequestID, r.Subject, domain.JoinRoles(r.Roles), string(r.AuthMethod),
+				r.Method, r.Path, r.Client, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumnList, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("insert audit records: %w", err)
@@ -54,7 +54,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	return nil
 }
 
-var auditColumnList = []string{"seq", "time", "request_id", "subject", "roles", "auth_method", "method", "path", "decision", "reason", "status", "prev_hash", "hash"}
+var auditColumnList = []string{"seq", "version", "time", "request_id", "subject", "roles", "auth_method", "method", "path", "client", "decision", "reason", "status", "prev_hash", "hash"}
 
 var auditColumns = strings.Join(auditColumnList, ", ")
 
@@ -107,16 +107,16 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 		var (
 			r                       domain.AuditRecord
 			micros                  int64
-			status                  int32
+			status, version         int32
 			roles, method, decision string
 		)
-		if err := row.Scan(&r.Seq, &micros, &r.RequestID, &r.Subject, &roles, &method, &r.Method, &r.Path,
+		if err := row.Scan(&r.Seq, &version, &micros, &r.RequestID, &r.Subject, &roles, &method, &r.Method, &r.Path, &r.Client,
 			&decision, &r.Reason, &status, &r.PrevHash, &r.Hash); err != nil {
 			return r, err
 		}
 		r.Time = time.UnixMicro(micros).UTC()
 		r.Roles = domain.SplitRoles(roles)
-		r.Status = int(status)
+		r.Status, r.Version = int(status), int(version)
 		r.AuthMethod, r.Decision = domain.AuthMethod(method), domain.AuditDecision(decision)
 		return r, nil
 	})

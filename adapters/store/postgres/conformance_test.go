@@ -13,7 +13,7 @@ import (
 )
 
 // open opens a store on url and closes it when the test ends.
-func open(t *testing.T, url string) *postgres.Store {
+func open(t testing.TB, url string) *postgres.Store {
 	t.Helper()
 	st, closeStore, err := postgres.Open(context.Background(), postgres.URL(url), zap.NewNop())
 	if err != nil {

@@ -40,16 +40,16 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		for i := range chunk {
 			r := &chunk[i]
 			seq++
-			r.Seq, r.PrevHash = seq, prev
-			r.Time = r.Time.UTC().Truncate(time.Microsecond)
-			r.Hash = r.ChainHash(prev)
+			r.Seal(seq, prev)
 			prev = r.Hash
+			// Sealed text is valid UTF-8 without control characters, so
+			// JSON keeps it byte for byte.
 			body, err := json.Marshal(auditBody{RequestID: r.RequestID, Roles: domain.JoinRoles(r.Roles), AuthMethod: string(r.AuthMethod),
-				Method: r.Method, Path: r.Path, Reason: r.Reason, Status: r.Status, PrevHash: r.PrevHash})
+				Method: r.Method, Path: r.Path, Client: r.Client, Reason: r.Reason, Status: r.Status, PrevHash: r.PrevHash})
 			if err != nil {
 				return fmt.Errorf("sqlite: encode audit record: %w", err)
 			}
-			args = append(args, r.Seq, r.Time.UnixMicro(), r.Subject, string(r.Decision), r.Hash, string(body))
+			args = append(args, r.Seq, r.Version, r.Time.UnixMicro(), r.Subject, string(r.Decision), r.Hash, string(body))
 		}
 		if _, err := tx.ExecContext(ctx, insertAudit(len(chunk)), args...); err != nil {
 			return fmt.Errorf("sqlite: insert audit records: %w", err)
@@ -64,18 +64,19 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 // auditFields is the number of columns an audit row has; auditChunk bounds
 // the rows of one INSERT (SQLite allows 32766 parameters).
 const (
-	auditFields = 6
+	auditFields = 7
 	auditChunk  = 256
 )
 
 // auditBody holds the fields of a record that no query filters on
-// (migration 0004).
+// (migrations 0004, 0005).
 type auditBody struct {
 	RequestID  string `json:"request_id"`
 	Roles      string `json:"roles"`
 	AuthMethod string `json:"auth_method"`
 	Method     string `json:"method"`
 	Path       string `json:"path"`
+	Client     string `json:"client,omitempty"`
 	Reason     string `json:"reason"`
 	Status     int    `json:"status"`
 	PrevHash   string `json:"prev_hash"`
@@ -87,7 +88,7 @@ func insertAudit(n int) string {
 	return `INSERT INTO audit (` + auditColumns + `) VALUES ` + strings.Repeat(row+", ", n-1) + row
 }
 
-const auditColumns = `seq, time, subject, decision, hash, body`
+const auditColumns = `seq, version, time, subject, decision, hash, body`
 
 // QueryAudit returns matching records, newest first.
 func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
@@ -136,7 +137,7 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 			decision, body string
 			b              auditBody
 		)
-		if err := rows.Scan(&r.Seq, &micros, &r.Subject, &decision, &r.Hash, &body); err != nil {
+		if err := rows.Scan(&r.Seq, &r.Version, &micros, &r.Subject, &decision, &r.Hash, &body); err != nil {
 			return nil, fmt.Errorf("sqlite: scan audit record: %w", err)
 		}
 		if err := json.Unmarshal([]byte(body), &b); err != nil {
@@ -145,7 +146,7 @@ func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]do
 		r.Time = time.UnixMicro(micros).UTC()
 		r.Decision = domain.AuditDecision(decision)
 		r.RequestID, r.Roles, r.AuthMethod = b.RequestID, domain.SplitRoles(b.Roles), domain.AuthMethod(b.AuthMethod)
-		r.Method, r.Path, r.Reason, r.Status, r.PrevHash = b.Method, b.Path, b.Reason, b.Status, b.PrevHash
+		r.Method, r.Path, r.Client, r.Reason, r.Status, r.PrevHash = b.Method, b.Path, b.Client, b.Reason, b.Status, b.PrevHash
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -12,7 +12,7 @@ import (
 )
 
 // open opens the database at path and closes it when the test ends.
-func open(t *testing.T, path string) *sqlite.Store {
+func open(t testing.TB, path string) *sqlite.Store {
 	t.Helper()
 	st, closeStore, err := sqlite.Open(sqlite.Path(path), zap.NewNop())
 	if err != nil {

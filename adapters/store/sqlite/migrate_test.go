@@ -34,8 +34,8 @@ CREATE INDEX audit_time ON audit (time);`); err != nil {
 	for i := int64(1); i <= 3; i++ {
 		r := domain.AuditRecord{Seq: i, Time: time.UnixMicro(1_700_000_000_000_000 + i).UTC(), RequestID: "req-" + strings.Repeat("x", int(i)),
 			Subject: "alice", Roles: []domain.Role{domain.RoleUser, domain.RoleLead}, AuthMethod: domain.MethodOIDC, Method: "GET",
-			Path: "/api/v2/sessions", Decision: domain.AuditAllow, Reason: `role USER grants "sessions:read"`, Status: 200, PrevHash: prev}
-		r.Hash = r.ChainHash(prev)
+			Path: "/api/v2/sessions", Decision: domain.AuditAllow, Reason: `role USER grants "sessions:read"`, Status: 200, PrevHash: prev, Version: domain.AuditV1}
+		r.Hash = r.ChainHash()
 		prev = r.Hash
 		want = append(want, r)
 		if _, err := old.Exec(`INSERT INTO audit VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Seq, r.Time.UnixMicro(), r.RequestID, r.Subject,
