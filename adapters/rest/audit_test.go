@@ -45,3 +45,17 @@ func TestRawBytesInTheRequestKeepTheChainIntact(t *testing.T) {
 		t.Errorf("verify after raw-byte requests = %v, want ok", got)
 	}
 }
+
+// TestAuditRecordKeepsTargetAndClient: the record holds the request target
+// with its query, as sent, and the client address.
+func TestAuditRecordKeepsTargetAndClient(t *testing.T) {
+	h := axNew(t)
+	h.must(t, 200, "uma", "GET", "/api/v2/sessions?limit=3", "")
+	recs, err := h.store.AuditChain(t.Context(), 0, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("AuditChain = %d records, %v", len(recs), err)
+	}
+	if r := recs[0]; r.Path != "/api/v2/sessions?limit=3" || r.Client != "127.0.0.1" {
+		t.Errorf("record path %q client %q, want /api/v2/sessions?limit=3 from 127.0.0.1", r.Path, r.Client)
+	}
+}

@@ -143,7 +143,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		// The request target exactly as sent (path and query): the store
 		// seals it (escaped, bounded), so any bytes are recorded faithfully.
 		Path:     string(c.Request().Header.RequestURI()),
-		Client:   c.IP(),
+		Client:   clientOf(c).String(),
 		Decision: domain.AuditDeny,
 		Status:   c.Response().StatusCode(),
 	}
