@@ -138,11 +138,8 @@ func (l *Login) csrf(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
-
 // begin redirects to the provider's authorization endpoint.
 func (l *Login) begin(c *fiber.Ctx) error {
-	noStore(c)
 	target, err := l.uc.Begin(c.UserContext(), c.Query("return_to"))
 	if err != nil {
 		return err
@@ -198,7 +195,6 @@ func (l *Login) stateBound(c *fiber.Ctx, state string) bool {
 
 // callback completes the code flow, sets the cookie and redirects.
 func (l *Login) callback(c *fiber.Ctx) error {
-	noStore(c)
 	if state := c.Query("state"); state != "" && !l.stateBound(c, state) {
 		return fmt.Errorf("login callback: this browser did not start the login of this state: %w", domain.ErrUnauthenticated)
 	}
@@ -227,7 +223,6 @@ type loginResponse struct {
 // passwordLogin is POST /auth/login with username and password as JSON or
 // form fields.
 func (l *Login) passwordLogin(c *fiber.Ctx) error {
-	noStore(c)
 	var req passwordLoginRequest
 	switch ct := string(c.Request().Header.ContentType()); {
 	case strings.HasPrefix(ct, fiber.MIMEApplicationJSON):
@@ -268,7 +263,6 @@ type logoutResponse struct {
 
 // logout ends the session here and at the provider and clears the cookie.
 func (l *Login) logout(c *fiber.Ctx) error {
-	noStore(c)
 	cookie := c.Cookies(SessionCookie)
 	if cookie == "" {
 		return fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errMissingCredential)

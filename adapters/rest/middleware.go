@@ -21,6 +21,14 @@ import (
 // HeaderRequestID carries the request id on every response.
 const HeaderRequestID = "X-Request-ID"
 
+// Security headers of every answer, built once.
+var (
+	headerCacheControl       = []byte(fiber.HeaderCacheControl)
+	noStore                  = []byte("no-store")
+	headerContentTypeOptions = []byte(fiber.HeaderXContentTypeOptions)
+	noSniff                  = []byte("nosniff")
+)
+
 // SessionCookie is the cookie that carries an OIDC login session.
 const SessionCookie = "user_session"
 
@@ -76,6 +84,10 @@ func (s *Server) withRequestID(c *fiber.Ctx) error {
 	*st = reqState{id: newRequestID(), client: s.clientAddress(c)}
 	c.Locals(stateKey{}, st)
 	c.Set(HeaderRequestID, st.id)
+	// Every answer may hold one caller's data or an error about it: no
+	// shared cache may keep it, no browser may reinterpret it (ASVS V3/V14).
+	c.Response().Header.SetCanonical(headerCacheControl, noStore)
+	c.Response().Header.SetCanonical(headerContentTypeOptions, noSniff)
 	if s.cfg.Debug {
 		c.Set("X-Auth-Debug", "true")
 	}
