@@ -41,6 +41,11 @@ type Server struct {
 	// TrustedProxies are the CIDRs of the proxies whose X-Forwarded-For is
 	// believed (see TrustedProxies).
 	TrustedProxies []string `yaml:"trustedProxies" env:"SERVICE_TRUSTED_PROXIES" envSeparator:","`
+	// ManagementPort turns on the management listener (probes and metrics
+	// without credentials); 0 leaves it off.
+	ManagementPort int `yaml:"managementPort" env:"SERVICE_MANAGEMENT_PORT"`
+	// ManagementHost is its address; empty: Host.
+	ManagementHost string `yaml:"managementHost" env:"SERVICE_MANAGEMENT_HOST"`
 }
 
 // Log is the process log (not the audit log).
@@ -190,6 +195,18 @@ func (c Config) Mode() Mode {
 // Addr is the listen address.
 func (c Config) Addr() string { return net.JoinHostPort(c.Server.Host, fmt.Sprint(c.Server.Port)) }
 
+// ManagementAddr is the management listener's address; empty when it is off.
+func (c Config) ManagementAddr() string {
+	if c.Server.ManagementPort == 0 {
+		return ""
+	}
+	host := c.Server.ManagementHost
+	if host == "" {
+		host = c.Server.Host
+	}
+	return net.JoinHostPort(host, fmt.Sprint(c.Server.ManagementPort))
+}
+
 // Validate checks every setting and reports all problems at once.
 func (c Config) Validate() error {
 	var errs []error
@@ -199,6 +216,11 @@ func (c Config) Validate() error {
 	}
 	if c.Server.Port < 0 || c.Server.Port > 65535 {
 		bad("server.port / SERVICE_PORT / --port: %d is not a port number (1-65535, or 0 for any free port)", c.Server.Port)
+	}
+	if c.Server.ManagementPort < 0 || c.Server.ManagementPort > 65535 {
+		bad("server.managementPort / SERVICE_MANAGEMENT_PORT / --management-port: %d is not a port number (1-65535, or 0 to leave the management listener off)", c.Server.ManagementPort)
+	} else if c.Server.ManagementPort != 0 && c.Server.ManagementPort == c.Server.Port && c.ManagementAddr() == c.Addr() {
+		bad("server.managementPort / SERVICE_MANAGEMENT_PORT: %d is the API port; pick another", c.Server.ManagementPort)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		bad("server.shutdownTimeout / SERVICE_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s")

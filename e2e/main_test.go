@@ -235,8 +235,9 @@ func tail(s string, n int) string {
 
 // service is a running agentauth.
 type service struct {
-	url string
-	cmd *exec.Cmd
+	url  string
+	mgmt string // the management listener
+	cmd  *exec.Cmd
 }
 
 // startService runs agentauth in OIDC mode against p on port (0: free;
@@ -250,6 +251,7 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 	} else {
 		l.Close()
 	}
+	mgmtPort := freePort(t)
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
@@ -262,6 +264,7 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 		"SERVICE_OIDC_CLOCK_SKEW=1s",
 		"SERVICE_OIDC_JWKS_REFETCH=1s",
 		"SERVICE_PORT=" + fmt.Sprint(port),
+		"SERVICE_MANAGEMENT_PORT=" + fmt.Sprint(mgmtPort),
 		"SERVICE_DATA_DIR=" + t.TempDir(),
 		"SERVICE_LOG_LEVEL=debug",
 	}, env...)
@@ -270,7 +273,7 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start agentauth: %v", err)
 	}
-	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmtPort), cmd: cmd}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
@@ -289,17 +292,18 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 	}
 }
 
-// waitReady polls /health until it says ok.
+// waitReady polls the management listener's /health/ready until it says
+// ok.
 func (s *service) waitReady(t *testing.T, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		status, body := get(t, noRedirects(nil), s.url+"/health", "")
+		status, body := get(t, noRedirects(nil), s.mgmt+"/health/ready", "")
 		if status == http.StatusOK {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/health not ok within %s: %d %s", within, status, body)
+			t.Fatalf("/health/ready not ok within %s: %d %s", within, status, body)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

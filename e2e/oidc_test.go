@@ -482,9 +482,18 @@ func TestProviderDown(t *testing.T) {
 	dead := &idp{base: "http://127.0.0.1:" + itoa(port), issuer: "http://127.0.0.1:" + itoa(port) + "/realms/" + realmName, servicePort: freePort(t)}
 	s := startService(t, dead, 0)
 
+	// Liveness does not depend on the provider (no restart loop while it is
+	// down); readiness does, and says why on the management listener.
 	status, body := get(t, noRedirects(nil), s.url+"/health", "")
-	if status != http.StatusServiceUnavailable || !strings.Contains(body, "degraded") || !strings.Contains(body, "oidc_discovery") {
-		t.Errorf("/health before discovery: got %d %s, want 503 degraded naming oidc_discovery", status, body)
+	if status != http.StatusOK || !strings.Contains(body, `"degraded"`) || !strings.Contains(body, `"oidc_discovery":"failing"`) {
+		t.Errorf("/health before discovery: got %d %s, want 200 degraded naming oidc_discovery", status, body)
+	}
+	if status, body := get(t, noRedirects(nil), s.mgmt+"/health/live", ""); status != http.StatusOK {
+		t.Errorf("/health/live before discovery: got %d %s, want 200", status, body)
+	}
+	status, body = get(t, noRedirects(nil), s.mgmt+"/health/ready", "")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "oidc_discovery") || !strings.Contains(body, "connection refused") {
+		t.Errorf("/health/ready before discovery: got %d %s, want 503 naming oidc_discovery and why", status, body)
 	}
 	if status, _, _ := passwordLogin(t, s, "alice", "alice-pw"); status != http.StatusServiceUnavailable {
 		t.Errorf("POST /auth/login before discovery: got %d, want 503", status)
@@ -506,6 +515,13 @@ func TestProviderDown(t *testing.T) {
 	}
 
 	p.stop()
+	// Cached keys still serve, so the service stays ready.
+	if status, body := get(t, noRedirects(nil), s.mgmt+"/health/ready", ""); status != http.StatusOK {
+		t.Errorf("/health/ready with the provider stopped after discovery: got %d %s, want 200 (keys cached)", status, body)
+	}
+	if status, body := get(t, noRedirects(nil), s.url+"/health", ""); status != http.StatusOK || body != `{"status":"ok"}` {
+		t.Errorf("/health with the provider stopped after discovery: got %d %s, want 200 ok", status, body)
+	}
 	if status, m := whoami(t, noRedirects(nil), s, tok.AccessToken); status != http.StatusOK || !slices.Equal(m.Roles, []string{"LEAD"}) {
 		t.Errorf("cached Bearer token with the provider down: got %d %v, want 200 LEAD", status, m.Roles)
 	}

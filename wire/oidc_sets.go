@@ -24,7 +24,7 @@ import (
 // oidcSet is coreSet with the login endpoints in the edge's configuration,
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
-	oidcRestConfig, dataDir, apiKey, authorizer, storeSet, auditlog.Set, appSet, rest.Set,
+	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, storeSet, auditlog.Set, appSet, rest.Set,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.
@@ -78,8 +78,8 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access) (rest.Config, error) {
-	c, err := restConfig(cfg, access)
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, ready rest.ReadyChecks) (rest.Config, error) {
+	c, err := restConfig(cfg, access, ready)
 	c.Login = login
 	return c, err
 }

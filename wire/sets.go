@@ -34,19 +34,25 @@ var appSet = gwire.NewSet(
 )
 
 // settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, dataDir, apiKey, authorizer)
+var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer)
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
 var coreSet = gwire.NewSet(settingsSet, storeSet, auditlog.Set, appSet, rest.Set)
 
-func restConfig(cfg config.Config, access *rest.Access) (rest.Config, error) {
+func restConfig(cfg config.Config, access *rest.Access, ready rest.ReadyChecks) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
 	if err != nil {
 		return rest.Config{}, err
 	}
-	return rest.Config{Addr: cfg.Addr(), Debug: cfg.Mode() == config.ModeDebug, ShutdownTimeout: cfg.Server.ShutdownTimeout,
-		TrustedProxies: proxies, Access: access}, nil
+	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), Debug: cfg.Mode() == config.ModeDebug,
+		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, Ready: ready}, nil
+}
+
+// readyChecks are what requests need besides the identity provider: the
+// database answers and the audit log takes records.
+func readyChecks(st Stores, audit *auditlog.Committer) rest.ReadyChecks {
+	return rest.ReadyChecks{{Name: "database", Probe: st.Ping}, {Name: "audit_log", Probe: audit.Ready}}
 }
 
 func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }

@@ -39,6 +39,8 @@ type Stores struct {
 	LoginSessions ports.LoginSessionStore
 	AuthRequests  ports.AuthRequestStore
 	LoginThrottle ports.LoginThrottle
+	// Ping is the readiness check of the database.
+	Ping func(context.Context) error
 }
 
 // storeSet provides each store port from the configured store.
@@ -64,6 +66,7 @@ type store interface {
 	ports.LoginSessionStore
 	ports.AuthRequestStore
 	ports.LoginThrottle
+	Ping(ctx context.Context) error
 }
 
 func storesOf(s store) Stores {
@@ -71,6 +74,7 @@ func storesOf(s store) Stores {
 		Sessions: s, Audit: s, Settings: s,
 		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s,
 		LoginSessions: s, AuthRequests: s, LoginThrottle: s,
+		Ping: s.Ping,
 	}
 }
 

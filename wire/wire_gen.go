@@ -58,18 +58,21 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2, err := restConfig(cfg, access)
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	restReadyChecks := readyChecks(stores, committer)
+	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	config3 := hybridConfig(cfg)
-	authenticator, cleanup2, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	authenticator, cleanup3, err := hybrid.New(config3, domainAuthorizer, clock, log)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	committer, cleanup3 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -154,8 +157,11 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config3, err := oidcRestConfig(cfg, restLogin, access)
+	committer, cleanup4 := auditlog.New(auditStore, log)
+	restReadyChecks := readyChecks(stores, committer)
+	config3, err := oidcRestConfig(cfg, restLogin, access, restReadyChecks)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -165,12 +171,12 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	committer, cleanup4 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -220,24 +226,28 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2, err := restConfig(cfg, access)
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	restReadyChecks := readyChecks(stores, committer)
+	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	localDataDir := dataDir(cfg)
 	keyring, err := local.New(localDataDir, log)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -283,24 +293,28 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2, err := restConfig(cfg, access)
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	restReadyChecks := readyChecks(stores, committer)
+	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	key := apiKey(cfg)
 	keyring, err := apikey.New(key)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
@@ -346,19 +360,22 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	config2, err := restConfig(cfg, access)
+	committer, cleanup2 := auditlog.New(auditStore, log)
+	restReadyChecks := readyChecks(stores, committer)
+	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	keyring := debug.New()
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	committer, cleanup2 := auditlog.New(auditStore, log)
 	audit := app.NewAudit(auditStore)
 	settings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/wire"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -37,6 +39,8 @@ type Committer struct {
 	// queued counts records handed to Record and not yet committed (the
 	// audit queue depth of GET /metrics).
 	queued atomic.Int64
+	// lastErr is the error of the last commit, nil after a good one (Ready).
+	lastErr atomic.Pointer[error]
 }
 
 // Depth is the number of records waiting to be committed now.
@@ -120,10 +124,16 @@ func (c *Committer) run() {
 		for _, p := range batch {
 			recs = append(recs, p.rec)
 		}
+		start := time.Now()
 		err := c.store.AppendAudit(context.Background(), recs)
+		telemetry.AuditCommitted(time.Since(start), err)
 		if err != nil {
+			failed := err
+			c.lastErr.Store(&failed)
 			c.log.Error("audit commit failed; requests in this batch are answered with an error", zap.Int("records", len(recs)), zap.Error(err))
 			err = fmt.Errorf("auditlog: commit: %w", errors.Join(err, domain.ErrUnavailable))
+		} else if c.lastErr.Load() != nil {
+			c.lastErr.Store(nil)
 		}
 		for _, p := range batch {
 			p.done <- err

@@ -12,10 +12,6 @@ import (
 	"github.com/agentauth/agentauth/domain"
 )
 
-func (s *Server) health(c *fiber.Ctx) error {
-	return c.JSON(fiber.Map{"status": "ok"})
-}
-
 type meResponse struct {
 	Subject     string              `json:"subject"`
 	Roles       []domain.Role       `json:"roles"`

@@ -80,12 +80,9 @@ func (s *Server) loginRoutes() {
 	s.app.Post("/auth/logout", s.public, l.logout)
 }
 
-// healthRoutes registers GET /health, with OIDC readiness in front of it
-// when OIDC is on. Health makes no access decision and is not audited.
+// healthRoutes registers GET /health (see health). It makes no access
+// decision and is not audited.
 func (s *Server) healthRoutes() {
-	if l := s.cfg.Login; l != nil {
-		s.app.Get("/health", l.healthCheck)
-	}
 	s.app.Get("/health", s.health)
 }
 
@@ -94,18 +91,6 @@ func loggedIn(c *fiber.Ctx, res app.LoginResult) {
 	st := stateOf(c)
 	st.principal = res.Principal
 	st.note = "login session started"
-}
-
-// healthCheck answers 503 with the failing parts while the provider is not
-// ready, and hands over to the plain health check once it is.
-func (l *Login) healthCheck(c *fiber.Ctx) error {
-	checks := l.health.Checks()
-	for _, v := range checks {
-		if v != "ok" {
-			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "degraded", "checks": checks})
-		}
-	}
-	return c.Next()
 }
 
 // csrf refuses cross-site unsafe requests that a browser would send with

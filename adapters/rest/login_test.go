@@ -40,9 +40,11 @@ func (c *checks) Checks() map[string]string {
 
 type oidcHarness struct {
 	url    string
+	mgmt   string // the management listener
 	idp    *mocks.MockIdentityProvider
 	health *checks
 	srv    *rest.Server
+	store  *sqlite.Store
 }
 
 // startOIDC runs a real server in OIDC mode on 127.0.0.1 with a real SQLite
@@ -73,21 +75,26 @@ func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
 	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
-	srv := rest.New(rest.Config{Login: login}, authn, authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	ready := rest.ReadyChecks{{Name: "database", Probe: store.Ping}, {Name: "audit_log", Probe: audit.Ready}}
+	srv := rest.New(rest.Config{Login: login, Ready: ready}, authn, authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.ServeWithManagement(ctx, ln, mln) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 		closeAudit()
 		closeStore()
 	})
-	return oidcHarness{url: "http://" + ln.Addr().String(), idp: idp, health: h, srv: srv}
+	return oidcHarness{url: "http://" + ln.Addr().String(), mgmt: "http://" + mln.Addr().String(), idp: idp, health: h, srv: srv, store: store}
 }
 
 var testLoginCfg = app.LoginConfig{PasswordLogin: true, SessionIdle: time.Hour, SessionMax: 8 * time.Hour,
@@ -127,21 +134,83 @@ func send(t *testing.T, c *http.Client, method, u string, headers map[string]str
 
 var jsonCT = map[string]string{"Content-Type": "application/json"}
 
-func TestHealthReportsOIDCReadiness(t *testing.T) {
+// TestProbesFollowOIDCReadiness: GET /health on the API port is liveness,
+// 200 whatever the provider does, naming what is not ready without error
+// details; the management listener's /health/ready answers 503 with the
+// failing checks in full, /health/live 200. Neither needs a credential.
+func TestProbesFollowOIDCReadiness(t *testing.T) {
 	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
-	h.health.mu.Lock()
-	h.health.m = map[string]string{"oidc_discovery": "failing: connection refused", "oidc_jwks": "pending"}
-	h.health.mu.Unlock()
-	resp, body := send(t, client(nil), http.MethodGet, h.url+"/health", nil, "")
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"degraded"`) || !strings.Contains(body, "connection refused") {
-		t.Errorf("/health while discovery fails: got %d %s, want 503 degraded with the reason", resp.StatusCode, body)
+	tests := []struct {
+		name       string
+		oidc       map[string]string
+		wantHealth string // body of /health
+		wantReady  int
+		readyHas   string
+	}{
+		{"provider down at start", map[string]string{"oidc_discovery": "failing: dial tcp 10.1.2.3:8443: connection refused", "oidc_jwks": "pending"},
+			`{"checks":{"oidc_discovery":"failing","oidc_jwks":"pending"},"status":"degraded"}`, 503, "10.1.2.3:8443: connection refused"},
+		{"untrusted certificate", map[string]string{"oidc_discovery": "failing: x509", "oidc_jwks": "pending", "oidc_tls": "provider certificate not trusted: set SERVICE_OIDC_CA_FILE"},
+			`{"checks":{"oidc_discovery":"failing","oidc_jwks":"pending","oidc_tls":"provider certificate not trusted"},"status":"degraded"}`, 503, "SERVICE_OIDC_CA_FILE"},
+		{"ready", map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}, `{"status":"ok"}`, 200, `"database":"ok"`},
 	}
-	h.health.mu.Lock()
-	h.health.m = map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}
-	h.health.mu.Unlock()
-	resp, body = send(t, client(nil), http.MethodGet, h.url+"/health", nil, "")
-	if resp.StatusCode != http.StatusOK || body != `{"status":"ok"}` {
-		t.Errorf("/health when ready: got %d %s, want 200 {\"status\":\"ok\"}", resp.StatusCode, body)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.health.mu.Lock()
+			h.health.m = tt.oidc
+			h.health.mu.Unlock()
+			resp, body := send(t, client(nil), http.MethodGet, h.url+"/health", nil, "")
+			if resp.StatusCode != http.StatusOK || body != tt.wantHealth {
+				t.Errorf("/health: got %d %s, want 200 %s", resp.StatusCode, body, tt.wantHealth)
+			}
+			resp, body = send(t, client(nil), http.MethodGet, h.mgmt+"/health/ready", nil, "")
+			if resp.StatusCode != tt.wantReady || !strings.Contains(body, tt.readyHas) || !strings.Contains(body, `"audit_log":"ok"`) {
+				t.Errorf("/health/ready: got %d %s, want %d with %s and every check", resp.StatusCode, body, tt.wantReady, tt.readyHas)
+			}
+			resp, body = send(t, client(nil), http.MethodGet, h.mgmt+"/health/live", nil, "")
+			if resp.StatusCode != http.StatusOK || body != `{"status":"ok"}` {
+				t.Errorf("/health/live: got %d %s, want 200 ok", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// TestManagementListener: metrics without a credential and without audit
+// records; nothing else is served there.
+func TestManagementListener(t *testing.T) {
+	h := startOIDC(t, "http://127.0.0.1:1/auth/callback", testLoginCfg)
+	send(t, client(nil), http.MethodGet, h.url+"/api/v2/me", nil, "") // one audited request
+	before, err := h.store.AuditChain(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, path string
+		want         int
+		has          string
+	}{
+		{http.MethodGet, "/metrics", 200, "agentauth_http_requests_total"},
+		{http.MethodGet, "/health/ready", 200, `"status":"ok"`},
+		{http.MethodGet, "/health/live", 200, `"status":"ok"`},
+		{http.MethodGet, "/api/v2/me", 404, ""},
+		{http.MethodGet, "/health", 404, ""},
+		{http.MethodPost, "/metrics", 405, ""},
+	}
+	for _, tt := range tests {
+		resp, body := send(t, client(nil), tt.method, h.mgmt+tt.path, nil, "")
+		if resp.StatusCode != tt.want || !strings.Contains(body, tt.has) {
+			t.Errorf("%s %s: got %d %.200s, want %d with %q", tt.method, tt.path, resp.StatusCode, body, tt.want, tt.has)
+		}
+	}
+	after, err := h.store.AuditChain(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("the management listener wrote %d audit records, want none", len(after)-len(before))
+	}
+	// The API port's /metrics still needs a credential.
+	if resp, _ := send(t, client(nil), http.MethodGet, h.url+"/metrics", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /metrics on the API port without a credential: got %d, want 401", resp.StatusCode)
 	}
 }
 

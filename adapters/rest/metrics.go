@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -22,7 +23,10 @@ type httpMetrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
-	handler   fiber.Handler
+	// served is the exposition of this registry and telemetry.Registry;
+	// handler is the same for Fiber.
+	served  http.Handler
+	handler fiber.Handler
 }
 
 // depther is what the audit log offers to report its queue depth
@@ -55,7 +59,8 @@ func newHTTPMetrics(s *Server) *httpMetrics {
 		}, func() float64 { return float64(d.Depth()) }))
 	}
 	gatherers := prometheus.Gatherers{m.registry, telemetry.Registry}
-	m.handler = adaptor.HTTPHandler(promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
+	m.served = promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{})
+	m.handler = adaptor.HTTPHandler(m.served)
 	return m
 }
 

@@ -23,6 +23,9 @@ import (
 type Config struct {
 	// Addr is host:port to listen on.
 	Addr string
+	// ManagementAddr is host:port of the management listener (probes and
+	// metrics without credentials); empty: none.
+	ManagementAddr string
 	// Debug marks every response with X-Auth-Debug: true.
 	Debug bool
 	// ShutdownTimeout bounds how long in-flight requests may take to finish.
@@ -35,6 +38,9 @@ type Config struct {
 	// Access serves the access-model endpoints (projects, tools, policies,
 	// agents, tool calls, dashboard); nil leaves them out.
 	Access *Access
+	// Ready are the readiness checks (database, audit log); the identity
+	// provider's come with Login.
+	Ready ReadyChecks
 }
 
 // Server is the Fiber application with its dependencies.
@@ -52,6 +58,7 @@ type Server struct {
 	// loopbackOnly: the configured and the actual listen address are both
 	// loopback, the only place debug principals are served.
 	loopbackOnly atomic.Bool
+	ready        *readiness
 }
 
 // Set provides the server.
@@ -66,6 +73,10 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 	sessions *app.Sessions, audits *app.Audit, settings *app.Settings, log *zap.Logger) *Server {
 	s := &Server{cfg: cfg, log: log.Named("http"), authn: authn, authz: authz, auditLog: auditLog,
 		sessions: sessions, audits: audits, settings: settings}
+	s.ready = &readiness{checks: cfg.Ready}
+	if cfg.Login != nil {
+		s.ready.oidc = cfg.Login.health
+	}
 	s.metrics = newHTTPMetrics(s)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "agentauth",
@@ -123,7 +134,36 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (SERVICE_HOST, SERVICE_PORT): %w", s.cfg.Addr, err)
 	}
-	return s.Serve(ctx, ln)
+	if s.cfg.ManagementAddr == "" {
+		return s.Serve(ctx, ln)
+	}
+	mln, err := net.Listen("tcp", s.cfg.ManagementAddr)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("listen on %s (SERVICE_MANAGEMENT_HOST, SERVICE_MANAGEMENT_PORT): %w", s.cfg.ManagementAddr, err)
+	}
+	return s.ServeWithManagement(ctx, ln, mln)
+}
+
+// ServeWithManagement is Serve with the management listener on mln. The
+// management listener answers until the API listener has drained; if it
+// fails, the service stops.
+func (s *Server) ServeWithManagement(ctx context.Context, ln, mln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drained := make(chan struct{})
+	mgmt := make(chan error, 1)
+	go func() {
+		err := s.serveManagement(ctx, mln, drained)
+		if err != nil {
+			cancel()
+		}
+		mgmt <- err
+	}()
+	err := s.Serve(ctx, ln)
+	close(drained)
+	cancel()
+	return errors.Join(err, <-mgmt)
 }
 
 // Serve is Run on an existing listener.
@@ -138,6 +178,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.ready.stopping.Store(true)
 	s.log.Info("shutting down: finishing in-flight requests")
 	timeout := s.cfg.ShutdownTimeout
 	if timeout <= 0 {

@@ -8,6 +8,8 @@
 package telemetry
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -25,9 +27,25 @@ var (
 	jwksError = jwksRefreshes.WithLabelValues("error")
 )
 
+var (
+	auditCommits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentauth_audit_commits_total",
+		Help: "Group commits of audit records, by outcome (ok, error).",
+	}, []string{"outcome"})
+	auditCommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "agentauth_audit_commit_duration_seconds",
+		Help:    "Time of one group commit of audit records (one transaction, one fsync).",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	})
+	auditCommitOK    = auditCommits.WithLabelValues("ok")
+	auditCommitError = auditCommits.WithLabelValues("error")
+)
+
 func init() {
 	Registry.MustRegister(
 		jwksRefreshes,
+		auditCommits,
+		auditCommitSeconds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -40,4 +58,14 @@ func JWKSRefreshed(err error) {
 		return
 	}
 	jwksOK.Inc()
+}
+
+// AuditCommitted counts one group commit that took d; err is its outcome.
+func AuditCommitted(d time.Duration, err error) {
+	auditCommitSeconds.Observe(d.Seconds())
+	if err != nil {
+		auditCommitError.Inc()
+		return
+	}
+	auditCommitOK.Inc()
 }

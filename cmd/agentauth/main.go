@@ -89,6 +89,7 @@ type serveFlags struct {
 	apiKey  string
 	host    string
 	port    int
+	mgmt    int
 	dataDir string
 	proxies string
 }
@@ -100,6 +101,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	f.fs.StringVar(&f.apiKey, "api-key", "", "API key granting ADMIN (SERVICE_API_KEY); prefer the variable: flags show in ps")
 	f.fs.StringVar(&f.host, "host", "", "listen address (SERVICE_HOST, default 127.0.0.1)")
 	f.fs.IntVar(&f.port, "port", 0, "listen port (SERVICE_PORT, default 8080)")
+	f.fs.IntVar(&f.mgmt, "management-port", 0, "management listener port: probes and metrics without credentials (SERVICE_MANAGEMENT_PORT, default off)")
 	f.fs.StringVar(&f.dataDir, "data-dir", "", "data folder (SERVICE_DATA_DIR)")
 	f.fs.StringVar(&f.proxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (SERVICE_TRUSTED_PROXIES)")
 	if err := f.fs.Parse(args); err != nil {
@@ -121,6 +123,8 @@ func (f *serveFlags) apply(cfg *config.Config) {
 			cfg.Server.Host = f.host
 		case "port":
 			cfg.Server.Port = f.port
+		case "management-port":
+			cfg.Server.ManagementPort = f.mgmt
 		case "data-dir":
 			cfg.DataDir = f.dataDir
 		case "trusted-proxies":
