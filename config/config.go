@@ -31,6 +31,14 @@ type Config struct {
 	Log      Log      `yaml:"log"`
 	Auth     Auth     `yaml:"auth"`
 	Database Database `yaml:"database"`
+	Audit    Audit    `yaml:"audit"`
+}
+
+// Audit tunes the audit log's writer.
+type Audit struct {
+	// BatchWait: under load, how long the writer waits to gather a bigger
+	// batch before one sync commits it.
+	BatchWait time.Duration `yaml:"batchWait" env:"SERVICE_AUDIT_BATCH_WAIT"`
 }
 
 // Server is the HTTP listener.
@@ -82,6 +90,7 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
+		Audit:   Audit{BatchWait: 500 * time.Microsecond},
 	}
 }
 
@@ -227,6 +236,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.TrustedProxies(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Audit.BatchWait < 0 || c.Audit.BatchWait > 10*time.Millisecond {
+		bad("audit.batchWait / SERVICE_AUDIT_BATCH_WAIT: %v is outside 0 to 10ms", c.Audit.BatchWait)
 	}
 	if c.DataDir == "" {
 		bad("dataDir / SERVICE_DATA_DIR / --data-dir: must not be empty")

@@ -8,6 +8,7 @@ package ports
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"time"
 	"unsafe"
 
@@ -77,11 +78,16 @@ type AuditQuery struct {
 	Limit    int
 }
 
+// ErrRecordRefused is wrapped by AppendAudit when the store refused the
+// content of a record (not when it is unavailable): the audit writer then
+// retries the batch's other records without it.
+var ErrRecordRefused = errors.New("audit record refused by the store")
+
 // AuditStore persists audit records durably.
 type AuditStore interface {
 	// AppendAudit writes the records in one transaction, in order, assigning
 	// each its Seq and extending the hash chain. When it returns nil every
-	// record is durable.
+	// record is durable; on error none is.
 	AppendAudit(ctx context.Context, records []domain.AuditRecord) error
 	QueryAudit(ctx context.Context, q AuditQuery) ([]domain.AuditRecord, error)
 	// AuditChain returns records with Seq > after in increasing order, at

@@ -24,7 +24,7 @@ import (
 // oidcSet is coreSet with the login endpoints in the edge's configuration,
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
-	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, storeSet, auditlog.Set, appSet, rest.Set,
+	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, storeSet, auditlog.Set, appSet, rest.Set,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.

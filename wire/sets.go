@@ -34,7 +34,7 @@ var appSet = gwire.NewSet(
 )
 
 // settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer)
+var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions)
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
@@ -56,6 +56,10 @@ func readyChecks(st Stores, audit *auditlog.Committer) rest.ReadyChecks {
 }
 
 func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }
+
+func auditOptions(cfg config.Config) auditlog.Options {
+	return auditlog.Options{BatchWait: cfg.Audit.BatchWait}
+}
 
 func dataDir(cfg config.Config) local.DataDir { return local.DataDir(cfg.DataDir) }
 

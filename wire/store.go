@@ -12,10 +12,12 @@ package wire
 
 import (
 	"context"
+	"path/filepath"
 
 	gwire "github.com/google/wire"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/config"
@@ -93,6 +95,15 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	if err != nil {
 		return Stores{}, nil, err
 	}
+	// The audit chain's durable copy is an append-only log in the data
+	// folder; the SQLite store is its index for queries.
+	audit, closeAudit, err := auditlog.OpenDurable(filepath.Join(cfg.DataDir, "audit"), st, log)
+	if err != nil {
+		cleanup()
+		return Stores{}, nil, err
+	}
 	log.Info("store: SQLite", zap.String("path", string(sqlitePath(cfg))))
-	return storesOf(st), cleanup, nil
+	stores := storesOf(st)
+	stores.Audit = audit
+	return stores, func() { closeAudit(); cleanup() }, nil
 }

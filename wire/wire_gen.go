@@ -58,7 +58,8 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	options := auditOptions(cfg)
+	committer, cleanup2 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
@@ -157,7 +158,8 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	committer, cleanup4 := auditlog.New(auditStore, log)
+	options := auditOptions(cfg)
+	committer, cleanup4 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config3, err := oidcRestConfig(cfg, restLogin, access, restReadyChecks)
 	if err != nil {
@@ -226,7 +228,8 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	options := auditOptions(cfg)
+	committer, cleanup2 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
@@ -293,7 +296,8 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	options := auditOptions(cfg)
+	committer, cleanup2 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
@@ -360,7 +364,8 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	committer, cleanup2 := auditlog.New(auditStore, log)
+	options := auditOptions(cfg)
+	committer, cleanup2 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {

@@ -2,7 +2,15 @@
 // group commit: concurrent requests hand their records to one writer, which
 // commits everything waiting in one transaction and then releases every
 // waiter. A caller returns only after its own record is durable, and one
-// fsync serves a whole batch, so durability does not cap throughput.
+// fsync serves a whole batch, so durability does not cap throughput. Under
+// load the writer waits a little (Options.BatchWait) for a bigger batch: a
+// sync costs ~100 µs of CPU here, shared by every record of the batch.
+//
+// A store that refuses a record (ports.ErrRecordRefused) fails only that
+// record: the writer splits the batch and commits the rest.
+//
+// In SQLite mode the store is Durable: an append-only log, synced per batch,
+// indexed into SQLite for queries.
 package auditlog
 
 import (
@@ -24,12 +32,25 @@ import (
 // ErrClosed is returned by Record after Close.
 var ErrClosed = errors.New("auditlog: closed")
 
-// maxBatch bounds one transaction, so a burst cannot hold the write lock for long.
-const maxBatch = 512
+// maxBatch bounds one transaction, so a burst cannot hold the write lock for
+// long; fullBatch is the size at which the writer stops waiting for more.
+const (
+	maxBatch  = 512
+	fullBatch = 64
+)
+
+// Options tune the writer.
+type Options struct {
+	// BatchWait is how long the writer, under load (the previous batch had
+	// more than one record), waits for a batch to reach fullBatch records
+	// before committing it. 0 commits at once.
+	BatchWait time.Duration
+}
 
 // Committer is the group-commit writer.
 type Committer struct {
 	store   ports.AuditStore
+	wait    time.Duration
 	log     *zap.Logger
 	in      chan *pending
 	closing chan struct{}
@@ -58,9 +79,10 @@ var Set = wire.NewSet(New, wire.Bind(new(ports.AuditLog), new(*Committer)))
 
 // New starts the writer. The returned cleanup commits what is pending and
 // stops it; call it after the HTTP server has drained.
-func New(store ports.AuditStore, log *zap.Logger) (*Committer, func()) {
+func New(store ports.AuditStore, opts Options, log *zap.Logger) (*Committer, func()) {
 	c := &Committer{
 		store:   store,
+		wait:    opts.BatchWait,
 		log:     log.Named("auditlog"),
 		in:      make(chan *pending), // unbuffered: a send succeeds only while the writer runs
 		closing: make(chan struct{}),
@@ -104,6 +126,8 @@ func (c *Committer) run() {
 	defer close(c.stopped)
 	batch := make([]*pending, 0, maxBatch)
 	recs := make([]domain.AuditRecord, 0, maxBatch)
+	var timer *time.Timer
+	loaded := false // the previous batch had company
 	for {
 		select {
 		case p := <-c.in:
@@ -120,23 +144,58 @@ func (c *Committer) run() {
 				break collect
 			}
 		}
+		if loaded && c.wait > 0 && len(batch) < fullBatch {
+			if timer == nil {
+				timer = time.NewTimer(c.wait)
+			} else {
+				timer.Reset(c.wait)
+			}
+		wait:
+			for len(batch) < fullBatch {
+				select {
+				case p := <-c.in:
+					batch = append(batch, p)
+				case <-timer.C:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		loaded = len(batch) > 1
 		recs = recs[:0]
 		for _, p := range batch {
 			recs = append(recs, p.rec)
 		}
-		start := time.Now()
-		err := c.store.AppendAudit(context.Background(), recs)
-		telemetry.AuditCommitted(time.Since(start), err)
-		if err != nil {
-			failed := err
-			c.lastErr.Store(&failed)
-			c.log.Error("audit commit failed; requests in this batch are answered with an error", zap.Int("records", len(recs)), zap.Error(err))
-			err = fmt.Errorf("auditlog: commit: %w", errors.Join(err, domain.ErrUnavailable))
-		} else if c.lastErr.Load() != nil {
-			c.lastErr.Store(nil)
-		}
-		for _, p := range batch {
-			p.done <- err
-		}
+		c.commit(batch, recs)
+	}
+}
+
+// commit appends recs (the records of batch, in order) and answers every
+// waiter. When the store refuses a record, the batch is split in halves,
+// each committed on its own, down to the records that cannot be written.
+func (c *Committer) commit(batch []*pending, recs []domain.AuditRecord) {
+	start := time.Now()
+	err := c.store.AppendAudit(context.Background(), recs)
+	telemetry.AuditCommitted(time.Since(start), err)
+	refused := errors.Is(err, ports.ErrRecordRefused)
+	if refused && len(batch) > 1 {
+		mid := len(batch) / 2
+		c.commit(batch[:mid], recs[:mid])
+		c.commit(batch[mid:], recs[mid:])
+		return
+	}
+	switch {
+	case err != nil && !refused: // the store is failing, not one record
+		failed := err
+		c.lastErr.Store(&failed)
+	case err == nil && c.lastErr.Load() != nil:
+		c.lastErr.Store(nil)
+	}
+	if err != nil {
+		c.log.Error("audit commit failed; requests in this batch are answered with an error", zap.Int("records", len(recs)), zap.Error(err))
+		err = fmt.Errorf("auditlog: commit: %w", errors.Join(err, domain.ErrUnavailable))
+	}
+	for _, p := range batch {
+		p.done <- err
 	}
 }

@@ -26,7 +26,7 @@ func (g *gatedStore) AppendAudit(ctx context.Context, recs []domain.AuditRecord)
 
 func TestDepthCountsRecordsNotYetCommitted(t *testing.T) {
 	store := &gatedStore{entered: make(chan int, 16), gate: make(chan struct{})}
-	c, closeLog := New(store, zap.NewNop())
+	c, closeLog := New(store, Options{}, zap.NewNop())
 	defer closeLog()
 	if got := c.Depth(); got != 0 {
 		t.Fatalf("Depth before any record = %d, want 0", got)

@@ -29,7 +29,7 @@ func (p *pingingStore) Ping(context.Context) error { return p.ping }
 func TestReadyFollowsCommitsAndRecovers(t *testing.T) {
 	mock := mocks.NewMockAuditStore(gomock.NewController(t))
 	store := &pingingStore{MockAuditStore: mock}
-	c, closeLog := auditlog.New(store, zap.NewNop())
+	c, closeLog := auditlog.New(store, auditlog.Options{}, zap.NewNop())
 	defer closeLog()
 	ctx := context.Background()
 

@@ -66,7 +66,7 @@ func axStart(t *testing.T, path string) *axHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit, closeAudit := auditlog.New(store, log)
+	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	authz, err := domain.NewAuthorizer(axCustomRoles)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func benchServer(b *testing.B) *fasthttp.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	audit, closeAudit := auditlog.New(store, log)
+	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	authz, _ := domain.NewAuthorizer(nil)
 	srv := rest.New(rest.Config{}, testKeyring(), authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}),
 		app.NewAudit(store), app.NewSettings(store), log)

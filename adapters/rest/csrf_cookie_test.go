@@ -39,7 +39,7 @@ func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeStore)
-	audit, closeAudit := auditlog.New(store, log)
+	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	t.Cleanup(closeAudit)
 	authz, _ := domain.NewAuthorizer(nil)
 	srv := rest.New(rest.Config{}, cookieAuthn{}, authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}), app.NewAudit(store), app.NewSettings(store), log)

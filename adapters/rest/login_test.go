@@ -56,7 +56,7 @@ func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit, closeAudit := auditlog.New(store, log)
+	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	authz, err := domain.NewAuthorizer(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +452,7 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 		f.Fatal(err)
 	}
 	f.Cleanup(closeStore)
-	audit, closeAudit := auditlog.New(store, log)
+	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	f.Cleanup(closeAudit)
 	authz, _ := domain.NewAuthorizer(nil)
 	uc, err := app.NewLogin(testLoginCfg, nil, store, store, store, app.SystemClock{})

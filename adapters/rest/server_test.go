@@ -82,7 +82,7 @@ func start(t *testing.T, opt options) harness {
 	if opt.auditLog != nil {
 		audit = opt.auditLog(store)
 	} else {
-		audit, closeAudit = auditlog.New(store, log)
+		audit, closeAudit = auditlog.New(store, auditlog.Options{}, log)
 	}
 	authz, err := domain.NewAuthorizer(nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/launch"
@@ -302,8 +304,9 @@ func TestPrecedenceFileEnvFlag(t *testing.T) {
 	}
 }
 
-// auditRecords opens the data folder's database (after the process is gone)
-// and returns every audit record, checking the hash chain on the way.
+// auditRecords opens the data folder (after the process is gone) as the
+// service does at start, the audit log bringing its index up to date, and
+// returns every audit record, checking the hash chain on the way.
 func auditRecords(t *testing.T, dir string) map[string]domain.AuditRecord {
 	t.Helper()
 	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "agentauth.db")), zap.NewNop())
@@ -311,7 +314,12 @@ func auditRecords(t *testing.T, dir string) map[string]domain.AuditRecord {
 		t.Fatal(err)
 	}
 	defer closeStore()
-	recs, err := store.AuditChain(context.Background(), 0, 1<<30)
+	log, closeLog, err := auditlog.OpenDurable(filepath.Join(dir, "audit"), store, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog()
+	recs, err := log.AuditChain(context.Background(), 0, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,6 +376,52 @@ func load(t *testing.T, url, key string, workers int, halt <-chan struct{}) []st
 
 func TestKill9LosesNoAnsweredRequestsAuditRecord(t *testing.T) {
 	dir := t.TempDir()
+	ids := loadAndKill(t, dir)
+	records := auditRecords(t, dir)
+	missing := 0
+	for _, id := range ids {
+		if r, ok := records[id]; !ok || r.Status != 200 || r.Decision != domain.AuditAllow {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d answered requests have no audit record after kill -9", missing, len(ids))
+	}
+	t.Logf("%d answered requests before kill -9, all audited (%d records)", len(ids), len(records))
+}
+
+// The audit log alone is the durable copy in SQLite mode: with the SQLite
+// index emptied after kill -9, the restart rebuilds every answered
+// request's record from the log, and the chain verifies.
+func TestKill9EveryAnsweredRequestIsInTheAuditLogAlone(t *testing.T) {
+	dir := t.TempDir()
+	ids := loadAndKill(t, dir)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "agentauth.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM audit`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	records := auditRecords(t, dir)
+	missing := 0
+	for _, id := range ids {
+		if _, ok := records[id]; !ok {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d answered requests are not in the audit log after kill -9", missing, len(ids))
+	}
+	t.Logf("%d answered requests before kill -9, all in the log (%d records)", len(ids), len(records))
+}
+
+// loadAndKill serves with an API key in dir, loads it from 16 clients and
+// kills it (SIGKILL) after 1,500 audit records; it returns the request ids
+// of every response received.
+func loadAndKill(t *testing.T, dir string) []string {
+	t.Helper()
 	const key = "kill-nine-key-0123456789"
 	p := start(t, baseEnv(dir, "SERVICE_API_KEY="+key), "serve")
 	halt := make(chan struct{})
@@ -388,17 +442,7 @@ func TestKill9LosesNoAnsweredRequestsAuditRecord(t *testing.T) {
 	if len(ids) < 100 {
 		t.Fatalf("only %d responses before the kill", len(ids))
 	}
-	records := auditRecords(t, dir)
-	missing := 0
-	for _, id := range ids {
-		if r, ok := records[id]; !ok || r.Status != 200 || r.Decision != domain.AuditAllow {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Errorf("%d of %d answered requests have no audit record after kill -9", missing, len(ids))
-	}
-	t.Logf("%d answered requests before kill -9, all audited (%d records)", len(ids), len(records))
+	return ids
 }
 
 func TestSIGTERMFinishesAndExitsZero(t *testing.T) {

@@ -3,17 +3,23 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
 
 // AppendAudit writes records in one transaction, extending the hash chain.
+// In SQLite mode the service appends through the audit log
+// (adapters/auditlog) and this store is only its index (IndexAudit); this
+// method serves tools and tests that use the store alone.
 func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) error {
 	if len(records) == 0 {
 		return nil
@@ -31,17 +37,83 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: read audit chain head: %w", err)
 	}
-	// One multi-row INSERT per chunk: a statement per row would cost more
-	// than the commit itself.
+	for i := range records {
+		seq++
+		records[i].Seal(seq, prev)
+		prev = records[i].Hash
+	}
+	if err := insertAudit(ctx, tx, records); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit audit records: %w", err)
+	}
+	return nil
+}
+
+// IndexAudit stores records sealed by the audit log. The log is the durable
+// copy, so this transaction does not wait for the disk (synchronous=NORMAL:
+// a crash may lose it, and the log replays it at the next start).
+func (s *Store) IndexAudit(ctx context.Context, records []domain.AuditRecord) error {
+	conn, err := s.write.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: audit index connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("sqlite: audit index: %w", err)
+	}
+	// Every other write on this connection keeps waiting for the disk.
+	defer func() {
+		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+			s.log.Error("restore synchronous=FULL on the write connection", zap.Error(err))
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin audit index: %w", err)
+	}
+	defer tx.Rollback()
+	if err := insertAudit(ctx, tx, records); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit audit index: %w", err)
+	}
+	return nil
+}
+
+// AuditIndexHead is the newest stored record's seq and hash (0, "" when none).
+func (s *Store) AuditIndexHead(ctx context.Context) (int64, string, error) {
+	var (
+		seq  int64
+		hash string
+	)
+	err := s.write.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, "", fmt.Errorf("sqlite: read audit index head: %w", err)
+	}
+	return seq, hash, nil
+}
+
+// ClearAuditIndex deletes every audit row, for a rebuild from the log.
+func (s *Store) ClearAuditIndex(ctx context.Context) error {
+	if _, err := s.write.ExecContext(ctx, `DELETE FROM audit`); err != nil {
+		return fmt.Errorf("sqlite: clear audit index: %w", err)
+	}
+	return nil
+}
+
+// insertAudit writes sealed records; one multi-row INSERT per chunk, since
+// a statement per row would cost more than the commit itself.
+func insertAudit(ctx context.Context, tx *sql.Tx, records []domain.AuditRecord) error {
 	args := make([]any, 0, min(len(records), auditChunk)*auditFields)
 	for start := 0; start < len(records); start += auditChunk {
 		chunk := records[start:min(start+auditChunk, len(records))]
 		args = args[:0]
 		for i := range chunk {
 			r := &chunk[i]
-			seq++
-			r.Seal(seq, prev)
-			prev = r.Hash
 			// Sealed text is valid UTF-8 without control characters, so
 			// JSON keeps it byte for byte.
 			body, err := json.Marshal(auditBody{RequestID: r.RequestID, Roles: domain.JoinRoles(r.Roles), AuthMethod: string(r.AuthMethod),
@@ -51,12 +123,9 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 			}
 			args = append(args, r.Seq, r.Version, r.Time.UnixMicro(), r.Subject, string(r.Decision), r.Hash, string(body))
 		}
-		if _, err := tx.ExecContext(ctx, insertAudit(len(chunk)), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertAuditRows(len(chunk)), args...); err != nil {
 			return fmt.Errorf("sqlite: insert audit records: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit audit records: %w", err)
 	}
 	return nil
 }
@@ -82,8 +151,8 @@ type auditBody struct {
 	PrevHash   string `json:"prev_hash"`
 }
 
-// insertAudit is the INSERT text for n rows.
-func insertAudit(n int) string {
+// insertAuditRows is the INSERT text for n rows.
+func insertAuditRows(n int) string {
 	row := "(" + strings.Repeat("?, ", auditFields-1) + "?)"
 	return `INSERT INTO audit (` + auditColumns + `) VALUES ` + strings.Repeat(row+", ", n-1) + row
 }
