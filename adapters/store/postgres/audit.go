@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,20 +24,26 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
-			seq  int64
-			prev string
+			seq, last int64
+			prev      string
 		)
-		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT h.seq, h.hash, COALESCE(a.time, 0) FROM audit_head h LEFT JOIN audit a ON a.seq = h.seq
+			WHERE h.id = 1 FOR UPDATE OF h`).Scan(&seq, &prev, &last); err != nil {
 			return fmt.Errorf("lock chain head: %w", err)
 		}
 		rows := make([][]any, len(records))
 		for i := range records {
 			r := &records[i]
 			seq++
+			// Time never decreases along the chain (instances' clocks
+			// differ), so a time range is a range of sequence numbers.
+			if r.Time.UnixMicro() < last {
+				r.Time = time.UnixMicro(last)
+			}
 			// Sealed text holds no NUL and no invalid UTF-8: PostgreSQL
 			// refuses neither, so one record cannot fail the batch.
 			r.Seal(seq, prev)
-			prev = r.Hash
+			prev, last = r.Hash, r.Time.UnixMicro()
 			rows[i] = []any{r.Seq, int16(r.Version), r.Time.UnixMicro(), r.RequestID, r.Subject, domain.JoinRoles(r.Roles), string(r.AuthMethod),
 				r.Method, r.Path, r.Client, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
 		}
@@ -49,9 +56,20 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		return nil
 	})
 	if err != nil {
+		if refusedData(err) {
+			return fmt.Errorf("postgres: append audit: %w", errors.Join(err, ports.ErrRecordRefused))
+		}
 		return storeErr("append audit", err)
 	}
 	return nil
+}
+
+// refusedData tells a record PostgreSQL refused for its content (SQLSTATE
+// class 22, data exception, or 54, program limit exceeded) from a failing
+// database: the audit writer then retries the batch without that record.
+func refusedData(err error) bool {
+	code := pgCode(err)
+	return strings.HasPrefix(code, "22") || strings.HasPrefix(code, "54")
 }
 
 var auditColumnList = []string{"seq", "version", "time", "request_id", "subject", "roles", "auth_method", "method", "path", "client", "decision", "reason", "status", "prev_hash", "hash"}
