@@ -135,6 +135,9 @@ func TestValidate(t *testing.T) {
 		{"debug on all interfaces", func(c *Config) { c.Auth.Debug = true; c.Server.Host = "0.0.0.0" }, []string{"SERVICE_AUTH_DEBUG", "loopback", "0.0.0.0"}},
 		{"debug with an API key", func(c *Config) { c.Auth.Debug = true; c.Auth.APIKey = "0123456789abcdef" }, []string{"SERVICE_AUTH_DEBUG", "SERVICE_API_KEY"}},
 		{"short API key", func(c *Config) { c.Auth.APIKey = "short" }, []string{"SERVICE_API_KEY", "16"}},
+		{"API key a Bearer header cannot carry", func(c *Config) { c.Auth.APIKey = "correct horse battery staple" }, []string{"SERVICE_API_KEY", "RFC 6750"}},
+		{"API key with a no-break space", func(c *Config) { c.Auth.APIKey = "0123456789abcdef\u00a0" }, []string{"SERVICE_API_KEY", "RFC 6750"}},
+		{"API key of every b64token character", func(c *Config) { c.Auth.APIKey = "aZ09-._~+/0123456789==" }, nil},
 		{"bad custom role", func(c *Config) { c.Auth.Roles = []CustomRole{{Name: "ops"}} }, []string{"auth.roles"}},
 		{"every problem at once", func(c *Config) { c.Server.Port = -1; c.Log.Level = "x"; c.DataDir = "" }, []string{"SERVICE_PORT", "SERVICE_LOG_LEVEL", "SERVICE_DATA_DIR"}},
 	}

@@ -417,6 +417,10 @@ func FuzzCredentials(f *testing.F) {
 	f.Add("", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ")
 	f.Add("Basic dXNlcjpwdw==", "user_session")
 	f.Add("bearer  ", "\x00")
+	f.Add("Bearer "+keyAdmin+"\u00a0", "")     // a valid key, then a no-break space
+	f.Add("Bearer "+keyAdmin+"\u0085", "")     // NEL, also trimmed by strings.TrimSpace
+	f.Add("Bearer\u00a0"+keyAdmin, "")         // no ASCII separator
+	f.Add("Bearer "+keyAdmin+" "+keyAdmin, "") // two credentials in one header
 	h := startOIDCForFuzz(f)
 	f.Fuzz(func(t *testing.T, authorization, cookie string) {
 		req, err := http.NewRequest(http.MethodGet, "/api/v2/me", nil)
