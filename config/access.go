@@ -70,6 +70,9 @@ func readRoleKey(path string) (string, error) {
 	if len(key) < apikey.MinKeyLength {
 		return "", fmt.Errorf("%s holds fewer than %d characters", path, apikey.MinKeyLength)
 	}
+	if !domain.IsBearerToken(key) {
+		return "", fmt.Errorf("%s: the key %s", path, errKeySyntax)
+	}
 	return key, nil
 }
 

@@ -259,6 +259,9 @@ func (c Config) Validate() error {
 	if c.Auth.APIKey != "" && len(c.Auth.APIKey) < apikey.MinKeyLength {
 		bad("SERVICE_API_KEY / --api-key: must have at least %d characters", apikey.MinKeyLength)
 	}
+	if c.Auth.APIKey != "" && !domain.IsBearerToken(c.Auth.APIKey) {
+		bad("SERVICE_API_KEY / --api-key: %s", errKeySyntax)
+	}
 	if _, err := c.Authorizer(); err != nil {
 		bad("auth.roles: %v", err)
 	}
@@ -268,6 +271,10 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateDatabase()...)
 	return errors.Join(errs...)
 }
+
+// errKeySyntax says why a key with other characters is refused: no
+// request could present it.
+const errKeySyntax = "may hold only letters, digits and - . _ ~ + / (then = padding): a key of other characters cannot be sent as a Bearer credential (RFC 6750)"
 
 // Authorizer builds the role table from the built-in matrix and auth.roles.
 func (c Config) Authorizer() (*domain.Authorizer, error) {

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
@@ -77,6 +78,11 @@ func classify(err error) problem {
 	return problem{fiber.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error; the request id identifies it in the server log"}}
 }
 
+// errMalformedAuthorization is a request whose Authorization header breaks
+// RFC 6750's syntax: 400 invalid_request (§3.1), never a 401 that a client
+// would answer by retrying the same header.
+var errMalformedAuthorization = fmt.Errorf("malformed Authorization header: %w", domain.ErrInvalidInput)
+
 // errMissingCredential and errBadCredential are the two 401s the edge
 // produces itself; clients learn no more than which of the two it was.
 var (
@@ -122,6 +128,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	p := classify(err)
 	if p.status == fiber.StatusInternalServerError {
 		s.log.Error("request failed", zap.String("request_id", requestID(c)), zap.Error(err))
+	}
+	if errors.Is(err, errMalformedAuthorization) {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_request"`)
 	}
 	if p.status == fiber.StatusUnauthorized {
 		if errors.Is(err, errMissingCredential) {

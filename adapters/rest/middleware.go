@@ -210,28 +210,43 @@ func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
 	return c.Next()
 }
 
-// credentialFrom reads the Bearer token, or else the session cookie.
-func credentialFrom(c *fiber.Ctx) ports.Credential {
+// credentialFrom reads the Bearer token, or else the session cookie
+// (RFC 6750 §2.1): one Authorization header, the scheme, one or more ASCII
+// spaces or tabs, a b64token. Two headers or a credential of other
+// characters is a malformed request (errMalformedAuthorization); another
+// scheme or no credential after it is present but unusable (an empty
+// Bearer credential).
+func credentialFrom(c *fiber.Ctx) (ports.Credential, error) {
+	if n := len(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); n > 1 {
+		return ports.Credential{}, fmt.Errorf("%d Authorization headers: %w", n, errMalformedAuthorization)
+	}
 	if h := c.Get(fiber.HeaderAuthorization); h != "" {
-		scheme, value, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			if v := strings.TrimSpace(value); v != "" {
-				return ports.Credential{Kind: ports.CredentialBearer, Value: v}
-			}
+		i := strings.IndexAny(h, " \t")
+		if i < 0 || !strings.EqualFold(h[:i], "Bearer") {
+			return ports.Credential{Kind: ports.CredentialBearer}, nil
 		}
-		// Another scheme, or an empty token: present but unusable.
-		return ports.Credential{Kind: ports.CredentialBearer}
+		v := strings.Trim(h[i:], " \t")
+		if v == "" {
+			return ports.Credential{Kind: ports.CredentialBearer}, nil
+		}
+		if !domain.IsBearerToken(v) {
+			return ports.Credential{}, fmt.Errorf("the Bearer credential has characters outside RFC 6750's b64token syntax: %w", errMalformedAuthorization)
+		}
+		return ports.Credential{Kind: ports.CredentialBearer, Value: v}, nil
 	}
 	if v := c.Cookies(SessionCookie); v != "" {
-		return ports.Credential{Kind: ports.CredentialCookie, Value: v}
+		return ports.Credential{Kind: ports.CredentialCookie, Value: v}, nil
 	}
-	return ports.Credential{}
+	return ports.Credential{}, nil
 }
 
 // authenticate resolves the caller or stops the request with 401 (503 when
 // the identity source cannot answer).
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	cred := credentialFrom(c)
+	cred, err := credentialFrom(c)
+	if err != nil {
+		return err
+	}
 	switch {
 	case cred.Kind == ports.CredentialNone:
 		return fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errMissingCredential)

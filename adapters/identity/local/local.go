@@ -101,5 +101,8 @@ func readKey(path string) (string, error) {
 	if len(key) < apikey.MinKeyLength {
 		return "", fmt.Errorf("local: key file %s holds fewer than %d characters; delete it to have a new key created", path, apikey.MinKeyLength)
 	}
+	if !domain.IsBearerToken(key) {
+		return "", fmt.Errorf("local: key file %s holds characters a Bearer credential cannot carry (RFC 6750); delete it to have a new key created", path)
+	}
 	return key, nil
 }
