@@ -3,7 +3,8 @@
 # agentauth container image: a static Go binary on distroless (no shell, no
 # package manager), running as the unprivileged "nonroot" user (65532).
 #
-#   docker build -t agentauth:dev --build-arg VERSION=$(git describe --always) .
+#   docker build -t agentauth:dev --build-arg VERSION=$(git describe --always) \
+#     --build-arg REVISION=$(git rev-parse HEAD) .
 #   docker run --rm -p 8080:8080 -e SERVICE_API_KEY=... agentauth:dev
 #
 # deploy/helm/agentauth runs this image; see deploy/helm/README.md.
@@ -18,9 +19,11 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
+ARG REVISION=unknown
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
+    CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+      -ldflags "-s -w -X github.com/agentauth/agentauth/internal/buildinfo.version=${VERSION} -X github.com/agentauth/agentauth/internal/buildinfo.revision=${REVISION}" \
       -o /out/agentauth ./cmd/agentauth \
  && mkdir -p /out/data
 
@@ -34,6 +37,7 @@ ENV SERVICE_HOST=0.0.0.0 \
     SERVICE_PORT=8080 \
     SERVICE_DATA_DIR=/var/lib/agentauth
 EXPOSE 8080
-# No HEALTHCHECK: the image has no shell or HTTP client. Probe GET /health
-# from outside (the Helm chart does so for liveness and readiness).
+# No HEALTHCHECK: the image has no shell or HTTP client. Probe from outside:
+# GET /health (liveness), or with SERVICE_MANAGEMENT_PORT set, /health/live
+# and /health/ready there (the Helm chart uses port 9000).
 ENTRYPOINT ["/agentauth", "serve"]

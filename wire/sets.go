@@ -12,6 +12,8 @@
 package wire
 
 import (
+	"context"
+
 	gwire "github.com/google/wire"
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
@@ -19,6 +21,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/identity/local"
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/domain"
@@ -52,7 +55,12 @@ func restConfig(cfg config.Config, access *rest.Access, ready rest.ReadyChecks) 
 // readyChecks are what requests need besides the identity provider: the
 // database answers and the audit log takes records.
 func readyChecks(st Stores, audit *auditlog.Committer) rest.ReadyChecks {
-	return rest.ReadyChecks{{Name: "database", Probe: st.Ping}, {Name: "audit_log", Probe: audit.Ready}}
+	database := func(ctx context.Context) error {
+		err := st.Ping(ctx)
+		telemetry.DatabaseProbed(err)
+		return err
+	}
+	return rest.ReadyChecks{{Name: "database", Probe: database}, {Name: "audit_log", Probe: audit.Ready}}
 }
 
 func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }

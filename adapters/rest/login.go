@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
@@ -181,9 +182,12 @@ func (l *Login) stateBound(c *fiber.Ctx, state string) bool {
 // callback completes the code flow, sets the cookie and redirects.
 func (l *Login) callback(c *fiber.Ctx) error {
 	if state := c.Query("state"); state != "" && !l.stateBound(c, state) {
-		return fmt.Errorf("login callback: this browser did not start the login of this state: %w", domain.ErrUnauthenticated)
+		err := fmt.Errorf("login callback: this browser did not start the login of this state: %w", domain.ErrUnauthenticated)
+		telemetry.LoginAttempted(telemetry.LoginCode, err)
+		return err
 	}
 	res, err := l.uc.Callback(c.UserContext(), c.Query("state"), c.Query("code"), c.Query("error"))
+	telemetry.LoginAttempted(telemetry.LoginCode, err)
 	if err != nil {
 		return err
 	}
@@ -221,6 +225,7 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 	}
 	stateOf(c).note = "username " + strconv.Quote(truncate(req.Username, 128))
 	res, err := l.uc.PasswordLogin(c.UserContext(), req.Username, req.Password, clientOf(c).String())
+	telemetry.LoginAttempted(telemetry.LoginPassword, err)
 	var ra *app.RetryAfter
 	if errors.As(err, &ra) {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))

@@ -189,6 +189,9 @@ func TestManagementListener(t *testing.T) {
 		has          string
 	}{
 		{http.MethodGet, "/metrics", 200, "agentauth_http_requests_total"},
+		{http.MethodGet, "/metrics", 200, "agentauth_build_info{go_version="},
+		{http.MethodGet, "/metrics", 200, `agentauth_login_attempts_total{kind="password",outcome="locked_out"}`},
+		{http.MethodGet, "/metrics", 200, "agentauth_audit_commit_duration_seconds_bucket"},
 		{http.MethodGet, "/health/ready", 200, `"status":"ok"`},
 		{http.MethodGet, "/health/live", 200, `"status":"ok"`},
 		{http.MethodGet, "/api/v2/me", 404, ""},

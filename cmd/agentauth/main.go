@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/config"
+	"github.com/agentauth/agentauth/internal/buildinfo"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -55,8 +56,11 @@ Usage:
   agentauth version         print the version
 `
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// versionLine says which build runs (see internal/buildinfo).
+func versionLine() string {
+	b := buildinfo.Get()
+	return fmt.Sprintf("agentauth %s (revision %s, %s)", b.Version, b.Revision, b.GoVersion)
+}
 
 func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -70,8 +74,8 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 		return policy(args[1:], env, stdout, stderr)
 	case "oidc":
 		return oidcCommand(args[1:], env, osStdin, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -177,7 +181,7 @@ func serve(args []string, env map[string]string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("agentauth starting", zap.String("version", version), zap.String("mode", string(cfg.Mode())), zap.String("addr", cfg.Addr()))
+	log.Info("agentauth starting", zap.String("version", buildinfo.Get().Version), zap.String("revision", buildinfo.Get().Revision), zap.String("mode", string(cfg.Mode())), zap.String("addr", cfg.Addr()))
 	err = srv.Run(ctx)
 	cleanup() // commits pending audit records, then closes the store
 	if err != nil {

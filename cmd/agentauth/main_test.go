@@ -471,3 +471,12 @@ func TestSIGTERMFinishesAndExitsZero(t *testing.T) {
 		t.Errorf("no clean-stop line in the log:\n%s", p.Stderr())
 	}
 }
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out := runToEnd(t, baseEnv(t.TempDir()), args...)
+		if code != 0 || !strings.HasPrefix(out, "agentauth ") || !strings.Contains(out, "revision ") || !strings.Contains(out, "go1.") {
+			t.Errorf("agentauth %s: exit %d %q, want 0 and \"agentauth <version> (revision <rev>, go…)\"", args[0], code, out)
+		}
+	}
+}

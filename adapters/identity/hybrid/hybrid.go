@@ -29,6 +29,7 @@ import (
 	"github.com/google/wire"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/tlsroots"
 	"github.com/agentauth/agentauth/ports"
@@ -217,7 +218,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	}
 	k := keyOf(cred)
 	a.mu.Lock()
-	if p, ok := a.cache.get(k, a.clock.Now()); ok {
+	p, hit := a.cache.get(k, a.clock.Now())
+	telemetry.HybridLookup(hit)
+	if hit {
 		a.mu.Unlock()
 		return p, nil
 	}
@@ -241,6 +244,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	// The call is shared with other requests, so one caller giving up must
 	// not fail the rest; the client's timeout still bounds it.
 	f.principal, f.err = a.fetch(context.WithoutCancel(ctx), cred)
+	telemetry.HybridCalled(f.err)
 
 	a.mu.Lock()
 	if f.err == nil {

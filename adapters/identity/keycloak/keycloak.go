@@ -32,6 +32,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/oauth2"
 
+	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/tlsroots"
 	"github.com/agentauth/agentauth/ports"
@@ -255,6 +256,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.http), p.cfg.HTTPTimeout)
 	defer cancel()
 	op, err := oidc.NewProvider(ctx, p.cfg.Issuer) // fails when the document names another issuer
+	telemetry.IdPCalled(telemetry.IdPDiscovery, outcomeOf(err))
 	if err != nil {
 		err = fmt.Errorf("discovery of %s/.well-known/openid-configuration: %w", p.cfg.Issuer, err)
 		p.setStatus(err, nil)

@@ -125,7 +125,7 @@ func (k *keySet) refresh(ctx context.Context) error {
 }
 
 func (k *keySet) fetchLocked(ctx context.Context) (err error) {
-	defer func() { telemetry.JWKSRefreshed(err) }()
+	defer func() { telemetry.JWKSRefreshed(err); telemetry.IdPCalled(telemetry.IdPJWKS, outcomeOf(err)) }()
 	k.mu.Lock()
 	k.lastFetch = k.now()
 	url := k.url

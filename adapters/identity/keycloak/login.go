@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/oauth2"
 
+	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -49,6 +51,7 @@ func (p *Provider) ExchangeCode(ctx context.Context, code string, req ports.Auth
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, p.http)
 	tok, err := p.oauth2Config(d).Exchange(ctx, code, oauth2.VerifierOption(req.CodeVerifier))
+	telemetry.IdPCalled(telemetry.IdPCodeExchange, outcomeOf(err))
 	if err != nil {
 		return ports.TokenSet{}, p.classify("code exchange", err)
 	}
@@ -66,6 +69,7 @@ func (p *Provider) PasswordGrant(ctx context.Context, username, password string)
 		return ports.TokenSet{}, err
 	}
 	jwt, err := p.kc.Login(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, username, password)
+	telemetry.IdPCalled(telemetry.IdPPasswordGrant, outcomeOf(err))
 	if err != nil {
 		return ports.TokenSet{}, p.classify("password grant", err)
 	}
@@ -79,6 +83,7 @@ func (p *Provider) Refresh(ctx context.Context, refreshToken string) (ports.Toke
 		return ports.TokenSet{}, err
 	}
 	jwt, err := p.kc.RefreshToken(ctx, refreshToken, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
+	telemetry.IdPCalled(telemetry.IdPRefresh, outcomeOf(err))
 	if err != nil {
 		return ports.TokenSet{}, p.classify("refresh", err)
 	}
@@ -94,7 +99,9 @@ func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
 	if err := p.Ready(); err != nil {
 		return err
 	}
-	if err := p.kc.Logout(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, refreshToken); err != nil {
+	err := p.kc.Logout(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, refreshToken)
+	telemetry.IdPCalled(telemetry.IdPLogout, outcomeOf(err))
+	if err != nil {
 		return p.classify("logout", err)
 	}
 	return nil
@@ -104,6 +111,7 @@ func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
 // check uses it; request authentication never does).
 func (p *Provider) Introspect(ctx context.Context, token string) (bool, error) {
 	res, err := p.kc.RetrospectToken(ctx, token, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
+	telemetry.IdPCalled(telemetry.IdPIntrospection, outcomeOf(err))
 	if err != nil {
 		return false, p.classify("introspection", err)
 	}
@@ -170,6 +178,30 @@ func firstString(name string, claims ...domain.Claims) string {
 		}
 	}
 	return ""
+}
+
+// outcomeOf names the kind of a provider call's error for the metrics (the
+// same split as classify, with the kinds of unavailability apart).
+func outcomeOf(err error) string {
+	var ue *untrustedError
+	var re *oauth2.RetrieveError
+	var ae *gocloak.APIError
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case err == nil:
+		return telemetry.IdPOK
+	case errors.As(err, &ue) || strings.Contains(err.Error(), "certificate"):
+		return telemetry.IdPTLS
+	case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500,
+		errors.As(err, &ae) && ae.Code >= 400 && ae.Code < 500:
+		return telemetry.IdPRefused
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return telemetry.IdPTimeout
+	case errors.As(err, &oe):
+		return telemetry.IdPUnreachable
+	}
+	return telemetry.IdPBadAnswer
 }
 
 // classify turns a provider error into a domain error: the provider
