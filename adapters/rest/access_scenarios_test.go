@@ -519,3 +519,36 @@ func TestDashboardLeadSeesOnlyItsProjectsResources(t *testing.T) {
 		t.Error("ADMIN dashboard lacks its own denial: an ADMIN sees everything")
 	}
 }
+
+// TestToolNamesAreCaseInsensitiveEverywhere: with "deny shell.* for USER",
+// no spelling of a shell tool is allowed (a tool server that matches names
+// case-insensitively would otherwise run a denied tool). Names are stored
+// in one canonical form (lower-case ASCII); look-alike characters are
+// refused, not folded.
+func TestToolNamesAreCaseInsensitiveEverywhere(t *testing.T) {
+	h := axNew(t)
+	_, session, agent := axSession(t, h, "auto")
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"USER"}`)
+	rule := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"SHELL.*","scope":"role","value":"USER"}`)
+	if rule["tool"] != "shell.*" {
+		t.Errorf("stored pattern = %v, want shell.*", rule["tool"])
+	}
+	if got := h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"Shell.Exec","server":"fs"}`); got["name"] != "shell.exec" {
+		t.Errorf("registered tool name = %v, want shell.exec", got["name"])
+	}
+	h.must(t, 409, "adm", "POST", "/api/v2/tools", `{"name":"SHELL.EXEC","server":"fs"}`) // the same tool
+	for _, tool := range []string{"shell.exec", "SHELL.exec", "Shell.Exec", "sHeLl.ExEc"} {
+		if d, reason, _ := decide(t, h, "uma", session, agent, tool); d != "deny" || reason != domain.ReasonPolicyDeny {
+			t.Errorf("%s: got %s/%s, want deny/%s", tool, d, reason, domain.ReasonPolicyDeny)
+		}
+	}
+	for _, tool := range []string{"\u0455hell.exec", "ｓhell.exec", "shell.exec\u200b"} {
+		r := h.do(t, "uma", "POST", "/api/v2/sessions/"+session+"/tool-calls", `{"agent":"`+agent+`","tool":"`+tool+`"}`)
+		if r.status != 400 {
+			t.Errorf("look-alike %q: got %d %s, want 400", tool, r.status, r.body)
+		}
+	}
+	if d, _, _ := decide(t, h, "uma", session, agent, "FS.READ"); d != "allow" {
+		t.Errorf("FS.READ: got %s, want allow (fs.read, read-only, allowed)", d)
+	}
+}

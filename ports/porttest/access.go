@@ -164,6 +164,20 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if _, err := st.GetTool(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("missing tool: got %v, want ErrNotFound", err)
 	}
+	// Rows stored before tool names were canonical (lower case) are found
+	// by the canonical name; of two spellings, the one that is not
+	// read-only answers, so a readonly session never runs a writing tool.
+	for _, tl := range []domain.Tool{{Name: "Legacy.Tool", Server: "fs", ReadOnly: true}, {Name: "Dual.tool", Server: "fs", ReadOnly: true}, {Name: "dual.TOOL", Server: "fs"}} {
+		if err := st.CreateTool(ctx, tl); err != nil {
+			t.Fatalf("CreateTool(%s): %v", tl.Name, err)
+		}
+	}
+	if tl, err := st.GetTool(ctx, "legacy.tool"); err != nil || !tl.ReadOnly {
+		t.Errorf("GetTool(legacy.tool) = %+v, %v; want the row stored as Legacy.Tool", tl, err)
+	}
+	if tl, err := st.GetTool(ctx, "dual.tool"); err != nil || tl.ReadOnly {
+		t.Errorf("GetTool(dual.tool) = %+v, %v; want the spelling that is not read-only", tl, err)
+	}
 	servers, err := st.ListServers(ctx)
 	if err != nil || len(servers) != 1 || servers[0].URL != "http://127.0.0.1:9/mcp" || !servers[0].CreatedAt.Equal(t0) {
 		t.Errorf("ListServers = %+v, %v", servers, err)
