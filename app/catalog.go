@@ -47,9 +47,11 @@ func (s *Catalog) ListServers(ctx context.Context) ([]domain.Server, error) {
 
 // CreateTool registers a tool of a registered server.
 func (s *Catalog) CreateTool(ctx context.Context, t domain.Tool) (domain.Tool, error) {
-	if err := domain.ValidateName("tool", t.Name); err != nil {
+	name, err := domain.CanonicalToolName(t.Name)
+	if err != nil {
 		return domain.Tool{}, err
 	}
+	t.Name = name
 	if err := domain.ValidateName("server", t.Server); err != nil {
 		return domain.Tool{}, err
 	}

@@ -24,6 +24,7 @@ func (s *Policies) Create(ctx context.Context, p domain.Principal, r domain.Poli
 	if err := domain.ValidateRule(r); err != nil {
 		return domain.PolicyRule{}, err
 	}
+	r.Tool, _ = domain.CanonicalToolPattern(r.Tool) // valid: ValidateRule checked it
 	if err := s.store.CreatePolicy(ctx, r); err != nil {
 		return domain.PolicyRule{}, err
 	}

@@ -35,7 +35,8 @@ func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, age
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	if err := domain.ValidateName("tool", tool); err != nil {
+	tool, err = domain.CanonicalToolName(tool)
+	if err != nil {
 		return domain.ToolCall{}, err
 	}
 	ag, err := s.agents.GetAgent(ctx, agent)

@@ -48,3 +48,61 @@ func nameChar(c byte) bool {
 	}
 	return false
 }
+
+// CanonicalToolName is the one form of a tool name: checked against the
+// name charset (so Unicode look-alikes are refused, never folded) and
+// lower-cased. Registration, agent tool lists and tool calls all use it, so
+// "SHELL.exec" and "shell.exec" are one tool to every rule, as they may be
+// to a tool server that matches names case-insensitively.
+func CanonicalToolName(name string) (string, error) {
+	if err := ValidateName("tool", name); err != nil {
+		return "", err
+	}
+	return asciiLower(name), nil
+}
+
+// CanonicalToolPattern is CanonicalToolName for a policy pattern, where *
+// matches any run of characters.
+func CanonicalToolPattern(pattern string) (string, error) {
+	if err := ValidateName("tool pattern", stripStars(pattern, len(pattern) > 0)); err != nil {
+		return "", err
+	}
+	return asciiLower(pattern), nil
+}
+
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// lowerASCII folds one byte to lower case.
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// SameTool reports whether a and b name one tool: equal but for ASCII case,
+// so names and lists stored before names were canonical decide alike.
+func SameTool(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}

@@ -11,7 +11,7 @@ import (
 // read-only tools, and whether every call needs approval. The zero value
 // limits nothing; Delegate only ever narrows it.
 type Limits struct {
-	Tools    []string // exact tool names, sorted, without duplicates
+	Tools    []string // canonical tool names, sorted, without duplicates
 	ReadOnly bool
 	Approval bool
 }
@@ -38,10 +38,11 @@ func RequestLimits(tools []string, mode string) (Limits, error) {
 	if tools != nil {
 		l.Tools = []string{}
 		for _, t := range tools {
-			if err := ValidateName("tool", t); err != nil {
+			c, err := CanonicalToolName(t)
+			if err != nil {
 				return Limits{}, err
 			}
-			l.Tools = append(l.Tools, t)
+			l.Tools = append(l.Tools, c)
 		}
 		slices.Sort(l.Tools)
 		l.Tools = slices.Compact(l.Tools)
@@ -70,7 +71,7 @@ func (p Limits) Delegate(req Limits) Limits {
 	default:
 		out.Tools = []string{}
 		for _, t := range req.Tools {
-			if slices.Contains(p.Tools, t) {
+			if hasTool(p.Tools, t) {
 				out.Tools = append(out.Tools, t)
 			}
 		}
@@ -80,7 +81,13 @@ func (p Limits) Delegate(req Limits) Limits {
 
 // PermitsTool reports whether the tool set includes tool.
 func (p Limits) PermitsTool(tool string) bool {
-	return p.Tools == nil || slices.Contains(p.Tools, tool)
+	return p.Tools == nil || hasTool(p.Tools, tool)
+}
+
+// hasTool reports whether list holds tool in any case (lists stored before
+// names were canonical).
+func hasTool(list []string, tool string) bool {
+	return slices.ContainsFunc(list, func(t string) bool { return SameTool(t, tool) })
 }
 
 // Within reports whether l is no wider than p: every tool l permits p
@@ -91,7 +98,7 @@ func (l Limits) Within(p Limits) bool {
 			return false
 		}
 		for _, t := range l.Tools {
-			if !slices.Contains(p.Tools, t) {
+			if !hasTool(p.Tools, t) {
 				return false
 			}
 		}

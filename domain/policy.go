@@ -57,7 +57,7 @@ func ValidateRule(r PolicyRule) error {
 	if r.Effect.rank() == 0 {
 		return fmt.Errorf("policy effect %q: want allow, ask or deny: %w", r.Effect, ErrInvalidInput)
 	}
-	if err := ValidateName("tool pattern", stripStars(r.Tool, len(r.Tool) > 0)); err != nil {
+	if _, err := CanonicalToolPattern(r.Tool); err != nil {
 		return err
 	}
 	switch r.Scope {
@@ -88,7 +88,9 @@ func stripStars(p string, nonEmpty bool) string {
 }
 
 // MatchTool reports whether name matches pattern, where * matches any run of
-// characters (also none) and every other character matches itself.
+// characters (also none) and every other character matches itself but for
+// ASCII case (see CanonicalToolName: a rule stored before names were
+// canonical still matches every spelling).
 func MatchTool(pattern, name string) bool {
 	// Iterative glob with one backtrack point: linear in practice, no
 	// recursion a hostile pattern could blow up.
@@ -99,7 +101,7 @@ func MatchTool(pattern, name string) bool {
 		case p < len(pattern) && pattern[p] == '*':
 			star, mark = p, n
 			p++
-		case p < len(pattern) && pattern[p] == name[n]:
+		case p < len(pattern) && lowerASCII(pattern[p]) == lowerASCII(name[n]):
 			p++
 			n++
 		case star >= 0:

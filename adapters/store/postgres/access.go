@@ -199,9 +199,11 @@ func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
 	return t, err
 }
 
-// GetTool reads one tool.
+// GetTool reads one tool by its canonical (lower-case) name, finding rows
+// stored before names were canonical too; of two spellings, the one that
+// is not read-only, so a readonly session never runs a writing tool.
 func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+toolColumns+` FROM tools WHERE name = $1`, name)
+	rows, _ := s.pool.Query(ctx, `SELECT `+toolColumns+` FROM tools WHERE lower(name) = lower($1) ORDER BY read_only LIMIT 1`, name)
 	t, err := pgx.CollectExactlyOneRow(rows, scanTool)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Tool{}, fmt.Errorf("tool %s: %w", name, domain.ErrNotFound)

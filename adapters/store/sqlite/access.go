@@ -248,9 +248,11 @@ func scanTool(row scanner) (domain.Tool, error) {
 	return t, nil
 }
 
-// GetTool reads one tool.
+// GetTool reads one tool by its canonical (lower-case) name, finding rows
+// stored before names were canonical too; of two spellings, the one that
+// is not read-only, so a readonly session never runs a writing tool.
 func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
-	t, err := scanTool(s.read.QueryRowContext(ctx, `SELECT `+toolColumns+` FROM tools WHERE name = ?`, name))
+	t, err := scanTool(s.read.QueryRowContext(ctx, `SELECT `+toolColumns+` FROM tools WHERE lower(name) = lower(?) ORDER BY read_only LIMIT 1`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Tool{}, fmt.Errorf("tool %s: %w", name, domain.ErrNotFound)
 	}
