@@ -14,8 +14,8 @@ func TestToolNamesHaveOneCanonicalForm(t *testing.T) {
 		{"SHELL.exec", "shell.exec", true},
 		{"Shell.Exec", "shell.exec", true},
 		{"fs/Read:v2_x-y", "fs/read:v2_x-y", true},
-		{"\u0455hell.exec", "", false}, // Cyrillic dze, looks like s
-		{"ｓhell.exec", "", false},      // fullwidth s
+		{"\u0455hell.exec", "", false},  // Cyrillic dze, looks like s
+		{"ｓhell.exec", "", false},       // fullwidth s
 		{"shell.exec\u200b", "", false}, // zero-width space
 		{"\u212aill", "", false},        // Kelvin sign, folds to k in Unicode
 		{"shell exec", "", false},
