@@ -111,6 +111,7 @@ func (op *fakeOP) certs(w http.ResponseWriter, _ *http.Request) {
 func (op *fakeOP) token(w http.ResponseWriter, r *http.Request) {
 	op.tokenHits.Add(1)
 	_ = r.ParseForm()
+	w.Header().Set("Content-Type", "application/json") // errors too, as Keycloak sends them
 	id, secret, ok := r.BasicAuth()
 	if !ok {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")

@@ -135,6 +135,9 @@ type Provider struct {
 	jwksErr error
 
 	tlsWarned atomic.Bool
+	// clientErr is set while the provider refuses this service's client
+	// (a wrong secret); readiness reports it.
+	clientErr atomic.Pointer[string]
 }
 
 // discovery is what the realm's openid-configuration said.
@@ -354,12 +357,16 @@ func (p *Provider) Ready() error {
 
 // Checks reports readiness per part for /health: "ok" or what is wrong.
 func (p *Provider) Checks() map[string]string {
+	client := "ok"
+	if msg := p.clientErr.Load(); msg != nil {
+		client = "failing: " + *msg
+	}
 	if p.disc.Load() != nil {
-		return map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}
+		return map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok", "oidc_client": client}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := map[string]string{"oidc_discovery": "pending", "oidc_jwks": "pending"}
+	c := map[string]string{"oidc_discovery": "pending", "oidc_jwks": "pending", "oidc_client": client}
 	var ue *untrustedError
 	if errors.As(p.lastErr, &ue) || errors.As(p.jwksErr, &ue) {
 		c["oidc_tls"] = "provider certificate not trusted: set SERVICE_OIDC_CA_FILE or NODE_EXTRA_CA_CERTS"

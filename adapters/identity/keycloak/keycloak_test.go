@@ -311,8 +311,8 @@ func TestPasswordGrantRefreshLogout(t *testing.T) {
 	}
 
 	wrong := op.provider(t, func(c *Config) { c.ClientSecret = "wrong" })
-	if _, err := wrong.PasswordGrant(ctx, "alice", "alice-pw"); !errors.Is(err, domain.ErrUnauthenticated) {
-		t.Errorf("wrong client secret: got %v, want ErrUnauthenticated", err)
+	if _, err := wrong.PasswordGrant(ctx, "alice", "alice-pw"); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("wrong client secret: got %v, want ErrUnavailable (our configuration, not the user)", err)
 	}
 }
 

@@ -55,6 +55,7 @@ func (p *Provider) ExchangeCode(ctx context.Context, code string, req ports.Auth
 	if err != nil {
 		return ports.TokenSet{}, p.classify("code exchange", err)
 	}
+	p.clientAccepted()
 	idToken, _ := tok.Extra("id_token").(string)
 	var refreshIn int
 	if v, ok := tok.Extra("refresh_expires_in").(float64); ok {
@@ -73,6 +74,7 @@ func (p *Provider) PasswordGrant(ctx context.Context, username, password string)
 	if err != nil {
 		return ports.TokenSet{}, p.classify("password grant", err)
 	}
+	p.clientAccepted()
 	return p.tokenSet(ctx, jwt.AccessToken, jwt.IDToken, jwt.RefreshToken, jwt.RefreshExpiresIn, "", true)
 }
 
@@ -87,6 +89,7 @@ func (p *Provider) Refresh(ctx context.Context, refreshToken string) (ports.Toke
 	if err != nil {
 		return ports.TokenSet{}, p.classify("refresh", err)
 	}
+	p.clientAccepted()
 	rt := jwt.RefreshToken
 	if rt == "" { // providers that do not rotate refresh tokens
 		rt = refreshToken
@@ -211,12 +214,17 @@ func (p *Provider) classify(op string, err error) error {
 	var ue *untrustedError
 	var re *oauth2.RetrieveError
 	var ae *gocloak.APIError
+	if code, ok := clientFault(err); ok {
+		return p.clientRefused(op, code)
+	}
 	switch {
 	case errors.As(err, &ue) || strings.Contains(err.Error(), "certificate"):
 		return fmt.Errorf("keycloak: %s: provider certificate not trusted (SERVICE_OIDC_CA_FILE / NODE_EXTRA_CA_CERTS): %w", op, domain.ErrUnauthenticated)
 	case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500:
+		p.clientAccepted() // refused for the user's reason: the client itself passed
 		return fmt.Errorf("keycloak: %s refused: %s: %w", op, re.ErrorCode, domain.ErrUnauthenticated)
 	case errors.As(err, &ae) && ae.Code >= 400 && ae.Code < 500:
+		p.clientAccepted()
 		return fmt.Errorf("keycloak: %s refused (%d): %w", op, ae.Code, domain.ErrUnauthenticated)
 	}
 	p.log.Warn("identity provider call failed", zap.String("op", op), zap.Error(err))
