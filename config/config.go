@@ -8,16 +8,11 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"time"
-
-	"github.com/caarlos0/env/v11"
-	"gopkg.in/yaml.v3"
 
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/domain"
@@ -103,75 +98,6 @@ func defaultDataDir() string {
 		return filepath.Join(home, ".local", "share", "agentauth")
 	}
 	return filepath.Join(".", "agentauth-data")
-}
-
-// Load builds the configuration: defaults, then the file at path (if not
-// empty), then the environment. Flags are applied by the caller afterwards.
-func Load(path string, environ map[string]string) (Config, error) {
-	cfg := Defaults()
-	if path != "" {
-		if err := decodeFile(path, &cfg); err != nil {
-			return Config{}, err
-		}
-	}
-	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
-		return Config{}, explainEnvError(err, environ)
-	}
-	return cfg, nil
-}
-
-func decodeFile(path string, cfg *Config) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("config file (--config / SERVICE_CONFIG): %w", err)
-	}
-	defer f.Close()
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)                                              // a misspelt key is an error, not a silent default
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file sets nothing
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	return nil
-}
-
-// explainEnvError names the environment variable behind a parse error
-// (caarlos0/env reports the Go field name).
-func explainEnvError(err error, environ map[string]string) error {
-	var agg env.AggregateError
-	if !errors.As(err, &agg) {
-		return fmt.Errorf("environment: %w", err)
-	}
-	var out []error
-	for _, e := range agg.Errors {
-		var pe env.ParseError
-		if errors.As(e, &pe) {
-			if name := envVarOf(reflect.TypeOf(Config{}), pe.Name, environ); name != "" {
-				out = append(out, fmt.Errorf("%s=%q: %v", name, environ[name], pe.Err))
-				continue
-			}
-		}
-		out = append(out, e)
-	}
-	return errors.Join(out...)
-}
-
-// envVarOf finds the set environment variable of the field called name.
-func envVarOf(t reflect.Type, name string, environ map[string]string) string {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
-			if v := envVarOf(f.Type, name, environ); v != "" {
-				return v
-			}
-			continue
-		}
-		if tag := f.Tag.Get("env"); f.Name == name && tag != "" {
-			if _, set := environ[tag]; set {
-				return tag
-			}
-		}
-	}
-	return ""
 }
 
 // Mode is the authentication mode, derived from the settings.

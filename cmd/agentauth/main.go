@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,10 +49,10 @@ func environ() map[string]string {
 const usage = `agentauth: the authentication and access-control core of an agent service
 
 Usage:
-  agentauth serve [flags]   run the server (see agentauth serve -h)
-  agentauth policy can ...  may a role do an action? (see agentauth policy)
-  agentauth oidc check      check the OIDC settings against the provider (see agentauth oidc)
-  agentauth version         print the version
+  agentauth serve [flags]   run the server (agentauth serve --help lists every setting)
+  agentauth policy can ...  may a role do an action? (agentauth policy --help)
+  agentauth oidc check      check the OIDC settings against the provider (agentauth oidc --help)
+  agentauth version         print the version (also --version)
 `
 
 // versionLine says which build runs (see internal/buildinfo).
@@ -69,7 +68,7 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], env, stderr)
+		return serve(args[1:], env, stdout, stderr)
 	case "policy":
 		return policy(args[1:], env, stdout, stderr)
 	case "oidc":
@@ -77,92 +76,72 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionLine())
 		return exitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage+"\n"+settingsHelp())
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "agentauth: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
 }
 
-// serveFlags are the command-line settings of serve; they override the
-// environment and the config file.
-type serveFlags struct {
-	fs      *flag.FlagSet
-	config  string
-	apiKey  string
-	host    string
-	port    int
-	mgmt    int
-	dataDir string
-	proxies string
+// settingFlag is the flag of one setting. It keeps the text as given: the
+// configuration parses flags exactly as the environment variables, so a
+// flag accepts what its variable accepts and a bad value is reported the
+// same way.
+type settingFlag struct {
+	value  string
+	isBool bool
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
-	f := &serveFlags{fs: flag.NewFlagSet("serve", flag.ContinueOnError)}
-	f.fs.SetOutput(stderr)
-	f.fs.StringVar(&f.config, "config", "", "YAML config file (SERVICE_CONFIG)")
-	f.fs.StringVar(&f.apiKey, "api-key", "", "API key granting ADMIN (SERVICE_API_KEY); prefer the variable: flags show in ps")
-	f.fs.StringVar(&f.host, "host", "", "listen address (SERVICE_HOST, default 127.0.0.1)")
-	f.fs.IntVar(&f.port, "port", 0, "listen port (SERVICE_PORT, default 8080)")
-	f.fs.IntVar(&f.mgmt, "management-port", 0, "management listener port: probes and metrics without credentials (SERVICE_MANAGEMENT_PORT, default off)")
-	f.fs.StringVar(&f.dataDir, "data-dir", "", "data folder (SERVICE_DATA_DIR)")
-	f.fs.StringVar(&f.proxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (SERVICE_TRUSTED_PROXIES)")
-	if err := f.fs.Parse(args); err != nil {
+func (f *settingFlag) String() string     { return f.value }
+func (f *settingFlag) Set(v string) error { f.value = v; return nil }
+func (f *settingFlag) IsBoolFlag() bool   { return f.isBool }
+
+// parseServeFlags returns the flags given (name → value), one per setting of
+// config.Settings that has a flag. Its errors are already on stderr.
+func parseServeFlags(args []string, stderr io.Writer) (map[string]string, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "run 'agentauth serve --help' for every setting") }
+	for _, s := range config.Settings {
+		if s.Flag != "" {
+			fs.Var(&settingFlag{isBool: strings.HasPrefix(s.Accepts, "true or false")}, s.Flag, s.Help)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if f.fs.NArg() > 0 {
-		return nil, fmt.Errorf("serve takes no arguments, got %q", f.fs.Args())
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+		fmt.Fprintf(stderr, "agentauth: %v\n", err)
+		return nil, err
 	}
-	return f, nil
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	return given, nil
 }
 
-// apply overrides cfg with the flags that were given.
-func (f *serveFlags) apply(cfg *config.Config) {
-	f.fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "api-key":
-			cfg.Auth.APIKey = f.apiKey
-		case "host":
-			cfg.Server.Host = f.host
-		case "port":
-			cfg.Server.Port = f.port
-		case "management-port":
-			cfg.Server.ManagementPort = f.mgmt
-		case "data-dir":
-			cfg.DataDir = f.dataDir
-		case "trusted-proxies":
-			cfg.Server.TrustedProxies = nil // an empty flag trusts no proxy
-			if f.proxies != "" {
-				cfg.Server.TrustedProxies = strings.Split(f.proxies, ",")
-			}
-		}
-	})
-}
-
-// loadConfig reads flags, file and environment in order of precedence.
-func loadConfig(args []string, env map[string]string, stderr io.Writer) (config.Config, error) {
-	flags, err := parseServeFlags(args, stderr)
-	if err != nil {
-		return config.Config{}, err
-	}
+// loadConfig reads defaults, file, environment and flags in this order of
+// precedence and validates the result; every problem of every source is
+// in the error.
+func loadConfig(flags, env map[string]string) (config.Config, error) {
 	path := env["SERVICE_CONFIG"]
-	if flags.config != "" {
-		path = flags.config
+	if f, ok := flags["config"]; ok {
+		path = f
 	}
-	cfg, err := config.Load(path, env)
-	if err != nil {
-		return config.Config{}, err
-	}
-	flags.apply(&cfg)
-	return cfg, cfg.Validate()
+	return config.Resolve(path, env, flags)
 }
 
-func serve(args []string, env map[string]string, stderr io.Writer) int {
-	cfg, err := loadConfig(args, env, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+func serve(args []string, env map[string]string, stdout, stderr io.Writer) int {
+	if wantsHelp(args) {
+		fmt.Fprint(stdout, serveHelp())
 		return exitOK
 	}
+	flags, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return exitUsage
+	}
+	cfg, err := loadConfig(flags, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth: configuration is not valid:\n%s\n", indent(err.Error()))
 		return exitUsage

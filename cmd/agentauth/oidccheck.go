@@ -40,6 +40,10 @@ never a flag (flags show in ps).
 const largeToken = 6 << 10
 
 func oidcCommand(args []string, env map[string]string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if wantsHelp(args) {
+		fmt.Fprint(stdout, oidcUsage)
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "check" {
 		fmt.Fprint(stderr, oidcUsage)
 		return exitUsage

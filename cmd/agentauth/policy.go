@@ -25,6 +25,10 @@ Example:
 
 // policy runs "agentauth policy ...".
 func policy(args []string, env map[string]string, stdout, stderr io.Writer) int {
+	if wantsHelp(args) {
+		fmt.Fprint(stdout, policyUsage)
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "can" {
 		fmt.Fprint(stderr, policyUsage)
 		return exitUsage

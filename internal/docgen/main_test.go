@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -15,12 +16,12 @@ func TestReadmeIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := splice(string(readme), section())
+	want, err := render(string(readme))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(readme) != want {
-		t.Error("README.md's permission table is stale: run `go generate ./domain/` and commit README.md")
+		t.Error("README.md's generated tables (permissions, settings) are stale: run `go generate ./domain/ ./config/` and commit README.md")
 	}
 }
 
@@ -38,11 +39,27 @@ func TestSectionCoversEveryPermissionAndRole(t *testing.T) {
 }
 
 func TestSplice(t *testing.T) {
-	got, err := splice("a\n"+begin+"\nold\n"+end+"\nz", "new\n")
+	const begin, end = "<!-- b -->", "<!-- /b -->"
+	got, err := splice("a\n"+begin+"\nold\n"+end+"\nz", begin, end, "new\n")
 	if err != nil || got != "a\n"+begin+"\nnew\n"+end+"\nz" {
 		t.Errorf("splice = %q, %v", got, err)
 	}
-	if _, err := splice("no markers", "x"); err == nil {
+	if _, err := splice("no markers", begin, end, "x"); err == nil {
 		t.Error("splice without markers: want an error")
+	}
+}
+
+// TestSettingsSectionHasEverySetting: one row per setting, with its names.
+func TestSettingsSectionHasEverySetting(t *testing.T) {
+	s := settingsSection()
+	if got, want := strings.Count(s, "\n| "), len(config.Settings)+1; got != want {
+		t.Errorf("%d rows (with the header), want %d", got, want)
+	}
+	for _, st := range config.Settings {
+		for _, n := range []string{st.Key, st.Env, st.Flag} {
+			if n != "" && !strings.Contains(s, n+"`") {
+				t.Errorf("%s missing", n)
+			}
+		}
 	}
 }

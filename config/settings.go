@@ -1,0 +1,160 @@
+package config
+
+//go:generate go run ../internal/docgen -readme ../README.md
+
+// Setting is one setting as an operator sees it: where it is set and what
+// it takes. Settings is the one table that `agentauth --help`, `agentauth
+// serve --help`, the serve flags, the configuration error messages and the
+// README's settings table are made from; a test checks that it names every
+// field of Config.
+type Setting struct {
+	// Key is the config-file key (server.port); empty when the setting is
+	// never read from the file (secrets).
+	Key string
+	// Env is the environment variable; empty for file-only settings.
+	Env string
+	// Flag is the serve flag without dashes; empty when there is none.
+	Flag string
+	// Default is the value in force when nothing sets it, as shown to people.
+	Default string
+	// Accepts says in plain words which values are valid; error messages
+	// quote it.
+	Accepts string
+	// Help says what the setting does.
+	Help string
+}
+
+// Names is how messages name the setting: its key, variable and flag.
+func (s Setting) Names() string {
+	out := ""
+	for _, n := range []string{s.Key, s.Env, flagName(s.Flag)} {
+		if n == "" {
+			continue
+		}
+		if out != "" {
+			out += " / "
+		}
+		out += n
+	}
+	return out
+}
+
+func flagName(f string) string {
+	if f == "" {
+		return ""
+	}
+	return "--" + f
+}
+
+// Plain-words descriptions shared by several settings.
+const (
+	acceptsDuration = "a duration with a unit, such as 500ms, 30s, 5m or 1h"
+	acceptsBool     = "true or false"
+	acceptsPort     = "a port number from 1 to 65535, or 0"
+	acceptsFile     = "the path of a file readable by its owner only (mode 0600 or 0400); a trailing newline is ignored"
+)
+
+// Settings lists every setting, in the order help and documentation show.
+var Settings = []Setting{
+	{Env: "SERVICE_CONFIG", Flag: "config", Default: "none", Accepts: "the path of a YAML file",
+		Help: "The YAML config file."},
+	{Key: "server.host", Env: "SERVICE_HOST", Flag: "host", Default: "127.0.0.1", Accepts: "an IP address or a host name of this machine",
+		Help: "Listen address of the API."},
+	{Key: "server.port", Env: "SERVICE_PORT", Flag: "port", Default: "8080", Accepts: acceptsPort + " for any free port",
+		Help: "Listen port of the API; 0 picks a free one (the log says which)."},
+	{Key: "server.shutdownTimeout", Env: "SERVICE_SHUTDOWN_TIMEOUT", Flag: "shutdown-timeout", Default: "30s", Accepts: acceptsDuration,
+		Help: "How long SIGTERM waits for in-flight requests."},
+	{Key: "server.trustedProxies", Env: "SERVICE_TRUSTED_PROXIES", Flag: "trusted-proxies", Default: "none",
+		Accepts: "CIDRs such as 10.0.0.0/8 or IP addresses, comma-separated in the variable and the flag, a list in the file",
+		Help:    "Proxies whose X-Forwarded-For is believed for the client address (login limits, logs); none: the connection's address."},
+	{Key: "server.managementPort", Env: "SERVICE_MANAGEMENT_PORT", Flag: "management-port", Default: "0 (off)", Accepts: acceptsPort + " to leave it off",
+		Help: "The management listener: GET /health/live, /health/ready and /metrics without credentials and without audit records."},
+	{Key: "server.managementHost", Env: "SERVICE_MANAGEMENT_HOST", Flag: "management-host", Default: "server.host", Accepts: "an IP address or a host name of this machine",
+		Help: "Listen address of the management listener."},
+	{Key: "dataDir", Env: "SERVICE_DATA_DIR", Flag: "data-dir", Default: "$XDG_DATA_HOME/agentauth, else ~/.local/share/agentauth", Accepts: "a folder path",
+		Help: "SQLite database (agentauth.db) and secrets/api-key; created 0700."},
+	{Key: "log.level", Env: "SERVICE_LOG_LEVEL", Flag: "log-level", Default: "info", Accepts: "debug, info, warn or error",
+		Help: "Process log level; JSON lines on stderr, one per request."},
+	{Env: "SERVICE_API_KEY", Flag: "api-key", Default: "none", Accepts: "at least 16 characters",
+		Help: "API-key mode: the key granting ADMIN. Never in the file; prefer the variable (flags show in ps)."},
+	{Key: "auth.debug", Env: "SERVICE_AUTH_DEBUG", Flag: "auth-debug", Default: "false", Accepts: acceptsBool,
+		Help: "Debug mode: four built-in keys, loopback only. Never in production."},
+	{Key: "auth.roles", Default: "none", Accepts: "a list of {name, extends, permissions}",
+		Help: "Custom roles (config file only)."},
+	{Key: "auth.keys", Default: "none", Accepts: "a list of {subject, role, keyFile}",
+		Help: "API keys granting one role each, read from owner-only files (config file only; API-key, local and debug modes)."},
+	{Key: "database.url", Env: "SERVICE_DATABASE_URL", Flag: "database-url", Default: "empty: SQLite in the data folder",
+		Accepts: "a PostgreSQL URL such as postgres://user@db:5432/agentauth",
+		Help:    "PostgreSQL for several instances sharing one database."},
+	{Key: "audit.batchWait", Env: "SERVICE_AUDIT_BATCH_WAIT", Flag: "audit-batch-wait", Default: "500µs", Accepts: "a duration from 0 to 10ms, such as 500us",
+		Help: "Under load, how long the audit writer waits to gather a bigger batch before one sync commits it."},
+	{Key: "auth.oidc.enabled", Env: "SERVICE_OIDC_ENABLED", Flag: "oidc-enabled", Default: "false", Accepts: acceptsBool,
+		Help: "OIDC mode: users sign in at the identity provider (Keycloak)."},
+	{Key: "auth.oidc.issuer", Env: "SERVICE_OIDC_ISSUER", Flag: "oidc-issuer", Default: "none", Accepts: "https://<idp-host>/realms/<realm> (http only on loopback)",
+		Help: "The realm's issuer URL."},
+	{Key: "auth.oidc.clientId", Env: "SERVICE_OIDC_CLIENT_ID", Flag: "oidc-client-id", Default: "none", Accepts: "the client id at the provider",
+		Help: "The service's client at the provider."},
+	{Env: "SERVICE_OIDC_CLIENT_SECRET", Default: "none", Accepts: "the client secret",
+		Help: "The client secret (environment only; or the _FILE variant)."},
+	{Key: "auth.oidc.clientSecretFile", Env: "SERVICE_OIDC_CLIENT_SECRET_FILE", Flag: "oidc-client-secret-file", Default: "none", Accepts: acceptsFile,
+		Help: "A file holding the client secret."},
+	{Key: "auth.oidc.clientSecret", Default: "none", Accepts: "the client secret; refused unless auth.oidc.allowSecretInConfig is true",
+		Help: "The client secret in the config file (lab set-ups only)."},
+	{Key: "auth.oidc.allowSecretInConfig", Env: "SERVICE_OIDC_ALLOW_SECRET_IN_CONFIG", Flag: "oidc-allow-secret-in-config", Default: "false", Accepts: acceptsBool,
+		Help: "Accept auth.oidc.clientSecret in the config file."},
+	{Key: "auth.oidc.redirectUri", Env: "SERVICE_OIDC_REDIRECT_URI", Flag: "oidc-redirect-uri", Default: "none", Accepts: "https://<service-host>/auth/callback (http only on loopback)",
+		Help: "The callback URL registered at the provider; its origin is the service's public origin."},
+	{Key: "auth.oidc.caFile", Env: "SERVICE_OIDC_CA_FILE", Flag: "oidc-ca-file", Default: "none (system roots)", Accepts: "the path of a PEM file",
+		Help: "CA certificates to trust for the provider, besides the system roots."},
+	{Env: "NODE_EXTRA_CA_CERTS", Default: "none", Accepts: "the path of a PEM file",
+		Help: "Honoured like SERVICE_OIDC_CA_FILE (the variable the specification names)."},
+	{Key: "auth.oidc.roleMap", Env: "SERVICE_OIDC_ROLE_MAP", Flag: "oidc-role-map", Default: "none",
+		Accepts: "provider-role:ROLE pairs, comma-separated in the variable and the flag, a mapping in the file; ROLE is ADMIN, USER, LEAD or AUDITOR",
+		Help:    "Provider role names that mean one of the four roles."},
+	{Key: "auth.oidc.passwordLogin", Env: "SERVICE_OIDC_PASSWORD_LOGIN", Flag: "oidc-password-login", Default: "true", Accepts: acceptsBool,
+		Help: "Serve POST /auth/login (username and password, forwarded to the provider)."},
+	{Key: "auth.oidc.sessionIdle", Env: "SERVICE_OIDC_SESSION_IDLE", Flag: "oidc-session-idle", Default: "8h", Accepts: acceptsDuration,
+		Help: "A login session unused this long ends."},
+	{Key: "auth.oidc.sessionMax", Env: "SERVICE_OIDC_SESSION_MAX", Flag: "oidc-session-max", Default: "24h", Accepts: acceptsDuration,
+		Help: "A login session ends this long after login."},
+	{Key: "auth.oidc.refreshBefore", Env: "SERVICE_OIDC_REFRESH_BEFORE", Flag: "oidc-refresh-before", Default: "60s", Accepts: acceptsDuration,
+		Help: "How long before the access token expires a session refreshes it."},
+	{Key: "auth.oidc.loginFailures", Env: "SERVICE_OIDC_LOGIN_FAILURES", Flag: "oidc-login-failures", Default: "5", Accepts: "a whole number, 1 or more",
+		Help: "Failed password logins per user (four times as many per address) within the window before 429."},
+	{Key: "auth.oidc.loginWindow", Env: "SERVICE_OIDC_LOGIN_WINDOW", Flag: "oidc-login-window", Default: "15m", Accepts: acceptsDuration,
+		Help: "The window of auth.oidc.loginFailures."},
+	{Key: "auth.oidc.jwksRefetch", Env: "SERVICE_OIDC_JWKS_REFETCH", Flag: "oidc-jwks-refetch", Default: "30s", Accepts: "a duration of 1s or more",
+		Help: "Least time between two key fetches caused by an unknown key id."},
+	{Key: "auth.oidc.clockSkew", Env: "SERVICE_OIDC_CLOCK_SKEW", Flag: "oidc-clock-skew", Default: "30s", Accepts: "a duration from 0 to 5m",
+		Help: "Clock difference tolerated on exp, nbf and iat."},
+	{Key: "auth.hybrid.remoteUrl", Env: "SERVICE_HYBRID_REMOTE_URL", Flag: "hybrid-remote-url", Default: "none (off)", Accepts: "https://<central-host> (http only on loopback)",
+		Help: "Hybrid mode: the central instance every caller's roles come from."},
+	{Key: "auth.hybrid.caFile", Env: "SERVICE_HYBRID_CA_FILE", Flag: "hybrid-ca-file", Default: "none (system roots)", Accepts: "the path of a PEM file",
+		Help: "CA certificates to trust for the central instance."},
+	{Key: "auth.hybrid.cacheTTL", Env: "SERVICE_HYBRID_CACHE_TTL", Flag: "hybrid-cache-ttl", Default: "30s", Accepts: acceptsDuration,
+		Help: "How long an answer of the centre is reused."},
+	{Key: "auth.hybrid.cacheSize", Env: "SERVICE_HYBRID_CACHE_SIZE", Flag: "hybrid-cache-size", Default: "10000", Accepts: "a whole number, 1 or more",
+		Help: "Credentials kept in the cache at most."},
+	{Key: "auth.hybrid.timeout", Env: "SERVICE_HYBRID_TIMEOUT", Flag: "hybrid-timeout", Default: "5s", Accepts: acceptsDuration,
+		Help: "Bound of one call to the centre."},
+}
+
+// settingByEnv and settingByKey find a setting; ok is false when none has
+// that name.
+func settingByEnv(env string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Env != "" && s.Env == env {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+func settingByKey(key string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Key != "" && s.Key == key {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
