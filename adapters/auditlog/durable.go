@@ -221,10 +221,7 @@ func (d *Durable) AppendAudit(_ context.Context, records []domain.AuditRecord) e
 	for i := range records {
 		r := &records[i]
 		seq++
-		r.Time = r.Time.UTC().Truncate(time.Microsecond)
-		if r.Time.Before(last) {
-			r.Time = last
-		}
+		r.NotBefore(last)
 		last = r.Time
 		r.Seal(seq, prev)
 		prev = r.Hash

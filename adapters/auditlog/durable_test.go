@@ -19,6 +19,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // dataDir is one service's data folder: the SQLite store and the audit log.
@@ -252,4 +253,12 @@ func TestIndexKeepsTheRecordAsRecordedWhenTheCallerReusesItsBuffer(t *testing.T)
 	if got := chain(t, dur, 1); got[0].Path != "/api/v2/first" {
 		t.Errorf("indexed path %q, want /api/v2/first", got[0].Path)
 	}
+}
+
+func TestDurableConformsToTheAuditStorePort(t *testing.T) {
+	porttest.RunAuditStore(t, func(t *testing.T) ports.AuditStore {
+		_, dur, closeAll := dataDir(t.TempDir()).open(t)
+		t.Cleanup(closeAll)
+		return dur
+	})
 }

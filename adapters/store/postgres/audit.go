@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentauth/agentauth/adapters/store/auditplan"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -35,11 +36,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		for i := range records {
 			r := &records[i]
 			seq++
-			// Time never decreases along the chain (instances' clocks
-			// differ), so a time range is a range of sequence numbers.
-			if r.Time.UnixMicro() < last {
-				r.Time = time.UnixMicro(last)
-			}
+			r.NotBefore(time.UnixMicro(last)) // instances' clocks differ
 			// Sealed text holds no NUL and no invalid UTF-8: PostgreSQL
 			// refuses neither, so one record cannot fail the batch.
 			r.Seal(seq, prev)
@@ -76,42 +73,67 @@ var auditColumnList = []string{"seq", "version", "time", "request_id", "subject"
 
 var auditColumns = strings.Join(auditColumnList, ", ")
 
-// QueryAudit returns matching records, newest first.
+// QueryAudit returns matching records, newest first, reading a bounded
+// number of rows (adapters/store/auditplan).
 func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
+	var first, last *int64
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT min(seq) FROM audit), (SELECT max(seq) FROM audit)`).Scan(&first, &last); err != nil {
+		return nil, storeErr("audit bounds", err)
+	}
+	if last == nil {
+		return []domain.AuditRecord{}, nil
+	}
+	rng, err := auditplan.SeqRange(ctx, q, *first, *last, s.auditProbe)
+	if err != nil || rng.Empty {
+		return []domain.AuditRecord{}, err
+	}
 	var (
-		where []string
-		args  []any
+		selects []string
+		args    []any
 	)
-	cond := func(expr string, v any) {
+	param := func(v any) string {
 		args = append(args, v)
-		where = append(where, expr+" $"+strconv.Itoa(len(args)))
+		return "$" + strconv.Itoa(len(args))
 	}
-	if q.Subject != "" {
-		cond("subject =", q.Subject)
-	}
-	if q.Decision != "" {
-		cond("decision =", string(q.Decision))
-	}
-	if !q.Since.IsZero() {
-		cond("time >=", q.Since.UnixMicro())
-	}
-	if !q.Until.IsZero() {
-		cond("time <", q.Until.UnixMicro())
-	}
-	if q.Before > 0 {
-		cond("seq <", q.Before)
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	var limit *int // NULL: no limit
+	limit := ""
 	if q.Limit > 0 {
-		limit = &q.Limit
+		limit = " LIMIT " + strconv.Itoa(q.Limit)
 	}
-	args = append(args, limit)
-	query += ` ORDER BY seq DESC LIMIT $` + strconv.Itoa(len(args))
+	for _, br := range auditplan.Branches(q) {
+		where := []string{"seq >= " + param(rng.Lo), "seq < " + param(rng.Hi)}
+		if br.Decision != "" {
+			where = append(where, "decision = "+param(string(br.Decision)))
+		}
+		if br.Subject != "" {
+			where = append(where, "subject = "+param(br.Subject))
+		}
+		// Exact for records written before time was kept non-decreasing.
+		if !q.Since.IsZero() {
+			where = append(where, "time >= "+param(q.Since.UnixMicro()))
+		}
+		if !q.Until.IsZero() {
+			where = append(where, "time < "+param(q.Until.UnixMicro()))
+		}
+		selects = append(selects, `SELECT `+auditColumns+` FROM audit WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC`+limit)
+	}
+	query := selects[0]
+	if len(selects) > 1 {
+		query = `SELECT * FROM ((` + strings.Join(selects, `) UNION ALL (`) + `)) branches ORDER BY seq DESC` + limit
+	}
 	return s.queryAudit(ctx, query, args...)
+}
+
+// auditProbe is the first record at or after seq, for auditplan's search.
+func (s *Store) auditProbe(ctx context.Context, seq int64) (int64, int64, bool, error) {
+	var found, micros int64
+	err := s.pool.QueryRow(ctx, `SELECT seq, time FROM audit WHERE seq >= $1 ORDER BY seq LIMIT 1`, seq).Scan(&found, &micros)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, storeErr("audit time probe", err)
+	}
+	return found, micros, true, nil
 }
 
 // AuditChain returns records after seq in increasing order.

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/store/auditplan"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -30,17 +31,18 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	}
 	defer tx.Rollback()
 	var (
-		seq  int64
-		prev = domain.GenesisHash
+		seq, last int64
+		prev      = domain.GenesisHash
 	)
-	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	err = tx.QueryRowContext(ctx, `SELECT seq, hash, time FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev, &last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: read audit chain head: %w", err)
 	}
 	for i := range records {
 		seq++
+		records[i].NotBefore(time.UnixMicro(last))
 		records[i].Seal(seq, prev)
-		prev = records[i].Hash
+		prev, last = records[i].Hash, records[i].Time.UnixMicro()
 	}
 	if err := insertAudit(ctx, tx, records); err != nil {
 		return err
@@ -159,32 +161,61 @@ func insertAuditRows(n int) string {
 
 const auditColumns = `seq, version, time, subject, decision, hash, body`
 
-// QueryAudit returns matching records, newest first.
+// QueryAudit returns matching records, newest first, reading a bounded
+// number of rows (adapters/store/auditplan).
 func (s *Store) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
+	var first, last sql.NullInt64
+	if err := s.read.QueryRowContext(ctx, `SELECT (SELECT min(seq) FROM audit), (SELECT max(seq) FROM audit)`).Scan(&first, &last); err != nil {
+		return nil, fmt.Errorf("sqlite: audit bounds: %w", err)
+	}
+	if !last.Valid {
+		return []domain.AuditRecord{}, nil
+	}
+	rng, err := auditplan.SeqRange(ctx, q, first.Int64, last.Int64, s.auditProbe)
+	if err != nil || rng.Empty {
+		return []domain.AuditRecord{}, err
+	}
 	var (
-		where []string
-		args  []any
+		selects []string
+		args    []any
 	)
-	if q.Subject != "" {
-		where, args = append(where, "subject = ?"), append(args, q.Subject)
+	for _, br := range auditplan.Branches(q) {
+		where, index := []string{"seq >= ?", "seq < ?"}, ""
+		args = append(args, rng.Lo, rng.Hi)
+		if br.Decision != "" {
+			where, args, index = append(where, "decision = ?"), append(args, string(br.Decision)), " INDEXED BY audit_decision_seq"
+		}
+		if br.Subject != "" {
+			where, args, index = append(where, "subject = ?"), append(args, br.Subject), " INDEXED BY audit_subject_decision_seq"
+		}
+		// Exact for records written before time was kept non-decreasing.
+		if !q.Since.IsZero() {
+			where, args = append(where, "time >= ?"), append(args, q.Since.UnixMicro())
+		}
+		if !q.Until.IsZero() {
+			where, args = append(where, "time < ?"), append(args, q.Until.UnixMicro())
+		}
+		selects = append(selects, `SELECT `+auditColumns+` FROM audit`+index+` WHERE `+strings.Join(where, " AND ")+
+			` ORDER BY seq DESC`+limitClause(q.Limit))
 	}
-	if q.Decision != "" {
-		where, args = append(where, "decision = ?"), append(args, string(q.Decision))
+	query := selects[0]
+	if len(selects) > 1 {
+		query = `SELECT * FROM (` + strings.Join(selects, `) UNION ALL SELECT * FROM (`) + `) ORDER BY seq DESC` + limitClause(q.Limit)
 	}
-	if !q.Since.IsZero() {
-		where, args = append(where, "time >= ?"), append(args, q.Since.UnixMicro())
+	return s.queryAudit(ctx, query, args...)
+}
+
+// auditProbe is the first record at or after seq, for auditplan's search.
+func (s *Store) auditProbe(ctx context.Context, seq int64) (int64, int64, bool, error) {
+	var found, micros int64
+	err := s.read.QueryRowContext(ctx, `SELECT seq, time FROM audit WHERE seq >= ? ORDER BY seq LIMIT 1`, seq).Scan(&found, &micros)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, false, nil
 	}
-	if !q.Until.IsZero() {
-		where, args = append(where, "time < ?"), append(args, q.Until.UnixMicro())
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("sqlite: audit time probe: %w", err)
 	}
-	if q.Before > 0 {
-		where, args = append(where, "seq < ?"), append(args, q.Before)
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	return s.queryAudit(ctx, query+` ORDER BY seq DESC`+limitClause(q.Limit), args...)
+	return found, micros, true, nil
 }
 
 // AuditChain returns records after seq in increasing order.
