@@ -59,12 +59,14 @@ type Log struct {
 // Auth selects and configures the authentication mode.
 type Auth struct {
 	// APIKey is a secret: environment or flag only, never the config file.
-	APIKey string       `yaml:"-" env:"SERVICE_API_KEY"`
-	Debug  bool         `yaml:"debug" env:"SERVICE_AUTH_DEBUG"`
-	OIDC   OIDC         `yaml:"oidc"`
-	Hybrid Hybrid       `yaml:"hybrid"`
-	Roles  []CustomRole `yaml:"roles"`
-	Keys   []RoleKey    `yaml:"keys"`
+	APIKey string `yaml:"-" env:"SERVICE_API_KEY"`
+	// APIKeyFile holds the API key instead (an owner-only file).
+	APIKeyFile string       `yaml:"apiKeyFile" env:"SERVICE_API_KEY_FILE"`
+	Debug      bool         `yaml:"debug" env:"SERVICE_AUTH_DEBUG"`
+	OIDC       OIDC         `yaml:"oidc"`
+	Hybrid     Hybrid       `yaml:"hybrid"`
+	Roles      []CustomRole `yaml:"roles"`
+	Keys       []RoleKey    `yaml:"keys"`
 }
 
 // CustomRole defines a role in configuration (auth.roles[]).
@@ -77,6 +79,9 @@ type CustomRole struct {
 // Database selects the store. Empty URL: the embedded SQLite file.
 type Database struct {
 	URL string `yaml:"url" env:"SERVICE_DATABASE_URL"`
+	// URLFile holds the URL instead (an owner-only file): the URL carries
+	// the database password.
+	URLFile string `yaml:"urlFile" env:"SERVICE_DATABASE_URL_FILE"`
 }
 
 // Defaults returns the settings in force when nothing is configured.

@@ -31,7 +31,8 @@ func Load(path string, environ map[string]string) (Config, error) {
 }
 
 // Resolve is Load, then the flags (flag name without dashes → value, only
-// those given), then Validate: every problem from every source together.
+// those given), then the secrets of *_FILE settings, then Validate: every
+// problem from every source together.
 func Resolve(path string, environ, flags map[string]string) (Config, error) {
 	cfg, err := Load(path, environ)
 	errs := []error{err}
@@ -42,6 +43,7 @@ func Resolve(path string, environ, flags map[string]string) (Config, error) {
 		}
 	}
 	errs = append(errs, parseVars(&cfg, vars, func(s Setting) string { return flagName(s.Flag) })...)
+	errs = append(errs, cfg.resolveSecretFiles()...)
 	errs = append(errs, cfg.Validate())
 	return cfg, errors.Join(errs...)
 }

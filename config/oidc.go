@@ -123,11 +123,11 @@ func (o OIDC) Secret() (string, error) {
 	if o.ClientSecretFile == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(o.ClientSecretFile)
+	s, err := readSecretFile(o.ClientSecretFile)
 	if err != nil {
 		return "", fmt.Errorf("auth.oidc.clientSecretFile / SERVICE_OIDC_CLIENT_SECRET_FILE: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return s, nil
 }
 
 // Roles turns RoleMap into domain roles (upper-cased targets).
@@ -160,13 +160,13 @@ func (c Config) validateOIDC() []error {
 	case o.FileClientSecret != "" && !o.AllowSecretInConfig:
 		bad("auth.oidc.clientSecret: a plain-text client secret in the config file is refused, because config files are copied, committed and shown in diffs; " +
 			"supply it as SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE from secret storage, or set auth.oidc.allowSecretInConfig: true to accept the risk")
+	case o.ClientSecret != "" && o.ClientSecretFile != "":
+		bad("SERVICE_OIDC_CLIENT_SECRET and auth.oidc.clientSecretFile / SERVICE_OIDC_CLIENT_SECRET_FILE are both set; set one of them")
 	case o.ClientSecret == "" && o.FileClientSecret == "" && o.ClientSecretFile == "":
 		bad("SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE: the service is a confidential client and needs the client secret")
 	case o.ClientSecret == "" && o.FileClientSecret == "":
-		if s, err := o.Secret(); err != nil {
+		if _, err := o.Secret(); err != nil {
 			bad("%v", err)
-		} else if s == "" {
-			bad("auth.oidc.clientSecretFile / SERVICE_OIDC_CLIENT_SECRET_FILE: %s is empty", o.ClientSecretFile)
 		}
 	}
 	if err := CheckRedirectURI(o.RedirectURI); err != nil {

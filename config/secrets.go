@@ -1,0 +1,61 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// readSecretFile reads a secret from path, the rules of every *_FILE
+// setting: the file must be readable by its owner only, surrounding white
+// space (the trailing newline editors and `echo` add) is dropped, and it
+// must not be empty. Errors name the file, not its content.
+func readSecretFile(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("%s has mode %04o; it must be readable by its owner only (chmod 600 %s)", path, perm, path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+// resolveSecretFiles fills the API key and the database URL from their
+// _FILE settings. Setting both a secret and its file is a conflict, not a
+// silent choice.
+func (c *Config) resolveSecretFiles() []error {
+	var errs []error
+	for _, p := range []struct {
+		value      *string
+		file       string
+		valueNames string
+		fileNames  string
+	}{
+		{&c.Auth.APIKey, c.Auth.APIKeyFile, "SERVICE_API_KEY / --api-key", "auth.apiKeyFile / SERVICE_API_KEY_FILE / --api-key-file"},
+		{&c.Database.URL, c.Database.URLFile, "database.url / SERVICE_DATABASE_URL / --database-url", "database.urlFile / SERVICE_DATABASE_URL_FILE / --database-url-file"},
+	} {
+		if p.file == "" {
+			continue
+		}
+		if *p.value != "" {
+			errs = append(errs, fmt.Errorf("%s and %s are both set; set one of them", p.valueNames, p.fileNames))
+			continue
+		}
+		s, err := readSecretFile(p.file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.fileNames, err))
+			continue
+		}
+		*p.value = s
+	}
+	return errs
+}
