@@ -260,9 +260,10 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{}, domain.ErrNotFound)
 			}
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil)
+			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
 			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(rules, nil)
 			f.calls.EXPECT().CreateToolCall(gomock.Any(), gomock.Any()).Return(nil)
-			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 			c, err := uc.Decide(context.Background(), uma, "s1", "agt_r", tt.tool)
 			if err != nil || c.Status != tt.want || c.Decision.Reason != tt.reason || c.RequestedBy != "uma" {
 				t.Errorf("got %+v, %v; want %s/%s", c, err, tt.want, tt.reason)
@@ -275,7 +276,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.memberships("uma", apollo)
 		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
 		f.agents.EXPECT().GetAgent(gomock.Any(), "agt_x").Return(domain.Agent{ID: "agt_x", Session: "s2"}, nil)
-		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 		if _, err := uc.Decide(context.Background(), uma, "s1", "agt_x", "fs.read"); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("got %v, want ErrNotFound", err)
 		}
@@ -290,9 +291,10 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
 		f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
 		f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
+		f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
 		f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil)
 		f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallApproved, "lea", now.t).Return(domain.ToolCall{ID: "c1", Status: domain.CallApproved}, nil)
-		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 		if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", true); err != nil || c.Status != domain.CallApproved {
 			t.Errorf("lead approve: got %+v, %v", c, err)
 		}
@@ -310,7 +312,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.memberships("aud")
 		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
 		f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(domain.ToolCall{ID: "c1", Session: "s1", Agent: "agt_r", Tool: "fs.read", Status: domain.CallPending}, nil).AnyTimes()
-		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 		both := domain.Principal{Subject: "aud", Roles: []domain.Role{domain.RoleUser, domain.RoleAuditor}}
 		var ref *domain.Refusal
 		if _, err := uc.Resolve(context.Background(), both, "s1", "c1", true); !errors.As(err, &ref) || ref.Code != domain.ReasonNotSessionOwner {
@@ -351,11 +353,12 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 				f.catalog.EXPECT().GetTool(gomock.Any(), tt.tool).Return(domain.Tool{Name: tt.tool, Server: "fs", ReadOnly: tt.readOnly}, nil).AnyTimes()
 			}
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
+			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
 			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
 			if tt.want != "" {
 				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
 			}
-			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 			c, err := uc.Resolve(context.Background(), uma, "s1", "c1", tt.approve)
 			switch {
 			case tt.want == "" && !errors.Is(err, domain.ErrConflict):
@@ -393,11 +396,12 @@ func TestApprovalMeetsDenyRulesWrittenSince(t *testing.T) {
 			f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
 			f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
+			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
 			f.policies.EXPECT().ListPolicies(gomock.Any()).Return([]domain.PolicyRule{tt.rule}, nil)
 			if tt.want != "" {
 				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
 			}
-			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 			c, err := uc.Resolve(context.Background(), uma, "s1", "c1", true)
 			switch {
 			case tt.want == "" && !errors.Is(err, domain.ErrConflict):
@@ -506,7 +510,7 @@ func TestReadingIsNotManaging(t *testing.T) {
 			return err
 		}},
 		{"ask for a tool call", func(f fixture) error {
-			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, f.policies, f.settings, f.sessionsUC(), f.authz, now)
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 			_, err := uc.Decide(context.Background(), both, "s1", "agt_r", "fs.read")
 			return err
 		}},
@@ -524,6 +528,7 @@ func TestReadingIsNotManaging(t *testing.T) {
 			f.agents.EXPECT().GetAgent(gomock.Any(), gomock.Any()).Return(domain.Agent{ID: "agt_r", Session: "s1"}, nil).AnyTimes()
 			f.catalog.EXPECT().GetTool(gomock.Any(), gomock.Any()).Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil).AnyTimes()
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
+			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
 			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
 			var ref *domain.Refusal
 			if err := tt.call(f); !errors.As(err, &ref) || ref.Code != domain.ReasonNotSessionOwner {

@@ -13,14 +13,14 @@ import (
 // each caller's policy lets it use.
 type Catalog struct {
 	store    ports.CatalogStore
-	policies ports.PolicyStore
+	policies *PolicyRules
 	projects ports.ProjectStore
 	authz    *domain.Authorizer
 	clock    ports.Clock
 }
 
 // NewCatalog wires the use case.
-func NewCatalog(store ports.CatalogStore, policies ports.PolicyStore, projects ports.ProjectStore, authz *domain.Authorizer, clock ports.Clock) *Catalog {
+func NewCatalog(store ports.CatalogStore, policies *PolicyRules, projects ports.ProjectStore, authz *domain.Authorizer, clock ports.Clock) *Catalog {
 	return &Catalog{store: store, policies: policies, projects: projects, authz: authz, clock: clock}
 }
 
@@ -72,7 +72,7 @@ func (s *Catalog) ListTools(ctx context.Context, p domain.Principal) ([]domain.T
 	if s.authz.Decide(p.Roles, domain.PermPoliciesRead).Allowed {
 		return tools, nil
 	}
-	rules, err := s.policies.ListPolicies(ctx)
+	policy, err := s.policies.Index(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Catalog) ListTools(ctx context.Context, p domain.Principal) ([]domain.T
 	subj := domain.Subject{Subject: p.Subject, Roles: s.authz.PolicyRoles(p.Roles), Projects: team.Member}
 	out := []domain.Tool{}
 	for _, t := range tools {
-		if domain.EvaluatePolicy(rules, subj, t.Name).Effect != domain.EffectDeny {
+		if policy.Evaluate(subj, t.Name).Effect != domain.EffectDeny {
 			out = append(out, t)
 		}
 	}

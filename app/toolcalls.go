@@ -16,7 +16,7 @@ type ToolCalls struct {
 	store    ports.ToolCallStore
 	agents   ports.AgentStore
 	catalog  ports.CatalogStore
-	policies ports.PolicyStore
+	policies *PolicyRules
 	settings ports.SettingsStore
 	sessions *Sessions
 	authz    *domain.Authorizer
@@ -24,7 +24,7 @@ type ToolCalls struct {
 }
 
 // NewToolCalls wires the use case.
-func NewToolCalls(store ports.ToolCallStore, agents ports.AgentStore, catalog ports.CatalogStore, policies ports.PolicyStore,
+func NewToolCalls(store ports.ToolCallStore, agents ports.AgentStore, catalog ports.CatalogStore, policies *PolicyRules,
 	settings ports.SettingsStore, sessions *Sessions, authz *domain.Authorizer, clock ports.Clock) *ToolCalls {
 	return &ToolCalls{store: store, agents: agents, catalog: catalog, policies: policies, settings: settings, sessions: sessions, authz: authz, clock: clock}
 }
@@ -58,7 +58,7 @@ func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, age
 		return domain.ToolCall{}, err
 	}
 	in.Gateway = st.SecurityGateway
-	if in.Rules, err = s.policies.ListPolicies(ctx); err != nil {
+	if in.Policy, err = s.policies.Index(ctx); err != nil {
 		return domain.ToolCall{}, err
 	}
 	d := s.authz.DecideToolCall(in)
@@ -115,11 +115,11 @@ func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domai
 	if err != nil {
 		return fmt.Errorf("agent of tool call %s: %w", call.ID, err)
 	}
-	rules, err := s.policies.ListPolicies(ctx)
+	policy, err := s.policies.Index(ctx)
 	if err != nil {
 		return err
 	}
-	in := domain.ToolCallInput{Principal: domain.Principal{Subject: call.RequestedBy}, Session: sess, Agent: ag, Tool: call.Tool, Rules: rules}
+	in := domain.ToolCallInput{Principal: domain.Principal{Subject: call.RequestedBy}, Session: sess, Agent: ag, Tool: call.Tool, Policy: policy}
 	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
 	case err == nil:
 		in.Registered = &t

@@ -2,7 +2,6 @@ package domain
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -125,38 +124,9 @@ type Subject struct {
 	Projects []string // the project of the session, or the caller's projects when listing tools
 }
 
-// applies reports whether r is about s.
-func (r PolicyRule) applies(s Subject) bool {
-	switch r.Scope {
-	case ScopeRole:
-		return slices.Contains(s.Roles, Role(r.Value))
-	case ScopeProject:
-		return slices.Contains(s.Projects, r.Value)
-	case ScopeSubject:
-		return r.Value == s.Subject
-	}
-	return false
-}
-
 // PolicyOutcome is the verdict of the rules on one tool.
 type PolicyOutcome struct {
 	Effect Effect
 	// Rule is the ID of the deciding rule; empty when no rule matched.
 	Rule string
-}
-
-// EvaluatePolicy applies every rule that matches tool and is about s. The
-// strongest effect wins (deny over ask over allow); with no matching rule
-// the answer is deny, so a tool nobody allowed is never used.
-func EvaluatePolicy(rules []PolicyRule, s Subject, tool string) PolicyOutcome {
-	var out PolicyOutcome
-	for _, r := range rules {
-		if r.Effect.rank() > out.Effect.rank() && r.applies(s) && MatchTool(r.Tool, tool) {
-			out = PolicyOutcome{Effect: r.Effect, Rule: r.ID}
-		}
-	}
-	if out.Effect == "" {
-		return PolicyOutcome{Effect: EffectDeny}
-	}
-	return out
 }

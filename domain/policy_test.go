@@ -65,7 +65,7 @@ func TestValidateRule(t *testing.T) {
 	}
 }
 
-func TestEvaluatePolicyDenyWinsAndNoRuleDenies(t *testing.T) {
+func TestPolicyIndexDenyWinsAndNoRuleDenies(t *testing.T) {
 	alice := Subject{Subject: "alice", Roles: []Role{RoleUser}, Projects: []string{"p1"}}
 	allowRole := PolicyRule{ID: "r1", Effect: EffectAllow, Tool: "*", Scope: ScopeRole, Value: "USER"}
 	askProject := PolicyRule{ID: "r2", Effect: EffectAsk, Tool: "git.*", Scope: ScopeProject, Value: "p1"}
@@ -89,7 +89,7 @@ func TestEvaluatePolicyDenyWinsAndNoRuleDenies(t *testing.T) {
 		{"other subjects' rules ignored", []PolicyRule{denyOther, denyLead, denyP2, odd}, "fs.read", PolicyOutcome{Effect: EffectDeny}},
 	}
 	for _, tt := range tests {
-		if got := EvaluatePolicy(tt.rules, alice, tt.tool); got != tt.want {
+		if got := NewPolicyIndex(tt.rules).Evaluate(alice, tt.tool); got != tt.want {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

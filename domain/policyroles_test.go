@@ -35,10 +35,10 @@ func TestCustomRolesMeetRulesOfTheRoleTheyExtend(t *testing.T) {
 		t.Errorf("PolicyRoles changed its argument: %v", in)
 	}
 
-	rules := []PolicyRule{
+	rules := NewPolicyIndex([]PolicyRule{
 		{ID: "allow", Effect: EffectAllow, Tool: "*", Scope: ScopeRole, Value: "SRE"},
 		{ID: "deny-users", Effect: EffectDeny, Tool: "shell.*", Scope: ScopeRole, Value: "USER"},
-	}
+	})
 	sre := Principal{Subject: "sam", Roles: []Role{"SRE"}}
 	session := Session{ID: "s1", Owner: "sam", Mode: ModeAuto, State: SessionActive}
 	got := authz.DecideToolCall(ToolCallInput{sre, session, Agent{ID: "a0", Session: "s1"}, "shell.exec", nil, false, rules})

@@ -27,7 +27,8 @@ type ToolCallInput struct {
 	// server offers it.
 	Registered *Tool
 	Gateway    bool
-	Rules      []PolicyRule
+	// Policy holds the policy rules as they stand; nil holds none.
+	Policy *PolicyIndex
 }
 
 // ToolDecision is the outcome of a tool call with its explanation.
@@ -57,7 +58,7 @@ func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
 	if in.Session.Project != "" {
 		projects = []string{in.Session.Project}
 	}
-	pol := EvaluatePolicy(in.Rules, Subject{Subject: in.Principal.Subject, Roles: a.PolicyRoles(in.Principal.Roles), Projects: projects}, in.Tool)
+	pol := in.Policy.Evaluate(Subject{Subject: in.Principal.Subject, Roles: a.PolicyRoles(in.Principal.Roles), Projects: projects}, in.Tool)
 	readOnly := in.Registered != nil && in.Registered.ReadOnly
 
 	var ask *ToolDecision
@@ -99,11 +100,9 @@ func RecheckApproval(in ToolCallInput) *ToolDecision {
 	if in.Session.Project != "" {
 		who.Projects = []string{in.Session.Project}
 	}
-	for _, r := range in.Rules {
-		if r.Effect == EffectDeny && r.Scope != ScopeRole && r.applies(who) && MatchTool(r.Tool, in.Tool) {
-			d := policyStep(PolicyOutcome{Effect: EffectDeny, Rule: r.ID}, in.Tool)
-			return &d
-		}
+	if r, ok := in.Policy.denyingNotByRole(who, in.Tool); ok {
+		d := policyStep(PolicyOutcome{Effect: EffectDeny, Rule: r.ID}, in.Tool)
+		return &d
 	}
 	readOnly := in.Registered != nil && in.Registered.ReadOnly
 	steps := append(modeStep(in.Session.Mode, readOnly, in.Tool), agentSteps(in.Agent, readOnly, in.Tool)...)

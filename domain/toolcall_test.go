@@ -13,7 +13,7 @@ func TestDecideToolCall(t *testing.T) {
 	allowAll := PolicyRule{ID: "allow", Effect: EffectAllow, Tool: "*", Scope: ScopeRole, Value: "USER"}
 	askWrite := PolicyRule{ID: "ask", Effect: EffectAsk, Tool: "fs.write", Scope: ScopeProject, Value: "p1"}
 	denyPush := PolicyRule{ID: "deny", Effect: EffectDeny, Tool: "git.push", Scope: ScopeSubject, Value: "alice"}
-	rules := []PolicyRule{allowAll, askWrite, denyPush}
+	rules := NewPolicyIndex([]PolicyRule{allowAll, askWrite, denyPush})
 	auto := Session{ID: "s1", Owner: "alice", Project: "p1", Mode: ModeAuto, State: SessionActive}
 	withMode := func(m SessionMode) Session { s := auto; s.Mode = m; return s }
 	personal := auto
@@ -99,15 +99,15 @@ func TestRecheckApproval(t *testing.T) {
 		{"session closed", ToolCallInput{Session: sess(ModeAsk, SessionClosed), Agent: root, Tool: "fs.read", Registered: read}, ReasonSessionClosed},
 		{"read-only agent: write tool refused", ToolCallInput{Session: sess(ModeAsk, SessionActive), Agent: roAgent, Tool: "fs.write", Registered: write}, ReasonAgentReadonly},
 		{"deny rule for the requester since", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
-			Rules: []PolicyRule{{ID: "r1", Effect: EffectDeny, Tool: "fs.*", Scope: ScopeSubject, Value: "alice"}}}, ReasonPolicyDeny},
+			Policy: NewPolicyIndex([]PolicyRule{{ID: "r1", Effect: EffectDeny, Tool: "fs.*", Scope: ScopeSubject, Value: "alice"}})}, ReasonPolicyDeny},
 		{"deny rule for the project since", ToolCallInput{Principal: alice, Session: inProject, Agent: root, Tool: "fs.write", Registered: write,
-			Rules: []PolicyRule{{ID: "r2", Effect: EffectDeny, Tool: "*", Scope: ScopeProject, Value: "p1"}}}, ReasonPolicyDeny},
+			Policy: NewPolicyIndex([]PolicyRule{{ID: "r2", Effect: EffectDeny, Tool: "*", Scope: ScopeProject, Value: "p1"}})}, ReasonPolicyDeny},
 		{"deny rule for a role is not re-checked", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
-			Rules: []PolicyRule{{ID: "r3", Effect: EffectDeny, Tool: "*", Scope: ScopeRole, Value: "USER"}}}, ""},
+			Policy: NewPolicyIndex([]PolicyRule{{ID: "r3", Effect: EffectDeny, Tool: "*", Scope: ScopeRole, Value: "USER"}})}, ""},
 		{"deny rule for another tool", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
-			Rules: []PolicyRule{{ID: "r4", Effect: EffectDeny, Tool: "git.*", Scope: ScopeSubject, Value: "alice"}}}, ""},
+			Policy: NewPolicyIndex([]PolicyRule{{ID: "r4", Effect: EffectDeny, Tool: "git.*", Scope: ScopeSubject, Value: "alice"}})}, ""},
 		{"allow rule changes nothing", ToolCallInput{Principal: alice, Session: sess(ModeAsk, SessionActive), Agent: root, Tool: "fs.write", Registered: write,
-			Rules: []PolicyRule{{ID: "r5", Effect: EffectAllow, Tool: "*", Scope: ScopeSubject, Value: "alice"}}}, ""},
+			Policy: NewPolicyIndex([]PolicyRule{{ID: "r5", Effect: EffectAllow, Tool: "*", Scope: ScopeSubject, Value: "alice"}})}, ""},
 	}
 	for _, tt := range tests {
 		got := RecheckApproval(tt.in)

@@ -50,8 +50,8 @@ func TestToolNamesHaveOneCanonicalForm(t *testing.T) {
 		{ID: "d", Effect: EffectDeny, Tool: "shell.*", Scope: ScopeRole, Value: "USER"},
 	}
 	for _, tool := range []string{"shell.exec", "SHELL.exec", "Shell.EXEC"} {
-		if got := EvaluatePolicy(rules, Subject{Roles: []Role{RoleUser}}, tool); got.Effect != EffectDeny || got.Rule != "d" {
-			t.Errorf("EvaluatePolicy(deny shell.*, %q) = %+v, want deny by d", tool, got)
+		if got := NewPolicyIndex(rules).Evaluate(Subject{Roles: []Role{RoleUser}}, tool); got.Effect != EffectDeny || got.Rule != "d" {
+			t.Errorf("Evaluate(deny shell.*, %q) = %+v, want deny by d", tool, got)
 		}
 	}
 	legacy := Limits{Tools: []string{"FS.read"}}

@@ -45,6 +45,11 @@ type PolicyStore interface {
 	// ListPolicies returns every rule, oldest first.
 	ListPolicies(ctx context.Context) ([]domain.PolicyRule, error)
 	DeletePolicy(ctx context.Context, id string) error
+	// PolicyVersion is a number that changes, in the same transaction,
+	// with every change to the rules (on every instance sharing the
+	// store): one indexed read that tells a compiled copy of the rules
+	// whether it is still current.
+	PolicyVersion(ctx context.Context) (int64, error)
 }
 
 // AgentStore keeps the agents of sessions.

@@ -17,7 +17,7 @@ import (
 // accessSet provides the access-model use cases and rest.Access.
 var accessSet = gwire.NewSet(
 	sessionsUseCase,
-	app.NewProjects, app.NewCatalog, app.NewPolicies, app.NewAgents, app.NewToolCalls, app.NewDashboard,
+	app.NewProjects, app.NewPolicyRules, app.NewCatalog, app.NewPolicies, app.NewAgents, app.NewToolCalls, app.NewDashboard,
 	rest.AccessSet,
 	roleKeys,
 )

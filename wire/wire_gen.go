@@ -38,7 +38,8 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
-	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policyRules := app.NewPolicyRules(policyStore)
+	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
 	policies := app.NewPolicies(policyStore, clock)
 	agentStore := stores.Agents
 	sessionStore := stores.Sessions
@@ -47,7 +48,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
 	agents := app.NewAgents(agentStore, sessions, clock)
 	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
 	auditStore := stores.Audit
 	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
 	access := &rest.Access{
@@ -138,7 +139,8 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
-	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policyRules := app.NewPolicyRules(policyStore)
+	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
 	policies := app.NewPolicies(policyStore, clock)
 	agentStore := stores.Agents
 	sessionStore := stores.Sessions
@@ -147,7 +149,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
 	agents := app.NewAgents(agentStore, sessions, clock)
 	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
 	auditStore := stores.Audit
 	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
 	access := &rest.Access{
@@ -208,7 +210,8 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
-	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policyRules := app.NewPolicyRules(policyStore)
+	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
 	policies := app.NewPolicies(policyStore, clock)
 	agentStore := stores.Agents
 	sessionStore := stores.Sessions
@@ -217,7 +220,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
 	agents := app.NewAgents(agentStore, sessions, clock)
 	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
 	auditStore := stores.Audit
 	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
 	access := &rest.Access{
@@ -276,7 +279,8 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
-	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policyRules := app.NewPolicyRules(policyStore)
+	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
 	policies := app.NewPolicies(policyStore, clock)
 	agentStore := stores.Agents
 	sessionStore := stores.Sessions
@@ -285,7 +289,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
 	agents := app.NewAgents(agentStore, sessions, clock)
 	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
 	auditStore := stores.Audit
 	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
 	access := &rest.Access{
@@ -344,7 +348,8 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
-	catalog := app.NewCatalog(catalogStore, policyStore, projectStore, domainAuthorizer, clock)
+	policyRules := app.NewPolicyRules(policyStore)
+	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
 	policies := app.NewPolicies(policyStore, clock)
 	agentStore := stores.Agents
 	sessionStore := stores.Sessions
@@ -353,7 +358,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
 	agents := app.NewAgents(agentStore, sessions, clock)
 	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyStore, settingsStore, sessions, domainAuthorizer, clock)
+	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
 	auditStore := stores.Audit
 	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
 	access := &rest.Access{

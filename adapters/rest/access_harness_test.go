@@ -77,12 +77,13 @@ func axStart(t *testing.T, path string) *axHarness {
 	}
 	clock := app.SystemClock{}
 	sessions := app.NewSessions(store, store, authz, clock).WithTeams(store, store)
+	rules := app.NewPolicyRules(store)
 	access := &Access{
 		Projects:  app.NewProjects(store, authz, clock),
-		Catalog:   app.NewCatalog(store, store, store, authz, clock),
+		Catalog:   app.NewCatalog(store, rules, store, authz, clock),
 		Policies:  app.NewPolicies(store, clock),
 		Agents:    app.NewAgents(store, sessions, clock),
-		ToolCalls: app.NewToolCalls(store, store, store, store, store, sessions, authz, clock),
+		ToolCalls: app.NewToolCalls(store, store, store, rules, store, sessions, authz, clock),
 		Dashboard: app.NewDashboard(store, store, store, authz),
 	}
 	srv := New(Config{Access: access}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)

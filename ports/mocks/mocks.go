@@ -569,6 +569,21 @@ func (mr *MockPolicyStoreMockRecorder) ListPolicies(arg0 interface{}) *gomock.Ca
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListPolicies", reflect.TypeOf((*MockPolicyStore)(nil).ListPolicies), arg0)
 }
 
+// PolicyVersion mocks base method.
+func (m *MockPolicyStore) PolicyVersion(arg0 context.Context) (int64, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "PolicyVersion", arg0)
+	ret0, _ := ret[0].(int64)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// PolicyVersion indicates an expected call of PolicyVersion.
+func (mr *MockPolicyStoreMockRecorder) PolicyVersion(arg0 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PolicyVersion", reflect.TypeOf((*MockPolicyStore)(nil).PolicyVersion), arg0)
+}
+
 // MockAgentStore is a mock of AgentStore interface.
 type MockAgentStore struct {
 	ctrl     *gomock.Controller

@@ -72,6 +72,32 @@ func RunSharedAccessStore(t *testing.T, open SharedFactory[AccessStore]) {
 			t.Errorf("concurrent resolutions: %d won, want exactly 1", wins)
 		}
 	})
+	// Instances keep the rules compiled in memory and recompile when the
+	// policy version moves: a change through one instance must move the
+	// version every other instance reads, at once.
+	t.Run("PolicyVersionMovesOnEveryInstanceAtOnce", func(t *testing.T) {
+		handles := open(t, 2)
+		ctx := ctxFor(t)
+		a, b := handles[0], handles[1]
+		before, err := b.PolicyVersion(ctx)
+		if err != nil {
+			t.Fatalf("PolicyVersion: %v", err)
+		}
+		r := domain.PolicyRule{ID: "r1", Effect: domain.EffectDeny, Tool: "*", Scope: domain.ScopeRole, Value: "USER", CreatedAt: base}
+		if err := a.CreatePolicy(ctx, r); err != nil {
+			t.Fatalf("CreatePolicy: %v", err)
+		}
+		created, err := b.PolicyVersion(ctx)
+		if err != nil || created == before {
+			t.Fatalf("version on the other instance after a new rule: %d, %v; was %d", created, err, before)
+		}
+		if err := a.DeletePolicy(ctx, "r1"); err != nil {
+			t.Fatalf("DeletePolicy: %v", err)
+		}
+		if deleted, err := b.PolicyVersion(ctx); err != nil || deleted == created {
+			t.Errorf("version on the other instance after a delete: %d, %v; was %d", deleted, err, created)
+		}
+	})
 }
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
@@ -183,6 +209,17 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 		t.Errorf("ListServers = %+v, %v", servers, err)
 	}
 
+	// Every change to the rules moves the policy version; a refused one
+	// does not.
+	version := func() int64 {
+		t.Helper()
+		v, err := st.PolicyVersion(ctx)
+		if err != nil {
+			t.Fatalf("PolicyVersion: %v", err)
+		}
+		return v
+	}
+	v0 := version()
 	r1 := domain.PolicyRule{ID: "r1", Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeRole, Value: "USER", CreatedBy: "adm", CreatedAt: t0}
 	r2 := domain.PolicyRule{ID: "r2", Effect: domain.EffectDeny, Tool: "fs.write", Scope: domain.ScopeSubject, Value: "uma", CreatedAt: t0.Add(time.Second)}
 	for _, r := range []domain.PolicyRule{r2, r1} {
@@ -190,8 +227,15 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 			t.Fatalf("CreatePolicy(%s): %v", r.ID, err)
 		}
 	}
+	v1 := version()
+	if v1 == v0 {
+		t.Errorf("policy version %d unchanged after two new rules", v1)
+	}
 	if err := st.CreatePolicy(ctx, r1); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("duplicate policy: got %v, want ErrConflict", err)
+	}
+	if v := version(); v != v1 {
+		t.Errorf("policy version moved from %d to %d on a refused insert", v1, v)
 	}
 	rules, err := st.ListPolicies(ctx)
 	if err != nil || len(rules) != 2 || rules[0] != r1 || rules[1] != r2 {
@@ -199,6 +243,10 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	}
 	if err := st.DeletePolicy(ctx, "r2"); err != nil {
 		t.Fatalf("DeletePolicy: %v", err)
+	}
+	v2 := version()
+	if v2 == v1 {
+		t.Errorf("policy version %d unchanged after a delete", v2)
 	}
 	if err := st.DeletePolicy(ctx, "r2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete twice: got %v, want ErrNotFound", err)

@@ -253,6 +253,15 @@ func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
 	return nonNil(out), nil
 }
 
+// PolicyVersion reads the counter the policies trigger moves.
+func (s *Store) PolicyVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM policy_version WHERE id = 1`).Scan(&v); err != nil {
+		return 0, storeErr("read policy version", err)
+	}
+	return v, nil
+}
+
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	return s.execOne(ctx, "delete policy", "policy "+id, `DELETE FROM policies WHERE id = $1`, id)

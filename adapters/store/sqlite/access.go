@@ -316,6 +316,15 @@ func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
 	return out, rows.Err()
 }
 
+// PolicyVersion reads the counter the policies triggers move.
+func (s *Store) PolicyVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.read.QueryRowContext(ctx, `SELECT version FROM policy_version WHERE id = 1`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("sqlite: read policy version: %w", err)
+	}
+	return v, nil
+}
+
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	return s.execOne(ctx, "delete policy", "policy "+id, `DELETE FROM policies WHERE id = ?`, id)

@@ -26,7 +26,8 @@ CREATE TABLE audit (seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, request_id T
   roles TEXT NOT NULL, auth_method TEXT NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL, decision TEXT NOT NULL,
   reason TEXT NOT NULL, status INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
 CREATE INDEX audit_subject_seq ON audit (subject, seq);
-CREATE INDEX audit_time ON audit (time);`); err != nil {
+CREATE INDEX audit_time ON audit (time);
+CREATE TABLE policies (id TEXT PRIMARY KEY); -- of 0002_access: the policy-version triggers need it`); err != nil {
 		t.Fatal(err)
 	}
 	prev := domain.GenesisHash

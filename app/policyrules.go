@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// PolicyRules serves the policy rules compiled into a domain.PolicyIndex,
+// so a decision costs the same with 10 rules or 10,000. Each use reads the
+// store's policy version (one indexed row; the store moves it in the same
+// transaction as any change to the rules) and recompiles only when it
+// moved: a change made on any instance sharing the store is in force on
+// every instance for every decision that starts after the change was
+// committed, that is before the writing request is answered.
+type PolicyRules struct {
+	store ports.PolicyStore
+	// rebuild lets one caller at a time read and compile the rules.
+	rebuild sync.Mutex
+	current atomic.Pointer[compiledRules]
+}
+
+type compiledRules struct {
+	// version was read before the rules, so the rules are at least as new.
+	version int64
+	index   *domain.PolicyIndex
+}
+
+// NewPolicyRules wires the compiled rules over store.
+func NewPolicyRules(store ports.PolicyStore) *PolicyRules {
+	return &PolicyRules{store: store}
+}
+
+// Index returns the rules as they stand now.
+func (r *PolicyRules) Index(ctx context.Context) (*domain.PolicyIndex, error) {
+	v, err := r.store.PolicyVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c := r.current.Load(); c != nil && c.version >= v {
+		return c.index, nil
+	}
+	r.rebuild.Lock()
+	defer r.rebuild.Unlock()
+	if c := r.current.Load(); c != nil && c.version >= v {
+		return c.index, nil // compiled by the caller before us
+	}
+	rules, err := r.store.ListPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiledRules{version: v, index: domain.NewPolicyIndex(rules)}
+	r.current.Store(c)
+	return c.index, nil
+}
