@@ -35,6 +35,18 @@ type LoginConfig struct {
 	TokenKey []byte
 }
 
+// Password-login limits, as multiples of LoginConfig.LoginFailures (L)
+// failures within LoginWindow: L per username from one client address;
+// UserCeiling×L per username from all addresses together, so a stranger
+// at one address cannot lock a user out of logins from elsewhere;
+// AddressLimit×L per client address over all usernames (password
+// spraying), which with server.trustedProxies is one client, not everyone
+// behind the ingress.
+const (
+	UserCeiling  = 20
+	AddressLimit = 10
+)
+
 // authRequestTTL bounds the time between GET /auth/login and the callback.
 const authRequestTTL = 10 * time.Minute
 

@@ -65,3 +65,7 @@ func sharedStores[T any](t *testing.T, n int) []T {
 	}
 	return out
 }
+
+func TestPasswordLimits(t *testing.T) {
+	porttest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
+}
