@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -26,8 +25,9 @@ type LoginConfig struct {
 	SessionMax  time.Duration
 	// RefreshBefore: refresh when the access token expires within it.
 	RefreshBefore time.Duration
-	// LoginFailures failed password logins per username within LoginWindow
-	// are answered 429; per client address the limit is four times that.
+	// LoginFailures failed password logins per username and client address
+	// within LoginWindow are answered 429; see UserCeiling and AddressLimit
+	// for the wider limits.
 	LoginFailures int
 	LoginWindow   time.Duration
 	// TokenKey (32 bytes) seals the provider's tokens in the session store
@@ -63,11 +63,6 @@ type Login struct {
 	throttle ports.LoginThrottle
 	clock    ports.Clock
 	cfg      LoginConfig
-
-	// pending counts password logins waiting for the provider, per
-	// throttle key.
-	pendingMu sync.Mutex
-	pending   map[string]int
 }
 
 // NewLogin wires the use case. A TokenKey that is not an AES-256 key is
@@ -225,80 +220,50 @@ func (l *Login) PasswordLogin(ctx context.Context, username, password, clientAdd
 	if err := l.idp.Ready(); err != nil {
 		return LoginResult{}, err
 	}
-	keys := []struct {
-		key   string
-		limit int
-	}{
-		{"user:" + strings.ToLower(username), l.cfg.LoginFailures},
-		{"addr:" + clientAddr, 4 * l.cfg.LoginFailures},
+	user := strings.ToLower(username)
+	limits := []ports.LoginLimit{
+		{Key: "pair:" + clientAddr + "|" + user, Limit: l.cfg.LoginFailures},
+		{Key: "user:" + user, Limit: UserCeiling * l.cfg.LoginFailures},
+		{Key: "addr:" + clientAddr, Limit: AddressLimit * l.cfg.LoginFailures},
 	}
 	now := l.clock.Now()
-	since := now.Add(-l.cfg.LoginWindow)
 	if l.cfg.LoginFailures > 0 {
-		// Attempts still waiting for the provider count as failures: the
-		// store learns of a failure only after the provider answered, so
-		// without this a burst of concurrent guesses would all pass.
-		inFlight := l.reserve(keys[0].key, keys[1].key)
-		defer l.release(keys[0].key, keys[1].key)
-		for i, k := range keys {
-			n, oldest, err := l.throttle.LoginFailures(ctx, k.key, since)
-			if err != nil {
-				return LoginResult{}, err
-			}
-			if n+inFlight[i]-1 >= k.limit {
-				wait := oldest.Add(l.cfg.LoginWindow).Sub(now)
-				return LoginResult{}, &RetryAfter{Wait: max(wait, time.Second)}
-			}
+		// The attempt is recorded before the provider is asked and counts
+		// as a failure until released: concurrent guesses on every
+		// instance see it, so no burst gets past the limits.
+		res, err := l.throttle.ReserveLoginAttempt(ctx, limits, now, now.Add(-l.cfg.LoginWindow))
+		if err != nil {
+			return LoginResult{}, err
+		}
+		if !res.OK {
+			wait := res.Oldest.Add(l.cfg.LoginWindow).Sub(now)
+			return LoginResult{}, &RetryAfter{Wait: max(wait, time.Second)}
 		}
 	}
 	ts, err := l.idp.PasswordGrant(ctx, username, password)
 	if errors.Is(err, domain.ErrUnauthenticated) {
-		if l.cfg.LoginFailures > 0 {
-			for _, k := range keys {
-				if err := l.throttle.RecordLoginFailure(ctx, k.key, now, since); err != nil {
-					return LoginResult{}, err
-				}
-			}
+		return LoginResult{}, ErrBadCredentials // the recorded attempt stays: a failure
+	}
+	if l.cfg.LoginFailures > 0 {
+		// A success, or a failure that is not the user's (the provider is
+		// down or refuses our client): the attempt does not count.
+		keys := []string{limits[1].Key, limits[2].Key}
+		if err != nil {
+			keys = append(keys, limits[0].Key)
 		}
-		return LoginResult{}, ErrBadCredentials
+		if rerr := l.throttle.ReleaseLoginAttempt(context.WithoutCancel(ctx), keys, now); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err == nil {
+			// The user got in from this address: its earlier failures
+			// from here are forgiven (the username-wide ceiling is not).
+			err = l.throttle.ClearLoginFailures(ctx, limits[0].Key)
+		}
 	}
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if l.cfg.LoginFailures > 0 {
-		if err := l.throttle.ClearLoginFailures(ctx, keys[0].key); err != nil {
-			return LoginResult{}, err
-		}
-	}
 	return l.start(ctx, ts, "")
-}
-
-// reserve counts one more password login in flight for each key and
-// returns, per key, how many are in flight now (this one included).
-func (l *Login) reserve(keys ...string) []int {
-	l.pendingMu.Lock()
-	defer l.pendingMu.Unlock()
-	if l.pending == nil {
-		l.pending = make(map[string]int)
-	}
-	out := make([]int, len(keys))
-	for i, k := range keys {
-		l.pending[k]++
-		out[i] = l.pending[k]
-	}
-	return out
-}
-
-// release undoes reserve once the attempt's outcome is recorded; the map
-// holds only keys with attempts in flight.
-func (l *Login) release(keys ...string) {
-	l.pendingMu.Lock()
-	defer l.pendingMu.Unlock()
-	for _, k := range keys {
-		if l.pending[k]--; l.pending[k] <= 0 {
-			delete(l.pending, k)
-		}
-	}
 }
 
 // start creates a session with a new random id.

@@ -22,7 +22,8 @@ func TestTokensAreSealedAtRest(t *testing.T) {
 	f := newLoginFixture(t, cfg)
 	var row ports.LoginSession
 	f.idp.EXPECT().Ready().Return(nil)
-	f.throttle.EXPECT().LoginFailures(gomock.Any(), gomock.Any(), gomock.Any()).Return(0, f.now, nil).Times(2)
+	f.throttle.EXPECT().ReserveLoginAttempt(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Return(ports.LoginReservation{OK: true}, nil)
+	f.throttle.EXPECT().ReleaseLoginAttempt(gomock.Any(), gomock.Any(), gomock.Any()).Return(nil)
 	f.throttle.EXPECT().ClearLoginFailures(gomock.Any(), gomock.Any()).Return(nil)
 	ts := tokenSet(f.now, domain.RoleAdmin)
 	ts.AccessToken, ts.RefreshToken, ts.IDToken = "access.jwt.value", "refresh-secret", "id.jwt.value"

@@ -107,16 +107,35 @@ type PendingAuthRequest struct {
 	ExpiresAt time.Time
 }
 
-// LoginThrottle counts failed password logins per key ("user:alice",
-// "addr:203.0.113.9"). A shared implementation makes the limits hold across
-// instances.
+// LoginLimit is at most Limit failed password logins of Key ("user:alice",
+// "addr:203.0.113.9") within the window.
+type LoginLimit struct {
+	Key   string
+	Limit int
+}
+
+// LoginReservation is the answer to ReserveLoginAttempt.
+type LoginReservation struct {
+	// OK: the attempt was recorded under every key and may go ahead.
+	OK bool
+	// Oldest is, when not OK, the oldest counted attempt of the first
+	// limit reached: the wait ends a window after it.
+	Oldest time.Time
+}
+
+// LoginThrottle counts password-login attempts per key. An attempt is
+// recorded before the identity provider is asked and counts as a failure
+// until released, so attempts in flight count too; a shared implementation
+// (PostgreSQL) makes the limits hold across instances.
 type LoginThrottle interface {
-	// RecordLoginFailure stores one failure of key at t and forgets those
-	// older than t-window.
-	RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error
-	// LoginFailures counts failures of key at or after since, and returns
-	// the oldest of them (zero when there are none).
-	LoginFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error)
-	// ClearLoginFailures forgets key's failures (after a success).
+	// ReserveLoginAttempt atomically, across every handle of the store:
+	// forgets attempts older than since, counts each limit's attempts at or
+	// after since and, only if every count is below its limit, records one
+	// attempt at t under every key.
+	ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, t, since time.Time) (LoginReservation, error)
+	// ReleaseLoginAttempt removes the attempt recorded at t under each key
+	// (it succeeded, or failed through no fault of the user).
+	ReleaseLoginAttempt(ctx context.Context, keys []string, t time.Time) error
+	// ClearLoginFailures forgets key's attempts (after a success).
 	ClearLoginFailures(ctx context.Context, key string) error
 }

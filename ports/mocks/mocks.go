@@ -1093,32 +1093,31 @@ func (mr *MockLoginThrottleMockRecorder) ClearLoginFailures(arg0, arg1 interface
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ClearLoginFailures", reflect.TypeOf((*MockLoginThrottle)(nil).ClearLoginFailures), arg0, arg1)
 }
 
-// LoginFailures mocks base method.
-func (m *MockLoginThrottle) LoginFailures(arg0 context.Context, arg1 string, arg2 time.Time) (int, time.Time, error) {
+// ReleaseLoginAttempt mocks base method.
+func (m *MockLoginThrottle) ReleaseLoginAttempt(arg0 context.Context, arg1 []string, arg2 time.Time) error {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "LoginFailures", arg0, arg1, arg2)
-	ret0, _ := ret[0].(int)
-	ret1, _ := ret[1].(time.Time)
-	ret2, _ := ret[2].(error)
-	return ret0, ret1, ret2
-}
-
-// LoginFailures indicates an expected call of LoginFailures.
-func (mr *MockLoginThrottleMockRecorder) LoginFailures(arg0, arg1, arg2 interface{}) *gomock.Call {
-	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "LoginFailures", reflect.TypeOf((*MockLoginThrottle)(nil).LoginFailures), arg0, arg1, arg2)
-}
-
-// RecordLoginFailure mocks base method.
-func (m *MockLoginThrottle) RecordLoginFailure(arg0 context.Context, arg1 string, arg2, arg3 time.Time) error {
-	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "RecordLoginFailure", arg0, arg1, arg2, arg3)
+	ret := m.ctrl.Call(m, "ReleaseLoginAttempt", arg0, arg1, arg2)
 	ret0, _ := ret[0].(error)
 	return ret0
 }
 
-// RecordLoginFailure indicates an expected call of RecordLoginFailure.
-func (mr *MockLoginThrottleMockRecorder) RecordLoginFailure(arg0, arg1, arg2, arg3 interface{}) *gomock.Call {
+// ReleaseLoginAttempt indicates an expected call of ReleaseLoginAttempt.
+func (mr *MockLoginThrottleMockRecorder) ReleaseLoginAttempt(arg0, arg1, arg2 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RecordLoginFailure", reflect.TypeOf((*MockLoginThrottle)(nil).RecordLoginFailure), arg0, arg1, arg2, arg3)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ReleaseLoginAttempt", reflect.TypeOf((*MockLoginThrottle)(nil).ReleaseLoginAttempt), arg0, arg1, arg2)
+}
+
+// ReserveLoginAttempt mocks base method.
+func (m *MockLoginThrottle) ReserveLoginAttempt(arg0 context.Context, arg1 []ports.LoginLimit, arg2, arg3 time.Time) (ports.LoginReservation, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ReserveLoginAttempt", arg0, arg1, arg2, arg3)
+	ret0, _ := ret[0].(ports.LoginReservation)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ReserveLoginAttempt indicates an expected call of ReserveLoginAttempt.
+func (mr *MockLoginThrottleMockRecorder) ReserveLoginAttempt(arg0, arg1, arg2, arg3 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ReserveLoginAttempt", reflect.TypeOf((*MockLoginThrottle)(nil).ReserveLoginAttempt), arg0, arg1, arg2, arg3)
 }

@@ -50,13 +50,14 @@ func RunSharedLoginStore(t *testing.T, open SharedFactory[LoginStore]) {
 		if _, err := a.GetLoginSession(ctx, s.IDHash); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("A.GetLoginSession after B's logout: got %v, want ErrNotFound", err)
 		}
+		limit := []ports.LoginLimit{{Key: "user:x", Limit: 2}}
 		for _, st := range []LoginStore{a, b} {
-			if err := st.RecordLoginFailure(ctx, "user:x", base, base.Add(-time.Hour)); err != nil {
-				t.Fatalf("RecordLoginFailure: %v", err)
+			if res, err := st.ReserveLoginAttempt(ctx, limit, base, base.Add(-time.Hour)); err != nil || !res.OK {
+				t.Fatalf("ReserveLoginAttempt: %+v, %v", res, err)
 			}
 		}
-		if n, _, err := a.LoginFailures(ctx, "user:x", base.Add(-time.Hour)); err != nil || n != 2 {
-			t.Errorf("LoginFailures across instances: got %d, %v; want 2", n, err)
+		if res, err := a.ReserveLoginAttempt(ctx, limit, base, base.Add(-time.Hour)); err != nil || res.OK {
+			t.Errorf("a third attempt across instances: got %+v, %v; want refused", res, err)
 		}
 	})
 }
@@ -222,59 +223,71 @@ func testAuthRequest(t *testing.T, st LoginStore) {
 func testThrottle(t *testing.T, st LoginStore) {
 	ctx := ctxFor(t)
 	window := 15 * time.Minute
-	for i := 0; i < 3; i++ {
-		at := base.Add(time.Duration(i) * time.Minute)
-		if err := st.RecordLoginFailure(ctx, "user:alice", at, at.Add(-window)); err != nil {
-			t.Fatalf("RecordLoginFailure: %v", err)
+	alice := []ports.LoginLimit{{Key: "user:alice", Limit: 3}}
+	reserve := func(limits []ports.LoginLimit, at time.Time) ports.LoginReservation {
+		t.Helper()
+		res, err := st.ReserveLoginAttempt(ctx, limits, at, at.Add(-window))
+		if err != nil {
+			t.Fatalf("ReserveLoginAttempt: %v", err)
+		}
+		return res
+	}
+	for i := range 3 {
+		if res := reserve(alice, base.Add(time.Duration(i)*time.Minute)); !res.OK {
+			t.Fatalf("attempt %d: refused, want recorded", i)
 		}
 	}
-	n, oldest, err := st.LoginFailures(ctx, "user:alice", base.Add(-window))
-	if err != nil || n != 3 || !oldest.Equal(base) {
-		t.Errorf("LoginFailures: got %d, %v, %v; want 3, %v, nil", n, oldest, err, base)
+	if res := reserve(alice, base.Add(3*time.Minute)); res.OK || !res.Oldest.Equal(base) {
+		t.Errorf("fourth attempt: got %+v, want refused with the oldest at %v", res, base)
 	}
-	n, oldest, err = st.LoginFailures(ctx, "user:alice", base.Add(90*time.Second))
-	if err != nil || n != 1 || !oldest.Equal(base.Add(2*time.Minute)) {
-		t.Errorf("LoginFailures in a later window: got %d, %v, %v; want 1", n, oldest, err)
+	if err := st.ReleaseLoginAttempt(ctx, []string{"user:alice"}, base.Add(2*time.Minute)); err != nil {
+		t.Fatalf("ReleaseLoginAttempt: %v", err)
 	}
-	if n, oldest, err := st.LoginFailures(ctx, "user:bob", base.Add(-window)); err != nil || n != 0 || !oldest.IsZero() {
-		t.Errorf("LoginFailures(other key): got %d, %v, %v; want 0, zero", n, oldest, err)
+	if res := reserve(alice, base.Add(3*time.Minute)); !res.OK {
+		t.Error("after a release: refused, want recorded")
+	}
+	// A later window no longer counts the first attempt.
+	if res := reserve(alice, base.Add(window+time.Minute)); !res.OK {
+		t.Error("a window later: refused, want recorded")
+	}
+	// One limit reached: nothing is recorded under the other keys.
+	if res := reserve([]ports.LoginLimit{{Key: "user:bob", Limit: 5}, {Key: "user:alice", Limit: 1}}, base.Add(window+time.Minute)); res.OK {
+		t.Error("alice's limit reached: recorded, want refused")
+	}
+	if res := reserve([]ports.LoginLimit{{Key: "user:bob", Limit: 1}}, base.Add(window+time.Minute)); !res.OK {
+		t.Error("bob after a refused attempt: refused, want recorded (nothing was kept for bob)")
 	}
 	if err := st.ClearLoginFailures(ctx, "user:alice"); err != nil {
 		t.Fatalf("ClearLoginFailures: %v", err)
 	}
-	if n, _, _ := st.LoginFailures(ctx, "user:alice", base.Add(-window)); n != 0 {
-		t.Errorf("LoginFailures after clear: got %d, want 0", n)
+	if res := reserve([]ports.LoginLimit{{Key: "user:alice", Limit: 1}}, base.Add(window+2*time.Minute)); !res.OK {
+		t.Error("after clear: refused, want recorded")
 	}
 }
 
-// testFailuresOfOtherKeysForgotten: failures are recorded under a key the
+// testFailuresOfOtherKeysForgotten: attempts are recorded under a key the
 // caller chooses (any username), so a key never seen again must not keep
-// its rows forever: recording any failure forgets every key's failures that
-// are older than the window.
+// its rows forever: any reservation forgets every key's attempts that are
+// older than its window.
 func testFailuresOfOtherKeysForgotten(t *testing.T, st ports.LoginThrottle) {
 	ctx := t.Context()
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	window := 15 * time.Minute
 	old := []string{"user:guess-1", "user:guess-2", "addr:203.0.113.9"}
 	for _, k := range old {
-		if err := st.RecordLoginFailure(ctx, k, base, base.Add(-window)); err != nil {
-			t.Fatalf("RecordLoginFailure(%s): %v", k, err)
+		if _, err := st.ReserveLoginAttempt(ctx, []ports.LoginLimit{{Key: k, Limit: 9}}, base, base.Add(-window)); err != nil {
+			t.Fatalf("ReserveLoginAttempt(%s): %v", k, err)
 		}
 	}
 	later := base.Add(time.Hour)
-	if err := st.RecordLoginFailure(ctx, "user:someone-else", later, later.Add(-window)); err != nil {
-		t.Fatalf("RecordLoginFailure: %v", err)
+	if _, err := st.ReserveLoginAttempt(ctx, []ports.LoginLimit{{Key: "user:someone-else", Limit: 9}}, later, later.Add(-window)); err != nil {
+		t.Fatalf("ReserveLoginAttempt: %v", err)
 	}
-	tests := []struct {
-		key  string
-		want int
-	}{
-		{"user:guess-1", 0}, {"user:guess-2", 0}, {"addr:203.0.113.9", 0}, {"user:someone-else", 1},
-	}
-	for _, tt := range tests {
-		// Counted since the epoch: rows kept past their window show up here.
-		if n, _, err := st.LoginFailures(ctx, tt.key, time.Unix(0, 1)); err != nil || n != tt.want {
-			t.Errorf("LoginFailures(%s) since ever: got %d, %v; want %d", tt.key, n, err, tt.want)
+	for _, k := range old {
+		// Counted since the epoch with a limit of one: a row kept past its
+		// window refuses the attempt.
+		if res, err := st.ReserveLoginAttempt(ctx, []ports.LoginLimit{{Key: k, Limit: 1}}, later, time.Unix(0, 1)); err != nil || !res.OK {
+			t.Errorf("%s since ever: got %+v, %v; want its old attempt forgotten", k, res, err)
 		}
 	}
 }

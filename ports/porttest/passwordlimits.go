@@ -122,7 +122,7 @@ func testNoLockOutFromElsewhere(t *testing.T, open SharedFactory[LoginStore]) {
 	if _, err := ls[0].PasswordLogin(ctx, "alice", "right", "203.0.113.66"); !errors.As(err, &ra) {
 		t.Errorf("the stranger's address after 5 failures: got %v, want 429", err)
 	}
-	if _, err := ls[1].PasswordLogin(ctx, "Alice", "right", "192.0.2.10"); err != nil {
+	if _, err := ls[1].PasswordLogin(ctx, "alice", "right", "192.0.2.10"); err != nil {
 		t.Errorf("alice from her own address after a stranger's 5 failures: got %v, want a login", err)
 	}
 	// One address guessing over many usernames is stopped at the

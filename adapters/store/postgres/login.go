@@ -160,37 +160,59 @@ func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.
 	return r, nil
 }
 
-// RecordLoginFailure stores one failure and forgets every key's old ones:
-// keys are caller-chosen usernames, and one never tried again would
-// otherwise keep its rows forever.
-func (s *Store) RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error {
+// loginThrottleLock is the transaction advisory lock that makes counting
+// and recording an attempt one step across every instance.
+const loginThrottleLock = 0x6167_6e74_6c67_6e01
+
+// ReserveLoginAttempt counts and records under one advisory lock, so two
+// instances never both see room for the last attempt.
+func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []ports.LoginLimit, t, since time.Time) (ports.LoginReservation, error) {
+	res := ports.LoginReservation{OK: true}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM login_failures WHERE at < $1`, nanos(windowStart)); err != nil {
+		res = ports.LoginReservation{OK: true}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(loginThrottleLock)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO login_failures (key, at) VALUES ($1, $2)`, key, nanos(t))
-		return err
+		// Keys are caller-chosen usernames: one never tried again must not
+		// keep its rows forever, so every old row goes.
+		if _, err := tx.Exec(ctx, `DELETE FROM login_failures WHERE at < $1`, nanos(since)); err != nil {
+			return err
+		}
+		for _, l := range limits {
+			var n int
+			var oldest *int64
+			if err := tx.QueryRow(ctx, `SELECT count(*), min(at) FROM login_failures WHERE key = $1 AND at >= $2`, l.Key, nanos(since)).Scan(&n, &oldest); err != nil {
+				return err
+			}
+			if n >= l.Limit {
+				res = ports.LoginReservation{}
+				if oldest != nil {
+					res.Oldest = fromNanos(*oldest)
+				}
+				return nil
+			}
+		}
+		for _, l := range limits {
+			if _, err := tx.Exec(ctx, `INSERT INTO login_failures (key, at) VALUES ($1, $2)`, l.Key, nanos(t)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return storeErr("record login failure", err)
+		return ports.LoginReservation{}, storeErr("reserve login attempt", err)
 	}
-	return nil
+	return res, nil
 }
 
-// LoginFailures counts the key's failures at or after since.
-func (s *Store) LoginFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error) {
-	var (
-		n      int
-		oldest *int64 // NULL when there are none
-	)
-	err := s.pool.QueryRow(ctx, `SELECT count(*), min(at) FROM login_failures WHERE key = $1 AND at >= $2`, key, nanos(since)).Scan(&n, &oldest)
-	if err != nil {
-		return 0, time.Time{}, storeErr("count login failures", err)
+// ReleaseLoginAttempt removes one attempt at t per key.
+func (s *Store) ReleaseLoginAttempt(ctx context.Context, keys []string, t time.Time) error {
+	for _, k := range keys {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM login_failures WHERE ctid IN (SELECT ctid FROM login_failures WHERE key = $1 AND at = $2 LIMIT 1)`, k, nanos(t)); err != nil {
+			return storeErr("release login attempt", err)
+		}
 	}
-	if oldest == nil {
-		return n, time.Time{}, nil
-	}
-	return n, fromNanos(*oldest), nil
+	return nil
 }
 
 // ClearLoginFailures forgets the key's failures.

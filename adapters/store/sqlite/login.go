@@ -165,38 +165,54 @@ func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.
 	return r, nil
 }
 
-// RecordLoginFailure stores one failure and forgets every key's old ones:
-// keys are caller-chosen usernames, and one never tried again would
-// otherwise keep its rows forever.
-func (s *Store) RecordLoginFailure(ctx context.Context, key string, t, windowStart time.Time) error {
+// ReserveLoginAttempt counts and records in one write transaction; the
+// store's single writer connection serialises them, and every handle on
+// the file waits for the database lock.
+func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []ports.LoginLimit, t, since time.Time) (ports.LoginReservation, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: record login failure: %w", err)
+		return ports.LoginReservation{}, fmt.Errorf("sqlite: reserve login attempt: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE at < ?`, nanos(windowStart)); err != nil {
-		return fmt.Errorf("sqlite: record login failure: %w", err)
+	// Keys are caller-chosen usernames: one never tried again must not
+	// keep its rows forever, so every old row goes.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE at < ?`, nanos(since)); err != nil {
+		return ports.LoginReservation{}, fmt.Errorf("sqlite: reserve login attempt: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO login_failures (key, at) VALUES (?, ?)`, key, nanos(t)); err != nil {
-		return fmt.Errorf("sqlite: record login failure: %w", err)
+	res := ports.LoginReservation{OK: true}
+	for _, l := range limits {
+		var n int
+		var oldest sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), min(at) FROM login_failures WHERE key = ? AND at >= ?`, l.Key, nanos(since)).Scan(&n, &oldest); err != nil {
+			return ports.LoginReservation{}, fmt.Errorf("sqlite: reserve login attempt: %w", err)
+		}
+		if n >= l.Limit {
+			res = ports.LoginReservation{Oldest: fromNanos(oldest.Int64)}
+			break
+		}
+	}
+	for _, l := range limits {
+		if !res.OK {
+			break
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO login_failures (key, at) VALUES (?, ?)`, l.Key, nanos(t)); err != nil {
+			return ports.LoginReservation{}, fmt.Errorf("sqlite: reserve login attempt: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: record login failure: %w", err)
+		return ports.LoginReservation{}, fmt.Errorf("sqlite: reserve login attempt: %w", err)
 	}
-	return nil
+	return res, nil
 }
 
-// LoginFailures counts the key's failures at or after since.
-func (s *Store) LoginFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error) {
-	var (
-		n      int
-		oldest sql.NullInt64
-	)
-	err := s.read.QueryRowContext(ctx, `SELECT count(*), min(at) FROM login_failures WHERE key = ? AND at >= ?`, key, nanos(since)).Scan(&n, &oldest)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("sqlite: count login failures: %w", err)
+// ReleaseLoginAttempt removes one attempt at t per key.
+func (s *Store) ReleaseLoginAttempt(ctx context.Context, keys []string, t time.Time) error {
+	for _, k := range keys {
+		if _, err := s.write.ExecContext(ctx, `DELETE FROM login_failures WHERE rowid IN (SELECT rowid FROM login_failures WHERE key = ? AND at = ? LIMIT 1)`, k, nanos(t)); err != nil {
+			return fmt.Errorf("sqlite: release login attempt: %w", err)
+		}
 	}
-	return n, fromNanos(oldest.Int64), nil
+	return nil
 }
 
 // ClearLoginFailures forgets the key's failures.
