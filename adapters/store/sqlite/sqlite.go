@@ -39,6 +39,8 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	log   *zap.Logger
+	// The audit INSERTs, prepared once (audit.go).
+	auditChunk, auditOne *sql.Stmt
 }
 
 var (
@@ -99,7 +101,7 @@ func Open(path Path, log *zap.Logger) (*Store, func(), error) {
 	read.SetMaxIdleConns(readers)
 	read.SetConnMaxIdleTime(0)
 	s := &Store{write: write, read: read, log: log.Named("sqlite")}
-	if err := s.migrate(context.Background()); err != nil {
+	if err := errors.Join(s.migrate(context.Background()), s.prepareAudit(context.Background())); err != nil {
 		s.close()
 		return nil, nil, err
 	}
