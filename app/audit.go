@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -9,7 +10,9 @@ import (
 
 // Audit is the read side of the audit log.
 type Audit struct {
-	store ports.AuditStore
+	store       ports.AuditStore
+	checkpoints ports.AuditCheckpointStore // nil: no checkpoints to check
+	keys        map[string]ed25519.PublicKey
 }
 
 // NewAudit wires the use case.

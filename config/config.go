@@ -34,6 +34,13 @@ type Audit struct {
 	// BatchWait: under load, how long the writer waits to gather a bigger
 	// batch before one sync commits it.
 	BatchWait time.Duration `yaml:"batchWait" env:"SERVICE_AUDIT_BATCH_WAIT"`
+	// SigningKeyFile holds the Ed25519 seed checkpoints are signed with;
+	// empty: {dataDir}/secrets/audit-signing.key, created on first start.
+	SigningKeyFile string `yaml:"signingKeyFile" env:"SERVICE_AUDIT_SIGNING_KEY_FILE"`
+	// CheckpointEvery and CheckpointInterval: a signed checkpoint every
+	// that many records or that long, whichever comes first.
+	CheckpointEvery    int64         `yaml:"checkpointEvery" env:"SERVICE_AUDIT_CHECKPOINT_EVERY"`
+	CheckpointInterval time.Duration `yaml:"checkpointInterval" env:"SERVICE_AUDIT_CHECKPOINT_INTERVAL"`
 }
 
 // Server is the HTTP listener.
@@ -90,7 +97,7 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
-		Audit:   Audit{BatchWait: 500 * time.Microsecond},
+		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute},
 	}
 }
 
@@ -170,6 +177,12 @@ func (c Config) Validate() error {
 	}
 	if c.Audit.BatchWait < 0 || c.Audit.BatchWait > 10*time.Millisecond {
 		bad("audit.batchWait / SERVICE_AUDIT_BATCH_WAIT: %v is outside 0 to 10ms", c.Audit.BatchWait)
+	}
+	if c.Audit.CheckpointEvery < 1 {
+		bad("audit.checkpointEvery / SERVICE_AUDIT_CHECKPOINT_EVERY: %d must be at least 1 (records between signed checkpoints)", c.Audit.CheckpointEvery)
+	}
+	if c.Audit.CheckpointInterval < time.Second {
+		bad("audit.checkpointInterval / SERVICE_AUDIT_CHECKPOINT_INTERVAL: %v must be at least 1s", c.Audit.CheckpointInterval)
 	}
 	if c.DataDir == "" {
 		bad("dataDir / SERVICE_DATA_DIR / --data-dir: must not be empty")

@@ -53,6 +53,9 @@ type ChainBreak struct {
 type ChainStart struct {
 	Next int64
 	Prev string
+	// Resume: record Next was checked by a previous verification; it is
+	// read again only as the anchor of the link to the record after it.
+	Resume bool
 }
 
 // Genesis starts a verification at the first record ever written.
@@ -81,6 +84,7 @@ func (r ChainReport) OK() bool { return r.BreakCount == 0 }
 type ChainVerifier struct {
 	next      int64
 	prev      string
+	resume    bool
 	anchors   []AuditCheckpoint
 	ai        int
 	maxBreaks int
@@ -96,11 +100,12 @@ func NewChainVerifier(start ChainStart, anchors []AuditCheckpoint, maxBreaks int
 	for i < len(anchors) && anchors[i].Seq < start.Next {
 		i++
 	}
-	return &ChainVerifier{next: start.Next, prev: start.Prev, anchors: anchors, ai: i, maxBreaks: maxBreaks,
+	return &ChainVerifier{next: start.Next, prev: start.Prev, resume: start.Resume, anchors: anchors, ai: i, maxBreaks: maxBreaks,
 		rep: ChainReport{HeadHash: start.Prev}}
 }
 
-func (v *ChainVerifier) report(b ChainBreak) {
+// Report adds a break found elsewhere (a checkpoint's) to the report.
+func (v *ChainVerifier) Report(b ChainBreak) {
 	if b.Last == 0 {
 		b.Last = b.Seq
 	}
@@ -112,24 +117,35 @@ func (v *ChainVerifier) report(b ChainBreak) {
 
 // Add checks the next record.
 func (v *ChainVerifier) Add(r AuditRecord) {
+	if v.resume {
+		v.resume = false
+		if r.Seq == v.next { // the anchor, checked before
+			for v.ai < len(v.anchors) && v.anchors[v.ai].Seq <= r.Seq {
+				v.ai++
+			}
+			v.prev, v.next = r.Hash, r.Seq+1
+			v.rep.HeadSeq, v.rep.HeadHash = r.Seq, r.Hash
+			return
+		}
+	}
 	v.rep.Checked++
 	linked := v.prev != ""
 	switch {
 	case r.Seq > v.next:
-		v.report(ChainBreak{Kind: BreakDeleted, Seq: v.next, Last: r.Seq - 1,
+		v.Report(ChainBreak{Kind: BreakDeleted, Seq: v.next, Last: r.Seq - 1,
 			Reason: fmt.Sprintf("records %d to %d are missing: deleted", v.next, r.Seq-1)})
 		linked = false // the gap explains the link
 	case r.Seq < v.next:
-		v.report(ChainBreak{Kind: BreakLink, Seq: r.Seq,
+		v.Report(ChainBreak{Kind: BreakLink, Seq: r.Seq,
 			Reason: fmt.Sprintf("record %d comes after record %d: reordered or duplicated", r.Seq, v.next-1)})
 		linked = false
 	}
 	if linked && r.PrevHash != v.prev {
-		v.report(ChainBreak{Kind: BreakLink, Seq: r.Seq,
+		v.Report(ChainBreak{Kind: BreakLink, Seq: r.Seq,
 			Reason: fmt.Sprintf("prev_hash is not the hash of record %d: that record was rewritten (hash recomputed) or this link edited", r.Seq-1)})
 	}
 	if r.ChainHash() != r.Hash {
-		v.report(ChainBreak{Kind: BreakEdited, Seq: r.Seq, Reason: "the record's fields do not give its hash: edited"})
+		v.Report(ChainBreak{Kind: BreakEdited, Seq: r.Seq, Reason: "the record's fields do not give its hash: edited"})
 	}
 	for v.ai < len(v.anchors) && v.anchors[v.ai].Seq < r.Seq {
 		v.ai++ // its record is missing: the gap is reported
@@ -137,7 +153,7 @@ func (v *ChainVerifier) Add(r AuditRecord) {
 	for ; v.ai < len(v.anchors) && v.anchors[v.ai].Seq == r.Seq; v.ai++ {
 		v.rep.Anchored++
 		if cp := v.anchors[v.ai]; cp.Hash != r.Hash {
-			v.report(ChainBreak{Kind: BreakRewritten, Seq: r.Seq,
+			v.Report(ChainBreak{Kind: BreakRewritten, Seq: r.Seq,
 				Reason: fmt.Sprintf("the checkpoint signed at %s holds another hash for this record: records up to %d were rewritten",
 					cp.Time.Format("2006-01-02T15:04:05Z07:00"), r.Seq)})
 		}
@@ -154,7 +170,7 @@ func (v *ChainVerifier) Add(r AuditRecord) {
 func (v *ChainVerifier) Finish(atHead bool) ChainReport {
 	if atHead && len(v.anchors) > 0 {
 		if last := v.anchors[len(v.anchors)-1]; last.Seq >= v.next {
-			v.report(ChainBreak{Kind: BreakTruncated, Seq: v.next, Last: last.Seq,
+			v.Report(ChainBreak{Kind: BreakTruncated, Seq: v.next, Last: last.Seq,
 				Reason: fmt.Sprintf("a checkpoint covers records up to %d but the chain ends at %d: the tail was deleted", last.Seq, v.next-1)})
 		}
 	}

@@ -3,7 +3,7 @@
 // Each is small and owned by its consumer; adapters implement them.
 package ports
 
-//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,AgentStore,ToolCallStore,SessionModeStore,IdentityProvider,LoginSessionStore,AuthRequestStore,LoginThrottle
+//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditCheckpointStore,AuditObserver,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,AgentStore,ToolCallStore,SessionModeStore,IdentityProvider,LoginSessionStore,AuthRequestStore,LoginThrottle
 
 import (
 	"context"
@@ -93,6 +93,26 @@ type AuditStore interface {
 	// AuditChain returns records with Seq > after in increasing order, at
 	// most limit of them, for verification.
 	AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error)
+}
+
+// AuditCheckpointStore keeps the signed checkpoints of the audit chain.
+type AuditCheckpointStore interface {
+	// AppendCheckpoint calls next with the latest checkpoint (nil when there
+	// is none) while no other AppendCheckpoint, of this or another instance,
+	// can run, and stores what next returns unless it says skip. It returns
+	// the stored checkpoint and whether one was stored.
+	AppendCheckpoint(ctx context.Context, next func(last *domain.AuditCheckpoint) (cp domain.AuditCheckpoint, store bool)) (domain.AuditCheckpoint, bool, error)
+	// Checkpoints returns checkpoints with Seq > after in increasing Seq
+	// order, at most limit of them.
+	Checkpoints(ctx context.Context, after int64, limit int) ([]domain.AuditCheckpoint, error)
+	// LastCheckpoint returns the checkpoint with the highest Seq.
+	LastCheckpoint(ctx context.Context) (domain.AuditCheckpoint, bool, error)
+}
+
+// AuditObserver is told the head of the audit chain after every durable
+// append (the checkpoint signer).
+type AuditObserver interface {
+	Observe(seq int64, hash string)
 }
 
 // AuditLog records access decisions. Record returns only once the record is

@@ -17,6 +17,7 @@ import (
 	gwire "github.com/google/wire"
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/local"
 	"github.com/agentauth/agentauth/adapters/rest"
@@ -31,17 +32,17 @@ import (
 // appSet provides the use cases.
 var appSet = gwire.NewSet(
 	accessSet,
-	app.NewAudit,
+	newAudit,
 	app.NewSettings,
 	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
 )
 
 // settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions)
+var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings)
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
-var coreSet = gwire.NewSet(settingsSet, storeSet, auditlog.Set, appSet, rest.Set)
+var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditlog.Set, appSet, rest.Set)
 
 func restConfig(cfg config.Config, access *rest.Access, ready rest.ReadyChecks) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
@@ -65,8 +66,19 @@ func readyChecks(st Stores, audit *auditlog.Committer) rest.ReadyChecks {
 
 func sqlitePath(cfg config.Config) sqlite.Path { return sqlite.Path(cfg.DataDir + "/agentauth.db") }
 
-func auditOptions(cfg config.Config) auditlog.Options {
-	return auditlog.Options{BatchWait: cfg.Audit.BatchWait}
+func auditOptions(cfg config.Config, signer *auditsign.Checkpointer) auditlog.Options {
+	return auditlog.Options{BatchWait: cfg.Audit.BatchWait, Observer: signer}
+}
+
+func auditSignSettings(cfg config.Config) auditsign.Settings {
+	return auditsign.Settings{KeyFile: cfg.Audit.SigningKeyFile, DataDir: cfg.DataDir,
+		Every: cfg.Audit.CheckpointEvery, Interval: cfg.Audit.CheckpointInterval}
+}
+
+// newAudit is the audit read side, verifying checkpoints under the
+// signer's key.
+func newAudit(store ports.AuditStore, cps ports.AuditCheckpointStore, signer *auditsign.Checkpointer) *app.Audit {
+	return app.NewAudit(store).WithCheckpoints(cps, signer.PublicKey())
 }
 
 func dataDir(cfg config.Config) local.DataDir { return local.DataDir(cfg.DataDir) }

@@ -27,9 +27,10 @@ import (
 // Stores is every store port, all served by the one store the
 // configuration selects.
 type Stores struct {
-	Sessions ports.SessionStore
-	Audit    ports.AuditStore
-	Settings ports.SettingsStore
+	Sessions    ports.SessionStore
+	Audit       ports.AuditStore
+	Checkpoints ports.AuditCheckpointStore
+	Settings    ports.SettingsStore
 	// The access model.
 	Projects     ports.ProjectStore
 	Catalog      ports.CatalogStore
@@ -47,7 +48,7 @@ type Stores struct {
 
 // storeSet provides each store port from the configured store.
 var storeSet = gwire.NewSet(openStores, gwire.FieldsOf(new(Stores),
-	"Sessions", "Audit", "Settings", "Projects", "Catalog", "Policies", "Agents", "ToolCalls", "SessionModes"))
+	"Sessions", "Audit", "Checkpoints", "Settings", "Projects", "Catalog", "Policies", "Agents", "ToolCalls", "SessionModes"))
 
 // loginStoreFields provides the login ports from the same store, for a set
 // that includes storeSet (OIDC mode); it is kept apart so that modes without
@@ -58,6 +59,7 @@ var loginStoreFields = gwire.FieldsOf(new(Stores), "LoginSessions", "AuthRequest
 type store interface {
 	ports.SessionStore
 	ports.AuditStore
+	ports.AuditCheckpointStore
 	ports.SettingsStore
 	ports.ProjectStore
 	ports.CatalogStore
@@ -73,7 +75,7 @@ type store interface {
 
 func storesOf(s store) Stores {
 	return Stores{
-		Sessions: s, Audit: s, Settings: s,
+		Sessions: s, Audit: s, Checkpoints: s, Settings: s,
 		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s,
 		LoginSessions: s, AuthRequests: s, LoginThrottle: s,
 		Ping: s.Ping,

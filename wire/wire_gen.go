@@ -8,6 +8,7 @@ package wire
 
 import (
 	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/debug"
 	"github.com/agentauth/agentauth/adapters/identity/hybrid"
@@ -59,26 +60,36 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	options := auditOptions(cfg)
-	committer, cleanup2 := auditlog.New(auditStore, options, log)
+	auditCheckpointStore := stores.Checkpoints
+	settings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	options := auditOptions(cfg, checkpointer)
+	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	config3 := hybridConfig(cfg)
-	authenticator, cleanup3, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	authenticator, cleanup4, err := hybrid.New(config3, domainAuthorizer, clock, log)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	audit := app.NewAudit(auditStore)
-	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
+	appSettings := app.NewSettings(settingsStore)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -160,11 +171,21 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	options := auditOptions(cfg)
-	committer, cleanup4 := auditlog.New(auditStore, options, log)
+	auditCheckpointStore := stores.Checkpoints
+	settings := auditSignSettings(cfg)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, settings, log)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	options := auditOptions(cfg, checkpointer)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config3, err := oidcRestConfig(cfg, restLogin, access, restReadyChecks)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -175,16 +196,18 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	audit := app.NewAudit(auditStore)
-	settings := app.NewSettings(settingsStore)
-	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
+	appSettings := app.NewSettings(settingsStore)
+	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -231,11 +254,19 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	options := auditOptions(cfg)
-	committer, cleanup2 := auditlog.New(auditStore, options, log)
+	auditCheckpointStore := stores.Checkpoints
+	settings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	options := auditOptions(cfg, checkpointer)
+	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -243,21 +274,24 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	localDataDir := dataDir(cfg)
 	keyring, err := local.New(localDataDir, log)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	audit := app.NewAudit(auditStore)
-	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
+	appSettings := app.NewSettings(settingsStore)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
@@ -300,11 +334,19 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	options := auditOptions(cfg)
-	committer, cleanup2 := auditlog.New(auditStore, options, log)
+	auditCheckpointStore := stores.Checkpoints
+	settings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	options := auditOptions(cfg, checkpointer)
+	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -312,21 +354,24 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	key := apiKey(cfg)
 	keyring, err := apikey.New(key)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	audit := app.NewAudit(auditStore)
-	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
+	appSettings := app.NewSettings(settingsStore)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
@@ -369,11 +414,19 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
-	options := auditOptions(cfg)
-	committer, cleanup2 := auditlog.New(auditStore, options, log)
+	auditCheckpointStore := stores.Checkpoints
+	settings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	options := auditOptions(cfg, checkpointer)
+	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config2, err := restConfig(cfg, access, restReadyChecks)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -381,15 +434,17 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	keyring := debug.New()
 	apikeyRoleKeys, err := roleKeys(cfg)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	audit := app.NewAudit(auditStore)
-	settings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, settings, log)
+	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
+	appSettings := app.NewSettings(settingsStore)
+	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil

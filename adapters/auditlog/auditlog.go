@@ -45,12 +45,16 @@ type Options struct {
 	// more than one record), waits for a batch to reach fullBatch records
 	// before committing it. 0 commits at once.
 	BatchWait time.Duration
+	// Observer, when set, is told the chain's head after every committed
+	// batch (the checkpoint signer).
+	Observer ports.AuditObserver
 }
 
 // Committer is the group-commit writer.
 type Committer struct {
 	store   ports.AuditStore
 	wait    time.Duration
+	observe ports.AuditObserver
 	log     *zap.Logger
 	in      chan *pending
 	closing chan struct{}
@@ -83,6 +87,7 @@ func New(store ports.AuditStore, opts Options, log *zap.Logger) (*Committer, fun
 	c := &Committer{
 		store:   store,
 		wait:    opts.BatchWait,
+		observe: opts.Observer,
 		log:     log.Named("auditlog"),
 		in:      make(chan *pending), // unbuffered: a send succeeds only while the writer runs
 		closing: make(chan struct{}),
@@ -194,6 +199,9 @@ func (c *Committer) commit(batch []*pending, recs []domain.AuditRecord) {
 	if err != nil {
 		c.log.Error("audit commit failed; requests in this batch are answered with an error", zap.Int("records", len(recs)), zap.Error(err))
 		err = fmt.Errorf("auditlog: commit: %w", errors.Join(err, domain.ErrUnavailable))
+	} else if c.observe != nil {
+		head := &recs[len(recs)-1] // sealed by the store
+		c.observe.Observe(head.Seq, head.Hash)
 	}
 	for _, p := range batch {
 		p.done <- err

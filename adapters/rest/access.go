@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/wire"
 
+	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
@@ -59,6 +60,7 @@ func (s *Server) accessRoutes() []route {
 
 		{fiber.MethodGet, "/api/v2/audit/export", domain.PermAuditExport, s.exportAudit},
 		{fiber.MethodGet, "/api/v2/audit/verify", domain.PermAuditRead, s.verifyAudit},
+		{fiber.MethodGet, "/api/v2/audit/checkpoints", domain.PermAuditRead, s.listCheckpoints},
 	}
 }
 
@@ -439,9 +441,9 @@ func (s *Server) dashboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	denials := make([]auditJSON, len(v.RecentDenials))
+	denials := make([]auditjson.Record, len(v.RecentDenials))
 	for i, r := range v.RecentDenials {
-		denials[i] = toAuditJSON(r)
+		denials[i] = auditjson.FromRecord(r)
 	}
 	return c.JSON(fiber.Map{
 		"projects":       v.Projects,

@@ -12,10 +12,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
@@ -66,7 +68,13 @@ func axStart(t *testing.T, path string) *axHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
+	// Checkpoints every 5 records (and at stop), signed with a key kept
+	// next to the database, so a restarted harness verifies with it.
+	signer, closeSigner, err := auditsign.New(store, auditsign.Settings{DataDir: filepath.Dir(path), Every: 5, Interval: time.Hour, Out: io.Discard}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, closeAudit := auditlog.New(store, auditlog.Options{Observer: signer}, log)
 	authz, err := domain.NewAuthorizer(axCustomRoles)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +94,7 @@ func axStart(t *testing.T, path string) *axHarness {
 		ToolCalls: app.NewToolCalls(store, store, store, rules, store, sessions, authz, clock),
 		Dashboard: app.NewDashboard(store, store, store, authz),
 	}
-	srv := New(Config{Access: access}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	srv := New(Config{Access: access}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +114,7 @@ func axStart(t *testing.T, path string) *axHarness {
 			t.Errorf("serve: %v", err)
 		}
 		closeAudit()
+		closeSigner()
 		closeStore()
 	}
 	t.Cleanup(h.stop)
@@ -180,8 +189,8 @@ func (h *axHarness) must(t *testing.T, want int, subject, method, path, body str
 	return out
 }
 
-// snapshot dumps every working-data table (all but the audit log and the
-// migrations table) of the database, to show that a refused call changed
+// snapshot dumps every working-data table (all but the audit log, its
+// checkpoints and the migrations table) of the database, to show that a refused call changed
 // nothing.
 func (h *axHarness) snapshot(t *testing.T) string {
 	t.Helper()
@@ -190,7 +199,7 @@ func (h *axHarness) snapshot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('audit', 'schema_migrations') ORDER BY name`)
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('audit', 'audit_checkpoint', 'schema_migrations') ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,7 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /api/v2/audit":                                  domain.PermAuditRead,
 		"GET /api/v2/audit/export":                           domain.PermAuditExport,
 		"GET /api/v2/audit/verify":                           domain.PermAuditRead,
+		"GET /api/v2/audit/checkpoints":                      domain.PermAuditRead,
 		"GET /api/v2/admin/settings":                         domain.PermSettingsRead,
 		"PUT /api/v2/admin/settings":                         domain.PermSettingsWrite,
 		"GET /api/v2/projects":                               domain.PermProjectsRead,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -309,10 +310,10 @@ func TestDashboard(t *testing.T) {
 	h.must(t, 404, "bob", "GET", "/api/v2/projects/"+apollo, "") // a denial about Apollo, by a stranger
 	h.must(t, 404, "uma", "GET", "/api/v2/projects/"+zeus, "")   // a denial about Zeus, by an Apollo member
 	var lead struct {
-		Projects      []string       `json:"projects"`
-		SessionsTotal int            `json:"sessions_total"`
-		ByOwner       map[string]int `json:"by_owner"`
-		RecentDenials []auditJSON    `json:"recent_denials"`
+		Projects      []string           `json:"projects"`
+		SessionsTotal int                `json:"sessions_total"`
+		ByOwner       map[string]int     `json:"by_owner"`
+		RecentDenials []auditjson.Record `json:"recent_denials"`
 	}
 	h.do(t, "lea", "GET", "/api/v2/dashboard", "").decode(t, &lead)
 	if lead.SessionsTotal != 1 || lead.ByOwner["uma"] != 1 || len(lead.Projects) != 1 || lead.Projects[0] != apollo {
@@ -350,7 +351,7 @@ func TestAuditExportAndVerify(t *testing.T) {
 	sc := bufio.NewScanner(bytes.NewReader(r.body))
 	var seqs []int64
 	for sc.Scan() {
-		var rec auditJSON
+		var rec auditjson.Record
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -370,7 +371,7 @@ func TestAuditExportAndVerify(t *testing.T) {
 	h.must(t, 403, "uma", "GET", "/api/v2/audit/export", "")
 	h.must(t, 403, "lea", "GET", "/api/v2/audit/verify", "")
 
-	if got := h.must(t, 200, "aud", "GET", "/api/v2/audit/verify", ""); got["ok"] != true || got["checked"].(float64) < 9 {
+	if got := h.must(t, 200, "aud", "GET", "/api/v2/audit/verify?from=0", ""); got["ok"] != true || got["checked"].(float64) < 9 {
 		t.Errorf("verify = %v, want ok", got)
 	}
 	// Edit record 4 behind the service's back: verify names it.
@@ -382,7 +383,7 @@ func TestAuditExportAndVerify(t *testing.T) {
 	if _, err := db.Exec(`UPDATE audit SET subject = 'someone-else' WHERE seq = 4`); err != nil {
 		t.Fatal(err)
 	}
-	got := h.must(t, 200, "adm", "GET", "/api/v2/audit/verify", "")
+	got := h.must(t, 200, "adm", "GET", "/api/v2/audit/verify?from=0", "")
 	brks, _ := got["breaks"].([]any)
 	if got["ok"] != false || len(brks) != 1 || brks[0].(map[string]any)["seq"].(float64) != 4 || brks[0].(map[string]any)["kind"] != "edited" {
 		t.Errorf("verify after tampering = %v, want one break: record 4 edited", got)
@@ -421,7 +422,7 @@ func TestHiddenResourcesAreAuditedAsRefusals(t *testing.T) {
 		}
 	}
 	var page struct {
-		Records []auditJSON `json:"records"`
+		Records []auditjson.Record `json:"records"`
 	}
 	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
 	for _, tt := range tests {
@@ -451,7 +452,7 @@ func TestDeniedToolCallsAreAuditedAsDenials(t *testing.T) {
 	_, _, denied := decide(t, h, "uma", session, agent, "fs.write") // no rule allows it
 	_, _, allowed := decide(t, h, "uma", session, agent, "fs.read")
 	var page struct {
-		Records []auditJSON `json:"records"`
+		Records []auditjson.Record `json:"records"`
 	}
 	h.do(t, "adm", "GET", "/api/v2/audit?limit=50", "").decode(t, &page)
 	want := map[string]string{denied: string(domain.AuditDeny), allowed: string(domain.AuditAllow)}
@@ -492,7 +493,7 @@ func TestDashboardLeadSeesOnlyItsProjectsResources(t *testing.T) {
 	h.must(t, 403, "lea", "GET", "/api/v2/audit", "")
 
 	var lead struct {
-		RecentDenials []auditJSON `json:"recent_denials"`
+		RecentDenials []auditjson.Record `json:"recent_denials"`
 	}
 	h.do(t, "lea", "GET", "/api/v2/dashboard", "").decode(t, &lead)
 	var sawShared bool
@@ -508,7 +509,7 @@ func TestDashboardLeadSeesOnlyItsProjectsResources(t *testing.T) {
 		t.Errorf("LEAD dashboard = %+v, want the denied tool call in the Hermes session", lead.RecentDenials)
 	}
 	var admin struct {
-		RecentDenials []auditJSON `json:"recent_denials"`
+		RecentDenials []auditjson.Record `json:"recent_denials"`
 	}
 	h.do(t, "adm", "GET", "/api/v2/dashboard", "").decode(t, &admin)
 	var sawPersonal bool

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -18,34 +19,6 @@ func (s *Server) auditRoutes() []route {
 	return []route{
 		{fiber.MethodGet, "/api/v2/audit", domain.PermAuditRead, s.listAudit},
 	}
-}
-
-type auditJSON struct {
-	Seq        int64             `json:"seq"`
-	Version    int               `json:"version"`
-	Time       time.Time         `json:"time"`
-	RequestID  string            `json:"request_id"`
-	Subject    string            `json:"subject"`
-	Roles      []domain.Role     `json:"roles"`
-	AuthMethod domain.AuthMethod `json:"auth_method"`
-	Method     string            `json:"method"`
-	Path       string            `json:"path"`
-	Client     string            `json:"client"`
-	Decision   string            `json:"decision"`
-	Reason     string            `json:"reason"`
-	Status     int               `json:"status"`
-	PrevHash   string            `json:"prev_hash"`
-	Hash       string            `json:"hash"`
-}
-
-func toAuditJSON(r domain.AuditRecord) auditJSON {
-	roles := r.Roles
-	if roles == nil {
-		roles = []domain.Role{}
-	}
-	return auditJSON{Seq: r.Seq, Version: r.Version, Time: r.Time, RequestID: r.RequestID, Subject: r.Subject, Roles: roles,
-		AuthMethod: r.AuthMethod, Method: r.Method, Path: r.Path, Client: r.Client, Decision: string(r.Decision), Reason: r.Reason,
-		Status: r.Status, PrevHash: r.PrevHash, Hash: r.Hash}
 }
 
 func (s *Server) listAudit(c *fiber.Ctx) error {
@@ -75,9 +48,9 @@ func (s *Server) listAudit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]auditJSON, len(page.Records))
+	out := make([]auditjson.Record, len(page.Records))
 	for i, r := range page.Records {
-		out[i] = toAuditJSON(r)
+		out[i] = auditjson.FromRecord(r)
 	}
 	var next any
 	if page.Next > 0 {
@@ -99,7 +72,7 @@ func (s *Server) exportAudit(c *fiber.Ctx) error {
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		enc := json.NewEncoder(w)
 		err := s.audits.Export(ctx, int64(after), func(r domain.AuditRecord) error {
-			if err := enc.Encode(toAuditJSON(r)); err != nil {
+			if err := enc.Encode(auditjson.FromRecord(r)); err != nil {
 				return err
 			}
 			if w.Buffered() > 32<<10 {
@@ -117,30 +90,62 @@ func (s *Server) exportAudit(c *fiber.Ctx) error {
 	return nil
 }
 
-type chainBreakJSON struct {
-	Kind   domain.BreakKind `json:"kind"`
-	Seq    int64            `json:"seq"`
-	Last   int64            `json:"last"`
-	Reason string           `json:"reason"`
-}
-
-func toBreaksJSON(breaks []domain.ChainBreak) []chainBreakJSON {
-	out := make([]chainBreakJSON, len(breaks))
-	for i, b := range breaks {
-		out[i] = chainBreakJSON{Kind: b.Kind, Seq: b.Seq, Last: b.Last, Reason: b.Reason}
-	}
-	return out
-}
-
-// verifyAudit walks the hash chain and reports every break.
+// verifyAudit checks one bounded step of the chain (see app.VerifyStep):
+// by default from the latest signed checkpoint to the head; from=<seq>
+// (0: the first record) and limit=<n> walk the whole chain call by call,
+// each continuing at the previous answer's next.
 func (s *Server) verifyAudit(c *fiber.Ctx) error {
-	rep, err := s.audits.Verify(c.UserContext())
+	req := app.VerifyRequest{}
+	if c.Query("from") != "" {
+		from, err := queryInt(c, "from")
+		if err != nil {
+			return err
+		}
+		req.From, req.HasFrom = int64(from), true
+	}
+	var err error
+	if req.Limit, err = queryInt(c, "limit"); err != nil {
+		return err
+	}
+	step, err := s.audits.VerifyStep(c.UserContext(), req)
 	if err != nil {
 		return err
 	}
-	if !rep.OK() {
-		note(c, fmt.Sprintf("audit chain: %d break(s), first at seq %d (%s)", rep.BreakCount, rep.Breaks[0].Seq, rep.Breaks[0].Kind))
+	if !step.OK() {
+		first := step.Breaks[0]
+		note(c, fmt.Sprintf("audit chain: %d break(s), first %s at seq %d", step.BreakCount, first.Kind, first.Seq))
 	}
-	return c.JSON(fiber.Map{"ok": rep.OK(), "checked": rep.Checked, "head": rep.HeadHash,
-		"breaks": toBreaksJSON(rep.Breaks), "break_count": rep.BreakCount})
+	var next any
+	if step.Next > 0 {
+		next = strconv.FormatInt(step.Next, 10)
+	}
+	return c.JSON(fiber.Map{"ok": step.OK(), "from": step.From, "checked": step.Checked, "head_seq": step.HeadSeq, "head": step.HeadHash,
+		"anchored": step.Anchored, "breaks": auditjson.Breaks(step.Breaks), "break_count": step.BreakCount,
+		"complete": step.Next == 0, "next": next})
+}
+
+// listCheckpoints lists the signed checkpoints, oldest first, from
+// after=<seq>, a page (limit <= 500) at a time.
+func (s *Server) listCheckpoints(c *fiber.Ctx) error {
+	after, err := queryInt(c, "after")
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	cps, next, err := s.audits.Checkpoints(c.UserContext(), int64(after), limit)
+	if err != nil {
+		return err
+	}
+	out := make([]auditjson.Checkpoint, len(cps))
+	for i, cp := range cps {
+		out[i] = auditjson.FromCheckpoint(cp)
+	}
+	var cursor any
+	if next > 0 {
+		cursor = strconv.FormatInt(next, 10)
+	}
+	return c.JSON(fiber.Map{"checkpoints": out, "next_cursor": cursor})
 }

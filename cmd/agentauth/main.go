@@ -52,6 +52,7 @@ Usage:
   agentauth serve [flags]   run the server (agentauth serve --help lists every setting)
   agentauth policy can ...  may a role do an action? (agentauth policy --help)
   agentauth oidc check      check the OIDC settings against the provider (agentauth oidc --help)
+  agentauth audit verify    verify the audit log offline (agentauth audit --help)
   agentauth version         print the version (also --version)
 `
 
@@ -73,6 +74,8 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer) int {
 		return policy(args[1:], env, stdout, stderr)
 	case "oidc":
 		return oidcCommand(args[1:], env, osStdin, stdout, stderr)
+	case "audit":
+		return auditCommand(args[1:], env, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionLine())
 		return exitOK

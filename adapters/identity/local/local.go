@@ -55,7 +55,7 @@ func LoadOrCreateKey(path string) (key string, created bool, err error) {
 	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
 		return "", false, fmt.Errorf("local: restrict %s: %w", filepath.Dir(path), err)
 	}
-	key, err = readKey(path)
+	key, err = ReadKey(path)
 	if err == nil {
 		return key, false, nil
 	}
@@ -69,7 +69,7 @@ func LoadOrCreateKey(path string) (key string, created bool, err error) {
 	key = base64.RawURLEncoding.EncodeToString(raw[:])
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) { // another process created it first
-		key, err = readKey(path)
+		key, err = ReadKey(path)
 		return key, false, err
 	}
 	if err != nil {
@@ -85,7 +85,9 @@ func LoadOrCreateKey(path string) (key string, created bool, err error) {
 	return key, true, nil
 }
 
-func readKey(path string) (string, error) {
+// ReadKey returns the key stored at path, refusing a file readable by anyone
+// but its owner.
+func ReadKey(path string) (string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return "", err

@@ -36,6 +36,14 @@ func TestSharedAuditStore(t *testing.T) {
 	porttest.RunSharedAuditStore(t, sharedStores[ports.AuditStore])
 }
 
+func TestCheckpointStore(t *testing.T) {
+	porttest.RunCheckpointStore(t, func(t *testing.T) ports.AuditCheckpointStore { return newStore(t) })
+}
+
+func TestSharedCheckpointStore(t *testing.T) {
+	porttest.RunSharedCheckpointStore(t, sharedStores[ports.AuditCheckpointStore])
+}
+
 func TestSettingsStore(t *testing.T) {
 	porttest.RunSettingsStore(t, func(t *testing.T) ports.SettingsStore { return newStore(t) })
 }

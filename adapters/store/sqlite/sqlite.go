@@ -108,6 +108,28 @@ func Open(path Path, log *zap.Logger) (*Store, func(), error) {
 	return s, s.close, nil
 }
 
+// OpenReadOnly opens an existing database for reading only, without
+// migrating it: what `agentauth audit verify` needs to inspect a database
+// (evidence) without changing a byte of it.
+func OpenReadOnly(path Path, log *zap.Logger) (*Store, func(), error) {
+	if _, err := os.Stat(string(path)); err != nil {
+		return nil, nil, fmt.Errorf("sqlite: %w", err)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+string(path)+"?"+q.Encode())
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{write: db, read: db, log: log.Named("sqlite")}
+	return s, func() { db.Close() }, nil
+}
+
 // limitClause renders a LIMIT as a literal: SQLite re-prepares a statement
 // whose LIMIT is a bound parameter on every run (the value may change the
 // plan), which cost a third of a small query here. n <= 0 means no limit.

@@ -1,0 +1,117 @@
+package auditsign_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/auditsign"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+func TestKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	key, path, created, err := auditsign.LoadKey("", dir)
+	if err != nil || !created || path != auditsign.DefaultKeyPath(dir) {
+		t.Fatalf("first LoadKey = %s, created %v, %v; want a new key at the default path", path, created, err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode = %v, %v; want 0600", info.Mode(), err)
+	}
+	again, _, created, err := auditsign.LoadKey("", dir)
+	if err != nil || created || !again.Equal(key) {
+		t.Fatalf("second LoadKey: created %v, %v, same key %v; want the same key", created, err, again.Equal(key))
+	}
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T) string
+		want    string
+	}{
+		{"configured file missing", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, "audit.signingKeyFile"},
+		{"readable by others", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "k")
+			if err := os.WriteFile(p, []byte("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, "chmod 600"},
+		{"not a seed", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "k")
+			if err := os.WriteFile(p, []byte(strings.Repeat("x", 60)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, "Ed25519 seed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, _, err := auditsign.LoadKey(tt.prepare(t), dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("LoadKey error = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckpointer: every N records, and at Close, a checkpoint of the
+// observed head is stored, chained and signed, and written as one JSON log
+// line that reads back as the stored checkpoint.
+func TestCheckpointer(t *testing.T) {
+	dir := t.TempDir()
+	st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "a.db")), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	var out bytes.Buffer
+	c, closeSigner, err := auditsign.New(st, auditsign.Settings{DataDir: dir, Every: 3, Interval: time.Hour, Out: &out}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubText, err := os.ReadFile(auditsign.PublicKeyPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := auditsign.ParsePublicKey(string(pubText))
+	if err != nil || !pub.Equal(c.PublicKey()) {
+		t.Fatalf("published key %q: %v", pubText, err)
+	}
+	for i := 1; i <= 7; i++ {
+		rec := []domain.AuditRecord{{Time: time.Now(), Subject: "s", Decision: domain.AuditAllow, Status: 200}}
+		if err := st.AppendAudit(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		c.Observe(rec[0].Seq, rec[0].Hash)
+	}
+	closeSigner()
+	stored, err := st.Checkpoints(context.Background(), 0, 100)
+	if err != nil || len(stored) < 2 || stored[len(stored)-1].Seq != 7 {
+		t.Fatalf("checkpoints = %+v, %v; want several, the last at 7 (Close)", stored, err)
+	}
+	logged, err := auditjson.ReadCheckpoints(&out)
+	if err != nil || len(logged) != len(stored) {
+		t.Fatalf("log lines hold %d checkpoints (%v), want %d:\n%s", len(logged), err, len(stored), out.String())
+	}
+	for i := range stored {
+		if logged[i] != stored[i] {
+			t.Errorf("logged %+v, stored %+v", logged[i], stored[i])
+		}
+	}
+	valid, breaks := domain.VerifyCheckpoints(stored, app.KeySet(c.PublicKey()), "", true)
+	if len(breaks) > 0 || len(valid) != len(stored) {
+		t.Errorf("checkpoints do not verify: %+v", breaks)
+	}
+	other, _, _ := ed25519.GenerateKey(nil)
+	if _, breaks := domain.VerifyCheckpoints(stored, app.KeySet(other), "", true); len(breaks) != len(stored) {
+		t.Errorf("under another key: %d breaks, want every checkpoint invalid (%d)", len(breaks), len(stored))
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/auditsign"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/adapters/store/sqlite/sqlitetest"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// auditFixture writes 12 records to a new SQLite database in dir with
+// signed checkpoints (every 5 records and at the end), and returns the
+// database path, the public key file and the checkpoint log lines.
+func auditFixture(t *testing.T, dir string) (db, pub string, logLines []byte) {
+	t.Helper()
+	db = filepath.Join(dir, "agentauth.db")
+	st, closeStore, err := sqlite.Open(sqlite.Path(db), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	signer, closeSigner, err := auditsign.New(st, auditsign.Settings{DataDir: dir, Every: 5, Interval: time.Hour, Out: &out}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		rec := []domain.AuditRecord{{Time: time.Now(), RequestID: "r" + string(rune('a'+i)), Subject: "uma", Method: "GET",
+			Path: "/api/v2/sessions", Decision: domain.AuditAllow, Reason: "role USER grants sessions:read", Status: 200}}
+		if err := st.AppendAudit(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		signer.Observe(rec[0].Seq, rec[0].Hash)
+	}
+	closeSigner() // the last checkpoint, at 12
+	closeStore()
+	return db, auditsign.PublicKeyPath(dir), out.Bytes()
+}
+
+func runCLI(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, map[string]string{}, &stdout, &stderr)
+	return code, stdout.String() + stderr.String()
+}
+
+// TestAuditVerifyCommandNamesTampering: `agentauth audit verify` on the
+// database names each kind of tampering and exits 1; an intact log exits 0.
+func TestAuditVerifyCommandNamesTampering(t *testing.T) {
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, db string)
+		want   []string // kinds in the output; none: OK
+	}{
+		{"untouched", func(*testing.T, string) {}, nil},
+		{"edited record", func(t *testing.T, db string) { sqlitetest.EditRecord(t, db, 3) }, []string{"edited", "seq 3 "}},
+		{"deleted record", func(t *testing.T, db string) { sqlitetest.DeleteRecords(t, db, 4, 5) }, []string{"deleted", "seq 4-5"}},
+		{"truncated tail", func(t *testing.T, db string) { sqlitetest.DeleteRecords(t, db, 9, 12) }, []string{"truncated", "seq 9-12"}},
+		{"tail rewritten with recomputed hashes", func(t *testing.T, db string) { sqlitetest.RewriteTail(t, db, 7) }, []string{"rewritten", "seq 12"}},
+		{"checkpoint forged", func(t *testing.T, db string) { sqlitetest.ForgeCheckpoint(t, db) }, []string{"checkpoint_invalid"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db, pub, _ := auditFixture(t, t.TempDir())
+			tt.tamper(t, db)
+			code, out := runCLI(t, "audit", "verify", "--db", db, "--public-key", pub)
+			if tt.want == nil {
+				if code != 0 || !strings.Contains(out, "OK: the chain holds") || !strings.Contains(out, "records checked: 12") {
+					t.Errorf("exit %d, output:\n%s\nwant 0 and OK over 12 records", code, out)
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(out, "BROKEN") {
+				t.Errorf("exit %d, output:\n%s\nwant 1 and BROKEN", code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestAuditVerifyCommandUsesCheckpointCopies: an attacker who truncates
+// the records and deletes the checkpoints in the database too is caught by
+// the checkpoints the log shipper kept (the service's log lines), and an
+// NDJSON export verifies against them as the database does.
+func TestAuditVerifyCommandUsesCheckpointCopies(t *testing.T) {
+	dir := t.TempDir()
+	db, pub, logLines := auditFixture(t, dir)
+	logFile := filepath.Join(dir, "service.log")
+	// The shipped log holds other lines too.
+	if err := os.WriteFile(logFile, append([]byte("{\"level\":\"info\",\"msg\":\"request\"}\nnot json\n"), logLines...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exportFile := filepath.Join(dir, "export.ndjson")
+	st, closeStore, err := sqlite.OpenReadOnly(sqlite.Path(db), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.AuditChain(context.Background(), 0, 100)
+	closeStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	for _, r := range recs[:10] { // an export missing the last two records
+		if err := json.NewEncoder(&export).Encode(auditjson.FromRecord(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(exportFile, export.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	sqlitetest.DeleteRecords(t, db, 9, 12)
+	sqlitetest.DeleteCheckpoints(t, db, 9)
+	if code, out := runCLI(t, "audit", "verify", "--db", db, "--public-key", pub); code != 0 {
+		t.Fatalf("with the database's checkpoints alone the truncation cannot show; exit %d:\n%s", code, out)
+	}
+	code, out := runCLI(t, "audit", "verify", "--db", db, "--checkpoints", logFile, "--public-key", pub)
+	if code != 1 || !strings.Contains(out, "truncated") {
+		t.Errorf("with the log's checkpoints: exit %d, want 1 naming the truncation:\n%s", code, out)
+	}
+	code, out = runCLI(t, "audit", "verify", "--export", exportFile, "--checkpoints", logFile, "--public-key", pub)
+	if code != 1 || !strings.Contains(out, "truncated") || !strings.Contains(out, "seq 11-12") {
+		t.Errorf("export with the log's checkpoints: exit %d, want 1 naming records 11-12 truncated:\n%s", code, out)
+	}
+	if code, out := runCLI(t, "audit", "verify", "--db", db, "--checkpoints", logFile); code != exitUsage {
+		t.Errorf("without a public key: exit %d, want %d:\n%s", code, exitUsage, out)
+	}
+}
+
+// TestAuditPublicKeyCommand prints the key checkpoints verify under.
+func TestAuditPublicKeyCommand(t *testing.T) {
+	dir := t.TempDir()
+	_, pubFile, _ := auditFixture(t, dir)
+	want, err := os.ReadFile(pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := runCLI(t, "audit", "public-key", "--data-dir", dir)
+	if code != 0 || !strings.HasPrefix(out, string(want)) {
+		t.Errorf("exit %d, output %q; want the published key %q", code, out, want)
+	}
+	if code, out := runCLI(t, "audit", "public-key", "--data-dir", t.TempDir()); code != exitFailure || !strings.Contains(out, "no signing key") {
+		t.Errorf("without a key: exit %d, %q", code, out)
+	}
+}
