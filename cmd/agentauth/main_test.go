@@ -480,3 +480,32 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestDataFolderIsTightenedTo0700: a data folder that already exists with
+// a mode others can read (0755, as mkdir leaves it) is restricted to its
+// owner at start, and the log says so: it holds the database and the key.
+func TestDataFolderIsTightenedTo0700(t *testing.T) {
+	for _, mode := range []os.FileMode{0o755, 0o750, 0o777} {
+		t.Run(fmt.Sprintf("%04o", mode), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, mode); err != nil {
+				t.Fatal(err)
+			}
+			p := start(t, baseEnv(dir), "serve")
+			stop(t, p)
+			info, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.Mode().Perm(); got != 0o700 {
+				t.Errorf("data folder mode %04o, want 0700", got)
+			}
+			if logs := p.Stderr(); !strings.Contains(logs, "restricted the data folder to its owner") || !strings.Contains(logs, dir) {
+				t.Errorf("the log does not say the folder was tightened:\n%s", logs)
+			}
+		})
+	}
+}
