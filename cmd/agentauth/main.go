@@ -22,6 +22,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/internal/buildinfo"
+	"github.com/agentauth/agentauth/internal/datadir"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -156,6 +157,10 @@ func serve(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	}
 	defer flush()
 
+	if err := datadir.Secure(cfg.DataDir, log); err != nil {
+		log.Error("cannot start", zap.Error(err))
+		return exitFailure
+	}
 	srv, cleanup, err := inject(cfg, log)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
