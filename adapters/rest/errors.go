@@ -126,6 +126,11 @@ func codeFor(status int) string {
 // handleError is Fiber's ErrorHandler: it writes the error body.
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	p := classify(err)
+	st := stateOf(c)
+	st.reason = p.detail.ReasonCode
+	if st.reason == "" {
+		st.reason = p.detail.Code
+	}
 	if p.status == fiber.StatusInternalServerError {
 		s.log.Error("request failed", zap.String("request_id", requestID(c)), zap.Error(err))
 	}
@@ -134,13 +139,21 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	if p.status == fiber.StatusUnauthorized {
 		if errors.Is(err, errMissingCredential) {
+			st.reason = reasonCredentialMissing
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth"`)
 		} else {
+			st.reason = reasonCredentialInvalid
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`)
 		}
 	}
 	return c.Status(p.status).JSON(errorBody{Error: p.detail, RequestID: requestID(c)})
 }
+
+// Reason codes of the two 401s in the access log.
+const (
+	reasonCredentialMissing = "credential_missing"
+	reasonCredentialInvalid = "credential_invalid"
+)
 
 // unavailableMessage is a 503 whose message is written for clients.
 type unavailableMessage string

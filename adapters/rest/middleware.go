@@ -53,6 +53,9 @@ type reqState struct {
 	public bool
 	// refused: the request was answered, but what it asked for was refused.
 	refused bool
+	// reason is the code of an error answer, for the access log (a
+	// constant: reason_code of a 403, else the error code).
+	reason string
 }
 
 type stateKey struct{}
@@ -71,6 +74,29 @@ func requestID(c *fiber.Ctx) string { return stateOf(c).id }
 // principalOf returns the authenticated caller.
 func principalOf(c *fiber.Ctx) domain.Principal { return stateOf(c).principal }
 
+// Incoming request ids: a caller's X-Request-ID is kept (and echoed) when it
+// has 1 to maxRequestIDLen characters of A-Z, a-z, 0-9, '.', '_' and '-', so
+// logs and audit records correlate with the caller's and a proxy's; any
+// other value is replaced, so that no header can inject into a log line.
+const maxRequestIDLen = 64
+
+var headerRequestID = []byte(HeaderRequestID)
+
+// incomingRequestID returns the caller's well-formed X-Request-ID, copied
+// (the header's bytes are reused for the next request), or "".
+func incomingRequestID(c *fiber.Ctx) string {
+	v := c.Request().Header.PeekBytes(headerRequestID)
+	if len(v) == 0 || len(v) > maxRequestIDLen {
+		return ""
+	}
+	for _, b := range v {
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
+			return ""
+		}
+	}
+	return string(v)
+}
+
 func newRequestID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never fails on supported platforms
@@ -81,7 +107,11 @@ func newRequestID() string {
 // responses.
 func (s *Server) withRequestID(c *fiber.Ctx) error {
 	st := statePool.Get().(*reqState)
-	*st = reqState{id: newRequestID(), client: s.clientAddress(c)}
+	id := incomingRequestID(c)
+	if id == "" {
+		id = newRequestID()
+	}
+	*st = reqState{id: id, client: s.clientAddress(c)}
 	c.Locals(stateKey{}, st)
 	c.Set(HeaderRequestID, st.id)
 	// Every answer may hold one caller's data or an error about it: no
@@ -109,7 +139,12 @@ func (s *Server) withRequestID(c *fiber.Ctx) error {
 	return nil
 }
 
-// accessLog writes one line per request. It logs no header or cookie value.
+// maxUserAgentLog bounds the user agent in the access log.
+const maxUserAgentLog = 256
+
+// accessLog writes one line per request: the reason code of an error
+// answer, the client address (behind trusted proxies) and the user agent
+// (truncated) included. It logs no credential, cookie or other header.
 func (s *Server) accessLog(c *fiber.Ctx) error {
 	start := time.Now()
 	err := c.Next()
@@ -120,6 +155,12 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 	}
 	st := stateOf(c)
 	s.metrics.observe(c, st, start)
+	// The user agent points into the request's buffer; zap encodes it
+	// before this returns, so it is neither copied nor kept.
+	ua := c.Get(fiber.HeaderUserAgent)
+	if len(ua) > maxUserAgentLog {
+		ua = ua[:maxUserAgentLog]
+	}
 	s.log.Info("request",
 		zap.String("request_id", st.id),
 		zap.String("method", c.Method()),
@@ -128,6 +169,8 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 		zap.Duration("latency", time.Since(start)),
 		zap.String("subject", st.principal.Subject),
 		zap.Stringer("client", st.client),
+		zap.String("user_agent", ua),
+		zap.String("reason", st.reason),
 	)
 	return nil
 }

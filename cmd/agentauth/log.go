@@ -20,6 +20,7 @@ func newLogger(level string, w io.Writer) (*zap.Logger, func(), error) {
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeDuration = zapcore.StringDurationEncoder // "in":"2s", not "in":2
 	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 256 << 10, FlushInterval: time.Second}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), ws, lvl)
 	log := zap.New(core, zap.AddCaller(), zap.ErrorOutput(zapcore.AddSync(w)))
