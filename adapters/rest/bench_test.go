@@ -2,9 +2,11 @@ package rest_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
@@ -19,7 +21,7 @@ import (
 
 // benchServer serves on an in-memory listener, so the figures are the
 // server's own cost without the kernel's loopback.
-func benchServer(b *testing.B) *fasthttp.Client {
+func benchServer(b *testing.B) (*fasthttp.Client, *sqlite.Store) {
 	b.Helper()
 	log := zap.NewNop()
 	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(b.TempDir(), "bench.db")), log)
@@ -35,11 +37,18 @@ func benchServer(b *testing.B) *fasthttp.Client {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	b.Cleanup(func() { cancel(); <-done; closeAudit(); closeStore() })
-	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConnsPerHost: 1024}
+	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConnsPerHost: 1024}, store
 }
 
-func benchGet(b *testing.B, path, key string) {
-	client := benchServer(b)
+func benchGet(b *testing.B, path, key string, sessions int) {
+	client, store := benchServer(b)
+	for i := range sessions {
+		s := domain.Session{ID: fmt.Sprintf("sess_%02d", i), Owner: "admin", Title: "bench", Mode: domain.ModeAuto,
+			State: domain.SessionActive, CreatedAt: time.Now().UTC()}
+		if err := store.CreateSession(context.Background(), s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ReportAllocs()
 	b.SetParallelism(32) // 64 concurrent requests on 2 cores, as the load run
 	b.ResetTimer()
@@ -58,6 +67,7 @@ func benchGet(b *testing.B, path, key string) {
 	})
 }
 
-func BenchmarkHealth(b *testing.B)       { benchGet(b, "/health", "") }
-func BenchmarkMe(b *testing.B)           { benchGet(b, "/api/v2/me", keyAdmin) }
-func BenchmarkListSessions(b *testing.B) { benchGet(b, "/api/v2/sessions", keyAdmin) }
+func BenchmarkHealth(b *testing.B)         { benchGet(b, "/health", "", 0) }
+func BenchmarkMe(b *testing.B)             { benchGet(b, "/api/v2/me", keyAdmin, 0) }
+func BenchmarkListSessions(b *testing.B)   { benchGet(b, "/api/v2/sessions", keyAdmin, 0) }
+func BenchmarkListSessions20(b *testing.B) { benchGet(b, "/api/v2/sessions", keyAdmin, 20) }

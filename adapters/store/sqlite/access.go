@@ -93,7 +93,7 @@ func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]doma
 }
 
 func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
-	rows, err := s.read.QueryContext(ctx, query, args...)
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: query projects: %w", err)
 	}
@@ -123,7 +123,7 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 	for _, p := range out {
 		ids = append(ids, p.ID)
 	}
-	mrows, err := s.read.QueryContext(ctx, `SELECT project, subject, lead FROM project_members WHERE project IN (?`+
+	mrows, err := s.queryRows(ctx, `SELECT project, subject, lead FROM project_members WHERE project IN (?`+
 		strings.Repeat(",?", len(ids)-1)+`) ORDER BY project, subject`, ids...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: query project members: %w", err)
@@ -185,7 +185,7 @@ func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
 
 // ListServers returns servers ordered by name.
 func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT name, url, created_at FROM servers ORDER BY name`)
+	rows, err := s.queryRows(ctx, `SELECT name, url, created_at FROM servers ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list servers: %w", err)
 	}
@@ -252,7 +252,7 @@ func scanTool(row scanner) (domain.Tool, error) {
 // stored before names were canonical too; of two spellings, the one that
 // is not read-only, so a readonly session never runs a writing tool.
 func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
-	t, err := scanTool(s.read.QueryRowContext(ctx, `SELECT `+toolColumns+` FROM tools WHERE lower(name) = lower(?) ORDER BY read_only LIMIT 1`, name))
+	t, err := scanTool(s.queryRow(ctx, `SELECT `+toolColumns+` FROM tools WHERE lower(name) = lower(?) ORDER BY read_only LIMIT 1`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Tool{}, fmt.Errorf("tool %s: %w", name, domain.ErrNotFound)
 	}
@@ -264,7 +264,7 @@ func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
 
 // ListTools returns tools ordered by name.
 func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+toolColumns+` FROM tools ORDER BY name`)
+	rows, err := s.queryRows(ctx, `SELECT `+toolColumns+` FROM tools ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tools: %w", err)
 	}
@@ -295,7 +295,7 @@ func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 
 // ListPolicies returns every rule, oldest first.
 func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies ORDER BY created_at, id`)
+	rows, err := s.queryRows(ctx, `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list policies: %w", err)
 	}
@@ -319,7 +319,7 @@ func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
 // PolicyVersion reads the counter the policies triggers move.
 func (s *Store) PolicyVersion(ctx context.Context) (int64, error) {
 	var v int64
-	if err := s.read.QueryRowContext(ctx, `SELECT version FROM policy_version WHERE id = 1`).Scan(&v); err != nil {
+	if err := s.queryRow(ctx, `SELECT version FROM policy_version WHERE id = 1`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("sqlite: read policy version: %w", err)
 	}
 	return v, nil
@@ -376,7 +376,7 @@ func scanAgent(row scanner) (domain.Agent, error) {
 
 // GetAgent reads one agent.
 func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
-	a, err := scanAgent(s.read.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
+	a, err := scanAgent(s.queryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Agent{}, fmt.Errorf("agent %s: %w", id, domain.ErrNotFound)
 	}
@@ -388,7 +388,7 @@ func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
 
 // ListAgents returns a session's agents, oldest first.
 func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE session = ? ORDER BY created_at, id`, session)
+	rows, err := s.queryRows(ctx, `SELECT `+agentColumns+` FROM agents WHERE session = ? ORDER BY created_at, id`, session)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
@@ -437,7 +437,7 @@ func scanToolCall(row scanner) (domain.ToolCall, error) {
 
 // GetToolCall reads one tool call.
 func (s *Store) GetToolCall(ctx context.Context, id string) (domain.ToolCall, error) {
-	c, err := scanToolCall(s.read.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
+	c, err := scanToolCall(s.queryRow(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.ToolCall{}, fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
 	}
@@ -463,7 +463,7 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC`+limitClause(f.Limit), args...)
+	rows, err := s.queryRows(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limitArg(f.Limit))...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
 	}

@@ -68,7 +68,7 @@ func (s *Store) GetLoginSession(ctx context.Context, idHash string) (ports.Login
 		roles                                                 string
 		accessExp, refreshExp, createdAt, lastSeen, expiresAt int64
 	)
-	err := s.read.QueryRowContext(ctx, `SELECT id_hash, version, subject, username, roles, access_token, refresh_token, id_token,
+	err := s.queryRow(ctx, `SELECT id_hash, version, subject, username, roles, access_token, refresh_token, id_token,
 		access_expiry, refresh_expiry, created_at, last_seen, expires_at FROM login_sessions WHERE id_hash = ?`, idHash).
 		Scan(&ls.IDHash, &ls.Version, &ls.Tokens.Subject, &ls.Tokens.Username, &roles, &ls.Tokens.AccessToken,
 			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt)

@@ -27,7 +27,7 @@ const sessionColumns = `id, owner, project, title, mode, state, created_at`
 
 // GetSession reads one session.
 func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, error) {
-	row := s.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id)
+	row := s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id)
 	sess, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Session{}, fmt.Errorf("session %s: %w", id, domain.ErrNotFound)
@@ -54,7 +54,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " OR ")
 	}
-	rows, err := s.read.QueryContext(ctx, query+` ORDER BY created_at DESC, id DESC`+limitClause(f.Limit), args...)
+	rows, err := s.queryRows(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limitArg(f.Limit))...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}

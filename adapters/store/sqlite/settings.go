@@ -12,7 +12,7 @@ import (
 // GetSettings returns the saved settings, or the defaults.
 func (s *Store) GetSettings(ctx context.Context) (domain.Settings, error) {
 	var body string
-	err := s.read.QueryRowContext(ctx, `SELECT body FROM settings WHERE id = 1`).Scan(&body)
+	err := s.queryRow(ctx, `SELECT body FROM settings WHERE id = 1`).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.DefaultSettings(), nil
 	}

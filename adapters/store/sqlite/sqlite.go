@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/wire"
 	"go.uber.org/zap"
@@ -41,6 +43,10 @@ type Store struct {
 	log   *zap.Logger
 	// The audit INSERTs, prepared once (audit.go).
 	auditChunk, auditOne *sql.Stmt
+	// stmts holds the read pool's prepared statements by query text
+	// (database/sql prepares each once per connection and keeps it).
+	stmts     sync.Map // string → *sql.Stmt
+	stmtCount atomic.Int32
 }
 
 var (
@@ -133,6 +139,63 @@ func OpenReadOnly(path Path, log *zap.Logger) (*Store, func(), error) {
 // limitClause renders a LIMIT as a literal: SQLite re-prepares a statement
 // whose LIMIT is a bound parameter on every run (the value may change the
 // plan), which cost a third of a small query here. n <= 0 means no limit.
+// maxStmts bounds the prepared statements: query texts are fixed or vary
+// only with the number of projects in a filter, so this is never reached
+// in practice, and past it a query simply runs unprepared.
+const maxStmts = 256
+
+// prepared returns the prepared read statement of query, or nil when it
+// cannot be prepared (the caller then runs it directly, which reports the
+// error).
+func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	if s.stmtCount.Load() >= maxStmts {
+		return nil
+	}
+	st, err := s.read.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt)
+	}
+	s.stmtCount.Add(1)
+	return st
+}
+
+// queryRow runs a read of one row through its prepared statement.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.prepared(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.read.QueryRowContext(ctx, query, args...)
+}
+
+// queryRows runs a read through its prepared statement.
+func (s *Store) queryRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.prepared(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.read.QueryContext(ctx, query, args...)
+}
+
+// noLimit is the bound LIMIT that means none (SQLite: any negative value).
+// With prepared statements a bound LIMIT costs the same as a literal one
+// (modernc v1.62.0: 47.9 vs 46.9 µs for 20 sessions), and one statement
+// serves every limit.
+func limitArg(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// limitClause renders a LIMIT as a literal (the audit queries' form; with
+// the driver of before, modernc v1.40.1, a bound LIMIT cost a third of a
+// small query, which no longer holds: see limitArg). n <= 0 means no limit.
 func limitClause(n int) string {
 	if n <= 0 {
 		return ""
@@ -141,6 +204,10 @@ func limitClause(n int) string {
 }
 
 func (s *Store) close() {
+	s.stmts.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
 	if err := errors.Join(s.read.Close(), s.write.Close()); err != nil {
 		s.log.Error("close database", zap.Error(err))
 	}
