@@ -553,3 +553,14 @@ func TestToolNamesAreCaseInsensitiveEverywhere(t *testing.T) {
 		t.Errorf("FS.READ: got %s, want allow (fs.read, read-only, allowed)", d)
 	}
 }
+
+// TestDuplicateJSONKeysRefusedAtAnyDepth: a member object naming "subject"
+// twice is refused like a duplicate at the top (see
+// TestDuplicateJSONKeysAreRefused).
+func TestDuplicateJSONKeysRefusedAtAnyDepth(t *testing.T) {
+	h := axNew(t)
+	r := h.do(t, "lea", "POST", "/api/v2/projects", `{"name":"P","members":[{"subject":"uma","subject":"adm"}]}`)
+	if e := r.errorOf(t); r.status != 400 || !strings.Contains(e.Message, `duplicate key "subject"`) {
+		t.Errorf("got %d %+v, want 400 naming the duplicate key subject", r.status, e)
+	}
+}
