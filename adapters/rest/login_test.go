@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,12 @@ type oidcHarness struct {
 // store and a mocked identity provider.
 func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
 	t.Helper()
+	return startOIDCBehind(t, redirect, cfg, nil)
+}
+
+// startOIDCBehind is startOIDC with trusted proxies (rest.Config.TrustedProxies).
+func startOIDCBehind(t *testing.T, redirect string, cfg app.LoginConfig, proxies []netip.Prefix) oidcHarness {
+	t.Helper()
 	log := zap.NewNop()
 	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
 	if err != nil {
@@ -76,7 +83,7 @@ func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
 	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
 	ready := rest.ReadyChecks{{Name: "database", Probe: store.Ping}, {Name: "audit_log", Probe: audit.Ready}}
-	srv := rest.New(rest.Config{Login: login, Ready: ready}, authn, authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{Login: login, Ready: ready, TrustedProxies: proxies}, authn, authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -317,6 +324,32 @@ func TestSecureCookieOffLoopback(t *testing.T) {
 				t.Errorf("got %d Set-Cookie %q, want Secure=%v", resp.StatusCode, sc, tt.secure)
 			}
 		})
+	}
+}
+
+// TestLoginLimitsPerClientBehindAProxy: behind a trusted proxy every
+// request comes from the proxy's address; the limits count the client that
+// X-Forwarded-For names, so a stranger's failed guesses lock out neither
+// the user at another address nor everyone behind the proxy.
+func TestLoginLimitsPerClientBehindAProxy(t *testing.T) {
+	h := startOIDCBehind(t, "http://127.0.0.1:1/auth/callback", testLoginCfg, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "bad").Return(ports.TokenSet{}, fmt.Errorf("no: %w", domain.ErrUnauthenticated)).Times(testLoginCfg.LoginFailures)
+	h.idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "pw").Return(tokensFor(domain.RoleUser), nil).Times(1)
+	login := func(from, password string) int {
+		resp, _ := send(t, client(nil), http.MethodPost, h.url+"/auth/login",
+			map[string]string{"Content-Type": "application/json", "X-Forwarded-For": from}, `{"username":"alice","password":"`+password+`"}`)
+		return resp.StatusCode
+	}
+	for i := range testLoginCfg.LoginFailures {
+		if got := login("203.0.113.66", "bad"); got != http.StatusUnauthorized {
+			t.Fatalf("stranger's guess %d: got %d, want 401", i, got)
+		}
+	}
+	if got := login("203.0.113.66", "pw"); got != http.StatusTooManyRequests {
+		t.Errorf("the stranger's address after its failures: got %d, want 429", got)
+	}
+	if got := login("192.0.2.10", "pw"); got != http.StatusOK {
+		t.Errorf("alice at her own address behind the same proxy: got %d, want 200", got)
 	}
 }
 
