@@ -420,6 +420,7 @@ func TestDashboardScope(t *testing.T) {
 		{Seq: 3, Subject: "zed", Path: "/api/v2/sessions/s9"},            // another project's session
 		{Seq: 2, Subject: "zed", Path: "/api/v2/projects/p1/members"},    // about p1, by a stranger
 		{Seq: 1, Subject: "uma", Path: "/API/V2/SESSIONS/s1"},            // not spelt as the routes are
+		{Seq: 0, Subject: "uma", Path: "/api/v2/sessions/s2?limit=5"},    // with a query
 	}
 	t.Run("lead sees its projects", func(t *testing.T) {
 		f := newFixture(t)
@@ -428,7 +429,7 @@ func TestDashboardScope(t *testing.T) {
 			{ID: "s1", Owner: "uma", State: domain.SessionActive}, {ID: "s2", Owner: "uma", State: domain.SessionClosed}}, nil)
 		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
 		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), lea)
-		if err != nil || v.SessionsTotal != 2 || v.ByOwner["uma"] != 2 || v.ByState[domain.SessionClosed] != 1 || len(v.RecentDenials) != 2 || v.RecentDenials[0].Seq != 5 || v.RecentDenials[1].Seq != 2 {
+		if err != nil || v.SessionsTotal != 2 || v.ByOwner["uma"] != 2 || v.ByState[domain.SessionClosed] != 1 || len(v.RecentDenials) != 3 || v.RecentDenials[0].Seq != 5 || v.RecentDenials[1].Seq != 2 || v.RecentDenials[2].Seq != 0 {
 			t.Errorf("got %+v, %v", v, err)
 		}
 	})

@@ -95,6 +95,7 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 // /api/v2/sessions/{id}…, spelt exactly as the routes are (a path spelt
 // otherwise is not shown: failing closed).
 func concerns(path string, projects []string, sessions map[string]bool) bool {
+	path, _, _ = strings.Cut(path, "?") // the record keeps the query too
 	rest, ok := strings.CutPrefix(path, "/api/v2/")
 	if !ok {
 		return false

@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agentauth/agentauth/ports"
 )
 
 // TestClientAddressBehindTrustedProxies: X-Forwarded-For names the client
@@ -64,6 +67,19 @@ func TestClientAddressBehindTrustedProxies(t *testing.T) {
 			}
 			if len(got) != 1 || got[0] != tt.want {
 				t.Errorf("access log client = %q, want [%q]", got, tt.want)
+			}
+			recs, err := h.store.QueryAudit(context.Background(), ports.AuditQuery{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var audited []string
+			for _, r := range recs {
+				if r.RequestID == id {
+					audited = append(audited, r.Client)
+				}
+			}
+			if len(audited) != 1 || audited[0] != tt.want {
+				t.Errorf("audit record client = %q, want [%q]", audited, tt.want)
 			}
 		})
 	}
