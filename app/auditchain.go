@@ -67,7 +67,7 @@ func (a *Audit) VerifyStep(ctx context.Context, req VerifyRequest) (VerifyStep, 
 		limit = MaxVerifyRecords
 	}
 	var (
-		start   = domain.Genesis
+		start   = a.chainStart()
 		last    domain.AuditCheckpoint
 		hasLast bool
 		latest  []domain.AuditCheckpoint // the latest checkpoint, when valid: a truncation shows against it
@@ -152,6 +152,15 @@ func (a *Audit) VerifyStep(ctx context.Context, req VerifyRequest) (VerifyStep, 
 	}
 	step.ChainReport = v.Finish(atHead)
 	return step, nil
+}
+
+// chainStart is where the chain kept begins: the first record, or the
+// record after the retention cut of a store that removed older ones.
+func (a *Audit) chainStart() domain.ChainStart {
+	if s, ok := a.store.(ports.AuditChainStarter); ok {
+		return s.ChainStart()
+	}
+	return domain.Genesis
 }
 
 // VerifyAll checks a whole chain offline: every record each emits (in

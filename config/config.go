@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,37 @@ type Audit struct {
 	// that many records or that long, whichever comes first.
 	CheckpointEvery    int64         `yaml:"checkpointEvery" env:"SERVICE_AUDIT_CHECKPOINT_EVERY"`
 	CheckpointInterval time.Duration `yaml:"checkpointInterval" env:"SERVICE_AUDIT_CHECKPOINT_INTERVAL"`
+	// Retention: how long records are kept ("90d", "2160h"; "off" or
+	// empty: for ever). See RetentionPeriod.
+	Retention string `yaml:"retention" env:"SERVICE_AUDIT_RETENTION"`
+	// Archive: records past retention go to compressed NDJSON archives
+	// first (true) or are dropped (false).
+	Archive bool `yaml:"archive" env:"SERVICE_AUDIT_ARCHIVE"`
+}
+
+// RetentionPeriod parses Retention: whole days ("90d") or a Go duration,
+// at least a day; 0 when off.
+func (a Audit) RetentionPeriod() (time.Duration, error) {
+	v := strings.TrimSpace(a.Retention)
+	if v == "" || v == "off" {
+		return 0, nil
+	}
+	var (
+		d   time.Duration
+		err error
+	)
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		var n int
+		if n, err = strconv.Atoi(days); err == nil {
+			d = time.Duration(n) * 24 * time.Hour
+		}
+	} else {
+		d, err = time.ParseDuration(v)
+	}
+	if err != nil || d < 24*time.Hour {
+		return 0, fmt.Errorf("%q is not off or a period of at least one day such as 90d", a.Retention)
+	}
+	return d, nil
 }
 
 // Server is the HTTP listener.
@@ -97,7 +129,7 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
-		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute},
+		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true},
 	}
 }
 
@@ -183,6 +215,9 @@ func (c Config) Validate() error {
 	}
 	if c.Audit.CheckpointInterval < time.Second {
 		bad("audit.checkpointInterval / SERVICE_AUDIT_CHECKPOINT_INTERVAL: %v must be at least 1s", c.Audit.CheckpointInterval)
+	}
+	if _, err := c.Audit.RetentionPeriod(); err != nil {
+		bad("audit.retention / SERVICE_AUDIT_RETENTION / --audit-retention: %v", err)
 	}
 	if c.DataDir == "" {
 		bad("dataDir / SERVICE_DATA_DIR / --data-dir: must not be empty")

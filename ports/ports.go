@@ -115,6 +115,13 @@ type AuditObserver interface {
 	Observe(seq int64, hash string)
 }
 
+// AuditChainStarter is implemented by an audit store whose oldest records
+// retention removed: the chain it keeps starts after a signed checkpoint,
+// and verification starts there instead of at the first record.
+type AuditChainStarter interface {
+	ChainStart() domain.ChainStart
+}
+
 // AuditLog records access decisions. Record returns only once the record is
 // durable, so a response sent after it is never missing from the log.
 type AuditLog interface {

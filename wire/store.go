@@ -99,7 +99,14 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	}
 	// The audit chain's durable copy is an append-only log in the data
 	// folder; the SQLite store is its index for queries.
-	audit, closeAudit, err := auditlog.OpenDurable(filepath.Join(cfg.DataDir, "audit"), st, log)
+	keep, err := cfg.Audit.RetentionPeriod()
+	if err != nil {
+		cleanup()
+		return Stores{}, nil, err
+	}
+	retention := auditlog.Retention{Keep: keep, Archive: cfg.Audit.Archive, ArchiveDir: filepath.Join(cfg.DataDir, "audit", "archive"),
+		Anchor: st.NewestCheckpointThrough}
+	audit, closeAudit, err := auditlog.OpenDurable(filepath.Join(cfg.DataDir, "audit"), st, retention, log)
 	if err != nil {
 		cleanup()
 		return Stores{}, nil, err

@@ -65,7 +65,7 @@ func BenchmarkRecordCPU(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			dur, closeLog, err := auditlog.OpenDurable(filepath.Join(dir, "audit"), st, zap.NewNop())
+			dur, closeLog, err := auditlog.OpenDurable(filepath.Join(dir, "audit"), st, auditlog.Retention{}, zap.NewNop())
 			if err != nil {
 				b.Fatal(err)
 			}

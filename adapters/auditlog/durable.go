@@ -29,6 +29,8 @@ type Index interface {
 	AuditIndexHead(ctx context.Context) (int64, string, error)
 	// ClearAuditIndex removes every indexed record, to rebuild it.
 	ClearAuditIndex(ctx context.Context) error
+	// DeleteAuditThrough removes the records up to seq (retention).
+	DeleteAuditThrough(ctx context.Context, seq int64) error
 	QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error)
 	AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error)
 }
@@ -52,7 +54,10 @@ type Durable struct {
 	wal   *wal.Log
 	index Index
 
-	mu       sync.Mutex // serialises appends
+	mu       sync.Mutex // serialises appends; guards cut
+	cut      Cut        // records up to cut.Seq were removed (retention)
+	retainMu sync.Mutex // one Retain at a time
+	retainWG sync.WaitGroup
 	seq      int64
 	hash     string
 	lastTime time.Time
@@ -76,20 +81,29 @@ type Durable struct {
 var _ ports.AuditStore = (*Durable)(nil)
 
 // OpenDurable opens the log in dir, brings the index up to date with it
-// (rebuilding it when it does not match) and starts the indexer. The
-// cleanup indexes what is pending and closes the log.
-func OpenDurable(dir string, index Index, log *zap.Logger) (*Durable, func(), error) {
+// (rebuilding it when it does not match) and starts the indexer, and the
+// retention when r.Keep is set. The cleanup indexes what is pending and
+// closes the log.
+func OpenDurable(dir string, index Index, r Retention, log *zap.Logger) (*Durable, func(), error) {
 	w, err := wal.Open(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	d := &Durable{log: log.Named("auditlog"), dir: dir, wal: w, index: index, hash: domain.GenesisHash,
 		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), advanced: make(chan struct{}), closing: make(chan struct{}), stopped: make(chan struct{})}
-	if err := d.recover(context.Background()); err != nil {
+	if err := errors.Join(d.loadCut(), d.recover(context.Background())); err != nil {
 		w.Close()
 		return nil, nil, err
 	}
 	go d.runIndexer()
+	if r.Keep > 0 {
+		if r.Anchor == nil {
+			w.Close()
+			return nil, nil, errors.New("auditlog: retention needs the signed checkpoints to cut at")
+		}
+		d.retainWG.Add(1)
+		go d.runRetention(r)
+	}
 	return d, d.Close, nil
 }
 
@@ -118,7 +132,7 @@ func (d *Durable) recover(ctx context.Context) error {
 	if iseq > d.seq {
 		return fmt.Errorf("auditlog: the index holds records up to %d but the log in %s ends at %d: log segments are missing; restore them from a backup", iseq, d.dir, d.seq)
 	}
-	if iseq > 0 && iseq >= int64(d.wal.First()) {
+	if iseq > d.cut.Seq && iseq >= int64(d.wal.First()) {
 		r, err := d.entry(iseq)
 		if err != nil {
 			return err
@@ -130,6 +144,13 @@ func (d *Durable) recover(ctx context.Context) error {
 			}
 			iseq = 0
 		}
+	}
+	// A cut whose removal a crash interrupted is finished first.
+	if d.cut.Seq > 0 {
+		if err := d.removeThrough(ctx, d.cut.Seq); err != nil {
+			return err
+		}
+		iseq = max(iseq, d.cut.Seq)
 	}
 	from := max(uint64(iseq)+1, d.wal.First())
 	batch := make([]domain.AuditRecord, 0, indexBatch)
@@ -411,6 +432,7 @@ func (d *Durable) Close() {
 	d.once.Do(func() {
 		close(d.closing)
 		<-d.stopped
+		d.retainWG.Wait()
 		if err := d.wal.Close(); err != nil {
 			d.log.Error("close audit log", zap.Error(err))
 		}

@@ -35,7 +35,7 @@ func (d dataDir) open(t *testing.T) (*sqlite.Store, *auditlog.Durable, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dur, closeLog, err := auditlog.OpenDurable(d.log(), st, zap.NewNop())
+	dur, closeLog, err := auditlog.OpenDurable(d.log(), st, auditlog.Retention{}, zap.NewNop())
 	if err != nil {
 		closeStore()
 		t.Fatalf("OpenDurable: %v", err)
@@ -204,7 +204,7 @@ func TestIndexAheadOfTheLogRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeStore()
-	_, _, err = auditlog.OpenDurable(d.log(), st, zap.NewNop())
+	_, _, err = auditlog.OpenDurable(d.log(), st, auditlog.Retention{}, zap.NewNop())
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("OpenDurable with the index ahead = %v, want an error naming missing log segments", err)
 	}
@@ -230,7 +230,7 @@ func TestSecondProcessCannotOpenTheLog(t *testing.T) {
 	d := dataDir(t.TempDir())
 	st, _, closeAll := d.open(t)
 	defer closeAll()
-	if _, _, err := auditlog.OpenDurable(d.log(), st, zap.NewNop()); err == nil {
+	if _, _, err := auditlog.OpenDurable(d.log(), st, auditlog.Retention{}, zap.NewNop()); err == nil {
 		t.Error("a second OpenDurable on the same folder succeeded")
 	} else if !errors.Is(err, wal.ErrLocked) {
 		t.Errorf("second OpenDurable = %v, want the lock error", err)

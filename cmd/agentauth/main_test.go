@@ -314,7 +314,7 @@ func auditRecords(t *testing.T, dir string) map[string]domain.AuditRecord {
 		t.Fatal(err)
 	}
 	defer closeStore()
-	log, closeLog, err := auditlog.OpenDurable(filepath.Join(dir, "audit"), store, zap.NewNop())
+	log, closeLog, err := auditlog.OpenDurable(filepath.Join(dir, "audit"), store, auditlog.Retention{}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,20 @@ func (s *Store) AuditIndexHead(ctx context.Context) (int64, string, error) {
 	return seq, hash, nil
 }
 
+// DeleteAuditThrough deletes the audit rows up to seq (retention), a
+// bounded number per transaction so that appends are never held up long.
+func (s *Store) DeleteAuditThrough(ctx context.Context, seq int64) error {
+	for {
+		res, err := s.write.ExecContext(ctx, `DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE seq <= ? ORDER BY seq LIMIT 10000)`, seq)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete audit records: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+	}
+}
+
 // ClearAuditIndex deletes every audit row, for a rebuild from the log.
 func (s *Store) ClearAuditIndex(ctx context.Context) error {
 	if _, err := s.write.ExecContext(ctx, `DELETE FROM audit`); err != nil {

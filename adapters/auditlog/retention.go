@@ -1,0 +1,253 @@
+package auditlog
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Retention moves records older than Keep out of the log and its index.
+type Retention struct {
+	// Keep is how long records are kept; 0 keeps them for ever.
+	Keep time.Duration
+	// Archive writes the records removed into gzip-compressed NDJSON files
+	// under ArchiveDir before removing them; false drops them (they were
+	// exported elsewhere).
+	Archive    bool
+	ArchiveDir string
+	// Anchor returns the newest signed checkpoint covering at most record
+	// seq (ok false when there is none). The cut is made there, so the
+	// kept chain starts right after a signed checkpoint and verifies from
+	// it; records between it and seq wait for the next checkpoint.
+	Anchor func(ctx context.Context, seq int64) (cp domain.AuditCheckpoint, ok bool, err error)
+}
+
+// Cut is where the kept chain starts: every record up to Seq was removed,
+// and Hash is record Seq's hash (the next record's prev_hash).
+type Cut struct {
+	Seq  int64  `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// cutFile holds the Cut in the log's folder.
+const cutFile = "CUT"
+
+// ChainStart is where verification of the records kept begins: the first
+// record, or the record after the retention cut.
+func (d *Durable) ChainStart() domain.ChainStart {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cut.Seq == 0 {
+		return domain.Genesis
+	}
+	return domain.ChainStart{Next: d.cut.Seq + 1, Prev: d.cut.Hash}
+}
+
+func (d *Durable) loadCut() error {
+	b, err := os.ReadFile(filepath.Join(d.dir, cutFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &d.cut)
+	}
+	if err != nil {
+		return fmt.Errorf("auditlog: read the retention cut: %w", err)
+	}
+	return nil
+}
+
+// Retain removes every record older than now minus r.Keep, up to the
+// newest signed checkpoint among them, archiving them first when
+// r.Archive; it returns the new cut (unchanged when nothing was removed).
+// Appends go on meanwhile.
+func (d *Durable) Retain(ctx context.Context, r Retention, now time.Time) (Cut, error) {
+	d.retainMu.Lock()
+	defer d.retainMu.Unlock()
+	d.mu.Lock()
+	old := d.cut
+	d.mu.Unlock()
+	older, err := d.QueryAudit(ctx, ports.AuditQuery{Until: now.Add(-r.Keep), Limit: 1})
+	if err != nil || len(older) == 0 {
+		return old, err
+	}
+	cp, ok, err := r.Anchor(ctx, older[0].Seq)
+	if err != nil || !ok || cp.Seq <= old.Seq {
+		return old, err
+	}
+	at, err := d.entry(cp.Seq)
+	if err != nil {
+		return old, err
+	}
+	if at.Hash != cp.Hash {
+		return old, fmt.Errorf("auditlog: record %d does not have the hash its signed checkpoint holds; the log was altered, run agentauth audit verify", cp.Seq)
+	}
+	cut := Cut{Seq: cp.Seq, Hash: cp.Hash}
+	if r.Archive {
+		if err := d.archive(r.ArchiveDir, old.Seq+1, cut.Seq); err != nil {
+			return old, err
+		}
+	}
+	// The cut is durable before anything is removed: after a crash the
+	// removal is finished from it, and nothing below it is indexed again.
+	if err := writeFileSync(filepath.Join(d.dir, cutFile), mustJSON(cut)); err != nil {
+		return old, err
+	}
+	d.mu.Lock()
+	d.cut = cut
+	d.mu.Unlock()
+	if err := d.removeThrough(ctx, cut.Seq); err != nil {
+		return cut, err
+	}
+	d.log.Info("audit records past retention removed", zap.Int64("through_seq", cut.Seq), zap.Bool("archived", r.Archive))
+	return cut, nil
+}
+
+// removeThrough deletes records up to seq from the index and the log
+// segments that hold nothing newer.
+func (d *Durable) removeThrough(ctx context.Context, seq int64) error {
+	if err := d.index.DeleteAuditThrough(ctx, seq); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.wal.RemoveBefore(uint64(seq) + 1)
+}
+
+// archiveRecord is a record's line in an archive, the fields of the
+// NDJSON export.
+type archiveRecord struct {
+	Seq        int64         `json:"seq"`
+	Version    int           `json:"version"`
+	Time       time.Time     `json:"time"`
+	RequestID  string        `json:"request_id"`
+	Subject    string        `json:"subject"`
+	Roles      []domain.Role `json:"roles"`
+	AuthMethod string        `json:"auth_method"`
+	Method     string        `json:"method"`
+	Path       string        `json:"path"`
+	Client     string        `json:"client"`
+	Decision   string        `json:"decision"`
+	Reason     string        `json:"reason"`
+	Status     int           `json:"status"`
+	PrevHash   string        `json:"prev_hash"`
+	Hash       string        `json:"hash"`
+}
+
+// ArchiveName is the file records from..through are archived in.
+func ArchiveName(from, through int64) string {
+	return fmt.Sprintf("audit-%020d-%020d.ndjson.gz", from, through)
+}
+
+// archive writes records from..through, read from the log, to one gzip
+// NDJSON file (0600, in a 0700 folder), synced before it is named.
+func (d *Durable) archive(dir string, from, through int64) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("auditlog: archive folder: %w", err)
+	}
+	final := filepath.Join(dir, ArchiveName(from, through))
+	tmp := final + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("auditlog: archive: %w", err)
+	}
+	defer os.Remove(tmp) // gone after the rename
+	zw := gzip.NewWriter(f)
+	bw := bufio.NewWriterSize(zw, 1<<16)
+	enc := json.NewEncoder(bw)
+	stop := errors.New("done")
+	err = d.wal.Read(uint64(from), func(n uint64, data []byte) error {
+		if int64(n) > through {
+			return stop
+		}
+		r, err := decode(data)
+		if err != nil {
+			return fmt.Errorf("log entry %d: %w", n, err)
+		}
+		return enc.Encode(archiveRecord{Seq: r.Seq, Version: r.Version, Time: r.Time, RequestID: r.RequestID, Subject: r.Subject,
+			Roles: r.Roles, AuthMethod: string(r.AuthMethod), Method: r.Method, Path: r.Path, Client: r.Client,
+			Decision: string(r.Decision), Reason: r.Reason, Status: r.Status, PrevHash: r.PrevHash, Hash: r.Hash})
+	})
+	if errors.Is(err, stop) {
+		err = nil
+	}
+	err = errors.Join(err, bw.Flush(), zw.Close(), f.Sync(), f.Close())
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err == nil {
+		err = syncFolder(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("auditlog: archive records %d to %d: %w", from, through, err)
+	}
+	return nil
+}
+
+// runRetention applies r at start and every hour until Close.
+func (d *Durable) runRetention(r Retention) {
+	defer d.retainWG.Done()
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		if _, err := d.Retain(ctx, r, time.Now()); err != nil {
+			d.log.Error("audit retention failed; retrying in an hour", zap.Error(err))
+		}
+		cancel()
+		select {
+		case <-tick.C:
+		case <-d.closing:
+			return
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// writeFileSync replaces name with data durably (0600).
+func writeFileSync(name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("auditlog: write %s: %w", name, err)
+	}
+	_, err = f.Write(data)
+	if err = errors.Join(err, f.Sync(), f.Close()); err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err == nil {
+		err = syncFolder(filepath.Dir(name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("auditlog: write %s: %w", name, err)
+	}
+	return nil
+}
+
+func syncFolder(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
