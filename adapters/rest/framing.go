@@ -34,11 +34,13 @@ func checkFraming(h *fasthttp.RequestHeader) error {
 		} else {
 			raw = nil
 		}
-		key, value, ok := bytes.Cut(line, []byte{':'})
-		if !ok {
+		i := bytes.IndexByte(line, ':')
+		// Most lines are neither header: their name's length says so
+		// without comparing it.
+		if i != len(headerContentLength) && i != len(headerTransferEncoding) {
 			continue
 		}
-		value = bytes.Trim(value, " \t\r")
+		key, value := line[:i], bytes.Trim(line[i+1:], " \t\r")
 		switch {
 		case bytes.EqualFold(key, headerContentLength):
 			if sawLength && !bytes.Equal(value, contentLength) {
