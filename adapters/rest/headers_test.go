@@ -2,6 +2,8 @@ package rest_test
 
 import (
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -44,6 +46,20 @@ func TestEveryAnswerForbidsCachingAndSniffing(t *testing.T) {
 		{"429", h, "GET", "/api/v2/throttled", bearer(keyUser), "", 429},
 		{"503", down, "GET", "/api/v2/me", bearer(keyUser), "", 503},
 	}
+	// Errors fasthttp finds before any stage runs (431: headers too large)
+	// come through the error handler, and carry the headers too.
+	t.Run("431 before the stages", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", h.url+"/api/v2/me", nil)
+		req.Header.Set("X-Big", strings.Repeat("a", 40<<10))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 431 || res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("got %d %v, want 431 with no-store and nosniff", res.StatusCode, res.Header)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := tt.h.do(t, tt.method, tt.path, tt.auth, tt.body)
