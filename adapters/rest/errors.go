@@ -125,6 +125,7 @@ func codeFor(status int) string {
 
 // handleError is Fiber's ErrorHandler: it writes the error body.
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	securityHeaders(c) // also for errors fasthttp finds before any stage runs
 	p := classify(err)
 	st := stateOf(c)
 	st.reason = p.detail.ReasonCode

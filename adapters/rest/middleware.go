@@ -29,6 +29,14 @@ var (
 	noSniff                  = []byte("nosniff")
 )
 
+// securityHeaders marks an answer: it may hold one caller's data or an
+// error about it, so no shared cache may keep it and no browser may
+// reinterpret it (ASVS V3/V14).
+func securityHeaders(c *fiber.Ctx) {
+	c.Response().Header.SetCanonical(headerCacheControl, noStore)
+	c.Response().Header.SetCanonical(headerContentTypeOptions, noSniff)
+}
+
 // SessionCookie is the cookie that carries an OIDC login session.
 const SessionCookie = "user_session"
 
@@ -114,10 +122,7 @@ func (s *Server) withRequestID(c *fiber.Ctx) error {
 	*st = reqState{id: id, client: s.clientAddress(c)}
 	c.Locals(stateKey{}, st)
 	c.Set(HeaderRequestID, st.id)
-	// Every answer may hold one caller's data or an error about it: no
-	// shared cache may keep it, no browser may reinterpret it (ASVS V3/V14).
-	c.Response().Header.SetCanonical(headerCacheControl, noStore)
-	c.Response().Header.SetCanonical(headerContentTypeOptions, noSniff)
+	securityHeaders(c)
 	if s.cfg.Debug {
 		c.Set("X-Auth-Debug", "true")
 	}
