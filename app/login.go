@@ -63,6 +63,10 @@ type Login struct {
 	throttle ports.LoginThrottle
 	clock    ports.Clock
 	cfg      LoginConfig
+
+	// memory serves cookie sessions after their first use; nil: every
+	// request reads the store (see KeepSessionsInMemory).
+	memory *sessionMemory
 }
 
 // NewLogin wires the use case. A TokenKey that is not an AES-256 key is
@@ -308,12 +312,45 @@ var errNoSession = fmt.Errorf("login session not found, ended or expired; log in
 // Authenticate resolves a user_session cookie. It refreshes the tokens
 // when the access token is about to expire, taking the roles afresh; a
 // refresh the provider refuses ends the session.
+//
+// With the sessions kept in memory (KeepSessionsInMemory), a session used
+// before is answered without the store until it must be refreshed, expires
+// or goes idle, or this or another instance changes or ends it.
 func (l *Login) Authenticate(ctx context.Context, cookie string) (domain.Principal, error) {
+	if l.memory == nil || !ValidCookie(cookie) {
+		s, err := l.Session(ctx, cookie)
+		if err != nil {
+			return domain.Principal{}, err
+		}
+		return principalOf(s.Tokens), nil
+	}
+	hash := Digest(cookie)
+	now := l.clock.Now()
+	if p, touch, ok := l.memory.lookup(hash, now, l.cfg.SessionIdle); ok {
+		if touch {
+			if err := l.sessions.TouchLoginSession(ctx, hash, now); errors.Is(err, domain.ErrNotFound) {
+				l.memory.forget(hash) // ended and not heard of yet
+				return domain.Principal{}, errNoSession
+			} else if err != nil {
+				return domain.Principal{}, err
+			}
+		}
+		return p, nil
+	}
+	epoch := l.memory.since()
 	s, err := l.Session(ctx, cookie)
 	if err != nil {
 		return domain.Principal{}, err
 	}
+	l.memory.remember(epoch, s, l.cfg.RefreshBefore)
 	return principalOf(s.Tokens), nil
+}
+
+// forget drops a session this instance changed or ended from memory.
+func (l *Login) forget(hash string) {
+	if l.memory != nil {
+		l.memory.forget(hash)
+	}
 }
 
 // Session returns the live session of cookie, refreshed if needed.
@@ -375,6 +412,7 @@ func (l *Login) refresh(ctx context.Context, s ports.LoginSession, now time.Time
 	}
 	next.Version = s.Version + 1
 	next.LastSeen = now
+	l.forget(s.IDHash)
 	err = l.sessions.UpdateLoginSession(ctx, next)
 	if errors.Is(err, domain.ErrConflict) {
 		latest, gerr := l.sessions.GetLoginSession(ctx, s.IDHash)
@@ -395,6 +433,7 @@ func (l *Login) refresh(ctx context.Context, s ports.LoginSession, now time.Time
 // end deletes s; a failure is not the caller's problem (the session is
 // refused either way) but the expiry sweep will catch it.
 func (l *Login) end(ctx context.Context, s ports.LoginSession) {
+	l.forget(s.IDHash)
 	_ = l.sessions.DeleteLoginSession(ctx, s.IDHash)
 }
 
@@ -413,6 +452,7 @@ func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string
 	if err != nil {
 		return "", nil, err
 	}
+	l.forget(s.IDHash)
 	if err := l.sessions.DeleteLoginSession(ctx, s.IDHash); errors.Is(err, domain.ErrNotFound) {
 		return "", nil, errNoSession // a concurrent logout won
 	} else if err != nil {
@@ -427,6 +467,9 @@ func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string
 // Sweep deletes expired sessions; the server calls it now and then.
 func (l *Login) Sweep(ctx context.Context) (int, error) {
 	now := l.clock.Now()
+	if l.memory != nil {
+		l.memory.prune(now, l.cfg.SessionIdle)
+	}
 	return l.sessions.DeleteExpiredLoginSessions(ctx, now, now.Add(-l.cfg.SessionIdle))
 }
 

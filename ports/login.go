@@ -89,6 +89,17 @@ type LoginSessionStore interface {
 	DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error)
 }
 
+// LoginSessionWatcher reports the login sessions changed (refreshed) or
+// ended on any instance sharing the store, so that an instance keeping
+// sessions in memory forgets them at once.
+type LoginSessionWatcher interface {
+	// WatchLoginSessions runs until ctx ends. It calls live(true) once
+	// every change from then on will be reported, changed(idHash) for each
+	// session updated to a new version or deleted, and live(false) as soon
+	// as changes may go unreported (connection lost) and when it returns.
+	WatchLoginSessions(ctx context.Context, changed func(idHash string), live func(bool))
+}
+
 // AuthRequestStore keeps pending code-flow requests between GET /auth/login
 // and the callback. Take is single use: a replayed state finds nothing.
 type AuthRequestStore interface {

@@ -29,7 +29,7 @@ var oidcSet = gwire.NewSet(
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.
-	loginConfig, app.NewLogin, loginStoreFields,
+	loginConfig, newLogin, loginStoreFields,
 	restLoginConfig, newLoginEdge, oidcAuthenticator,
 )
 
@@ -73,6 +73,18 @@ func loginConfig(cfg config.Config) (app.LoginConfig, error) {
 		LoginFailures: o.LoginFailures,
 		LoginWindow:   o.LoginWindow,
 	}, nil
+}
+
+// newLogin is the login use case with cookie sessions kept in memory after
+// their first use, forgotten on every instance when any instance changes
+// or ends them (on PostgreSQL by LISTEN/NOTIFY).
+func newLogin(cfg app.LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
+	throttle ports.LoginThrottle, clock ports.Clock, watch ports.LoginSessionWatcher) (*app.Login, func(), error) {
+	l, err := app.NewLogin(cfg, idp, sessions, requests, throttle, clock)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, l.KeepSessionsInMemory(watch), nil
 }
 
 func restLoginConfig(cfg config.Config) rest.LoginConfig {

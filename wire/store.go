@@ -42,6 +42,7 @@ type Stores struct {
 	LoginSessions ports.LoginSessionStore
 	AuthRequests  ports.AuthRequestStore
 	LoginThrottle ports.LoginThrottle
+	LoginWatch    ports.LoginSessionWatcher
 	// Ping is the readiness check of the database.
 	Ping func(context.Context) error
 }
@@ -53,7 +54,7 @@ var storeSet = gwire.NewSet(openStores, gwire.FieldsOf(new(Stores),
 // loginStoreFields provides the login ports from the same store, for a set
 // that includes storeSet (OIDC mode); it is kept apart so that modes without
 // logins do not carry them.
-var loginStoreFields = gwire.FieldsOf(new(Stores), "LoginSessions", "AuthRequests", "LoginThrottle")
+var loginStoreFields = gwire.FieldsOf(new(Stores), "LoginSessions", "AuthRequests", "LoginThrottle", "LoginWatch")
 
 // store is what a store adapter must implement to back Stores.
 type store interface {
@@ -70,6 +71,7 @@ type store interface {
 	ports.LoginSessionStore
 	ports.AuthRequestStore
 	ports.LoginThrottle
+	ports.LoginSessionWatcher
 	Ping(ctx context.Context) error
 }
 
@@ -77,7 +79,7 @@ func storesOf(s store) Stores {
 	return Stores{
 		Sessions: s, Audit: s, Checkpoints: s, Settings: s,
 		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s,
-		LoginSessions: s, AuthRequests: s, LoginThrottle: s,
+		LoginSessions: s, AuthRequests: s, LoginThrottle: s, LoginWatch: s,
 		Ping: s.Ping,
 	}
 }

@@ -127,14 +127,16 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authRequestStore := stores.AuthRequests
 	loginThrottle := stores.LoginThrottle
 	clock := _wireSystemClockValue
-	login, err := app.NewLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock)
+	loginSessionWatcher := stores.LoginWatch
+	login, cleanup3, err := newLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock, loginSessionWatcher)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	restLogin, cleanup3, err := newLoginEdge(loginConfig2, login, provider, log)
+	restLogin, cleanup4, err := newLoginEdge(loginConfig2, login, provider, log)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -142,6 +144,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	projectStore := stores.Projects
 	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -173,18 +176,20 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	auditCheckpointStore := stores.Checkpoints
 	settings := auditSignSettings(cfg)
-	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, settings, log)
+	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, settings, log)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup5 := auditlog.New(auditStore, options, log)
+	committer, cleanup6 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	config3, err := oidcRestConfig(cfg, restLogin, access, restReadyChecks)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -196,6 +201,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -207,6 +213,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()

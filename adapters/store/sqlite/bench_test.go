@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang/mock/gomock"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/mocks"
 )
 
 // BenchmarkAppendAudit measures one group commit of 64 records, the batch a
@@ -104,4 +108,49 @@ func memDir(b *testing.B) string {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// BenchmarkCookieAuthenticate resolves a user_session cookie whose tokens
+// are sealed in the store: read, unsealed and decoded on every request
+// ("store"), or kept in memory after the first use ("memory").
+func BenchmarkCookieAuthenticate(b *testing.B) {
+	for _, inMemory := range []bool{false, true} {
+		b.Run(map[bool]string{false: "store", true: "memory"}[inMemory], func(b *testing.B) {
+			store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(memDir(b), "bench.db")), zap.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer closeStore()
+			idp := mocks.NewMockIdentityProvider(gomock.NewController(b))
+			now := time.Now()
+			idp.EXPECT().Ready().Return(nil).AnyTimes()
+			idp.EXPECT().PasswordGrant(gomock.Any(), "alice", "pw").Return(ports.TokenSet{Subject: "alice", Username: "alice",
+				Roles:       domain.RoleExtraction{Roles: []domain.Role{domain.RoleUser}, Source: domain.TokenID},
+				AccessToken: strings.Repeat("a", 900), RefreshToken: strings.Repeat("r", 700), IDToken: strings.Repeat("i", 900),
+				AccessExpiry: now.Add(time.Hour), RefreshExpiry: now.Add(2 * time.Hour)}, nil)
+			cfg := app.LoginConfig{PasswordLogin: true, SessionIdle: time.Hour, SessionMax: 8 * time.Hour, RefreshBefore: time.Minute,
+				LoginFailures: 5, LoginWindow: time.Minute, TokenKey: make([]byte, 32)}
+			login, err := app.NewLogin(cfg, idp, store, store, store, app.SystemClock{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if inMemory {
+				b.Cleanup(login.KeepSessionsInMemory(store))
+			}
+			ctx := context.Background()
+			res, err := login.PasswordLogin(ctx, "alice", "pw", "127.0.0.1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := login.Authenticate(ctx, res.Cookie); err != nil { // the first use reads the store
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := login.Authenticate(ctx, res.Cookie); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
