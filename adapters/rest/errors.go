@@ -147,6 +147,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`)
 		}
 	}
+	if s.wantsPage(c, p.status) {
+		return s.writePage(c, p)
+	}
 	return c.Status(p.status).JSON(errorBody{Error: p.detail, RequestID: requestID(c)})
 }
 
