@@ -1,24 +1,36 @@
-// Command loadgen measures agentauth on loopback: it builds and starts the
-// server in API-key mode on a fresh data folder, drives GET /health and then
-// the authenticated, authorized and audited GET /api/v2/sessions with many
-// keep-alive connections, and prints requests per second of each and their
-// ratio. Client and server share the machine, so compare ratios, not
-// absolute figures, across machines.
+// Command loadgen measures agentauth on loopback and prints, in one run, the
+// table of issue 10: requests per second, ratio to GET /health of the same
+// process, p50 and p99 of
 //
-//	go run ./cmd/loadgen [-duration 5s] [-conns 64]
+//   - GET /health, GET /api/v2/me and GET /api/v2/sessions (20 stored) with
+//     an API key (the server in API-key mode on SQLite);
+//   - GET /api/v2/me with a Keycloak Bearer access token and with a
+//     user_session cookie (the server in OIDC mode against the Keycloak
+//     stand-in of e2e/keycloak-standin, started here as the e2e suite does);
+//
+// then the tool-call decision with 10, 1,000 and 10,000 policy rules in
+// process and over HTTP, and the server's RSS idle and under load.
+// Everything binds 127.0.0.1 on free ports and runs for a bounded time.
+// Client and server share the machine, so compare ratios, not absolute
+// figures, across machines.
+//
+//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-oidc=false]
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
-	"sort"
-	"sync"
-	"sync/atomic"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/agentauth/agentauth/internal/launch"
 )
@@ -32,11 +44,27 @@ func main() {
 
 const apiKey = "loadgen-key-0123456789abcdef"
 
+// The stand-in's realm (deploy/keycloak/realm-agents.json) and the client
+// the e2e suite uses.
+const (
+	realm        = "agents"
+	clientID     = "agentauth"
+	clientSecret = "agentauth-e2e-secret"
+	user, pass   = "bob", "bob-pw"
+)
+
+type options struct {
+	duration, warmup     time.Duration
+	conns, decisionConns int
+}
+
 func run() error {
-	duration := flag.Duration("duration", 5*time.Second, "how long to drive each endpoint")
-	conns := flag.Int("conns", 64, "concurrent keep-alive connections")
-	path := flag.String("path", "/api/v2/sessions", "the authenticated endpoint to compare with /health")
-	databaseURL := flag.String("database-url", "", "PostgreSQL URL (SERVICE_DATABASE_URL); empty: the embedded SQLite store")
+	var o options
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long to drive each endpoint")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each measurement")
+	flag.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections")
+	flag.IntVar(&o.decisionConns, "decision-conns", 8, "concurrent connections for tool-call decisions")
+	withOIDC := flag.Bool("oidc", true, "measure the Bearer and cookie rows against the Keycloak stand-in (needs node)")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "agentauth-loadgen")
@@ -48,93 +76,231 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "SERVICE_DATA_DIR=" + tmp, "SERVICE_PORT=0",
-		"SERVICE_API_KEY=" + apiKey, "SERVICE_DATABASE_URL=" + *databaseURL}
-	p, err := launch.Start(bin, env, 30*time.Second, "serve")
+	fmt.Printf("agentauth load run: %d connections, %s per row after %s warm-up; %d CPUs (GOMAXPROCS), %s\n\n",
+		o.conns, o.duration, o.warmup, runtime.GOMAXPROCS(0), cpuModel())
+
+	var rss rssFigures
+	if err := apiKeyRows(o, bin, tmp, &rss); err != nil {
+		return err
+	}
+	if *withOIDC {
+		if err := oidcRows(o, bin, tmp); err != nil {
+			return err
+		}
+	}
+	if err := decisionRows(o, bin, tmp); err != nil {
+		return err
+	}
+	fmt.Printf("\nRSS of the API-key server: idle %.1f MB (after start), under load max %.1f MB (goal < 40 / < 80 MB)\n",
+		rss.idle, rss.peak)
+	return nil
+}
+
+// apiKeyRows runs the server in API-key mode on SQLite with 20 sessions.
+func apiKeyRows(o options, bin, tmp string, rss *rssFigures) error {
+	dir := filepath.Join(tmp, "apikey")
+	p, err := launch.Start(bin, serverEnv(dir, "SERVICE_API_KEY="+apiKey), 30*time.Second, "serve")
 	if err != nil {
 		return err
 	}
 	defer p.Kill()
-
-	fmt.Printf("agentauth at %s; %d connections, %s per endpoint\n", p.URL, *conns, *duration)
-	health := drive(p.URL+"/health", "", *conns, *duration)
-	fmt.Println(health.line("GET /health"))
-	sessions := drive(p.URL+*path, apiKey, *conns, *duration)
-	fmt.Println(sessions.line("GET " + *path + " (API key, authorized, audited)"))
-	if health.rps > 0 {
-		fmt.Printf("ratio: authenticated+audited / health = %.0f%%\n", 100*sessions.rps/health.rps)
+	time.Sleep(time.Second) // settle before the idle figure
+	rss.idle = rssMB(p.Cmd.Process.Pid)
+	auth := header{"Authorization", "Bearer " + apiKey}
+	for i := range 20 {
+		if _, err := call("POST", p.URL+"/api/v2/sessions", fmt.Sprintf(`{"title":"load %d"}`, i), auth); err != nil {
+			return fmt.Errorf("create session: %w", err)
+		}
 	}
-	if code, err := p.Stop(30 * time.Second); err != nil || code != 0 {
-		return fmt.Errorf("server stop: exit %d, %v", code, err)
+	stop := rss.watch(p.Cmd.Process.Pid)
+	defer stop()
+	printHeader("API-key mode, SQLite")
+	rows := []row{
+		{name: "GET /api/v2/me, API key", req: request{method: "GET", url: p.URL + "/api/v2/me", header: auth}},
+		{name: "GET /api/v2/sessions, API key, 20 stored", req: request{method: "GET", url: p.URL + "/api/v2/sessions", header: auth}},
+	}
+	return measureRows(o, p.URL, rows)
+}
+
+// oidcRows runs the Keycloak stand-in and the server in OIDC mode.
+func oidcRows(o options, bin, tmp string) error {
+	servicePort, err := freePort()
+	if err != nil {
+		return err
+	}
+	issuer, stopIDP, err := startStandin(servicePort)
+	if err != nil {
+		return err
+	}
+	defer stopIDP()
+	dir := filepath.Join(tmp, "oidc")
+	p, err := launch.Start(bin, serverEnv(dir,
+		"SERVICE_OIDC_ENABLED=true", "SERVICE_OIDC_ISSUER="+issuer, "SERVICE_OIDC_CLIENT_ID="+clientID,
+		"SERVICE_OIDC_CLIENT_SECRET="+clientSecret, fmt.Sprintf("SERVICE_OIDC_REDIRECT_URI=http://127.0.0.1:%d/auth/callback", servicePort),
+		fmt.Sprintf("SERVICE_PORT=%d", servicePort)), 30*time.Second, "serve")
+	if err != nil {
+		return err
+	}
+	defer p.Kill()
+	token, err := passwordGrant(issuer)
+	if err != nil {
+		return err
+	}
+	cookie, err := cookieLogin(p.URL)
+	if err != nil {
+		return err
+	}
+	printHeader("OIDC mode, Keycloak stand-in, SQLite")
+	rows := []row{
+		{name: "GET /api/v2/me, Keycloak Bearer token", req: request{method: "GET", url: p.URL + "/api/v2/me", header: header{"Authorization", "Bearer " + token}}},
+		{name: "GET /api/v2/me, user_session cookie", req: request{method: "GET", url: p.URL + "/api/v2/me", header: header{"Cookie", "user_session=" + cookie}}},
+	}
+	return measureRows(o, p.URL, rows)
+}
+
+type row struct {
+	name string
+	req  request
+}
+
+// measureRows drives /health, then each row, then /health again; each row's
+// ratio is to the mean of the two /health runs, which brackets the noise of
+// a shared machine.
+func measureRows(o options, base string, rows []row) error {
+	health := request{method: "GET", url: base + "/health"}
+	h1 := drive(health, o.conns, o.warmup, o.duration)
+	results := make([]result, len(rows))
+	for i, r := range rows {
+		results[i] = drive(r.req, o.conns, o.warmup, o.duration)
+	}
+	h2 := drive(health, o.conns, o.warmup, o.duration)
+	h := (h1.rps + h2.rps) / 2
+	fmt.Println(line("GET /health (first, last run)", h1, h) + fmt.Sprintf("  / %.0f req/s", h2.rps))
+	for i, r := range rows {
+		fmt.Println(line(r.name, results[i], h))
+	}
+	for i, r := range results {
+		if r.failed > 0 {
+			return fmt.Errorf("%s: %d requests failed: %s", rows[i].name, r.failed, r.lastErr)
+		}
 	}
 	return nil
 }
 
-type result struct {
-	ok, failed int64
-	rps        float64
-	p50, p99   time.Duration
+func printHeader(title string) {
+	fmt.Printf("%s\n%-44s %10s %7s %10s %10s\n", title, "request", "req/s", "ratio", "p50", "p99")
 }
 
-func (r result) line(name string) string {
-	return fmt.Sprintf("%-55s %9.0f req/s  p50 %-9s p99 %-9s ok %d failed %d", name, r.rps, r.p50, r.p99, r.ok, r.failed)
+func line(name string, r result, health float64) string {
+	ratio := 0.0
+	if health > 0 {
+		ratio = r.rps / health
+	}
+	return fmt.Sprintf("%-44s %10.0f %7.2f %10s %10s", name, r.rps, ratio, round(r.p50), round(r.p99))
 }
 
-// drive sends GET url from conns workers for d after a short warm-up.
-func drive(url, key string, conns int, d time.Duration) result {
-	client := &fasthttp.Client{MaxConnsPerHost: conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
-	var (
-		ok, failed atomic.Int64
-		measuring  atomic.Bool
-		mu         sync.Mutex
-		latencies  []time.Duration
-		wg         sync.WaitGroup
-	)
-	deadline := time.Now().Add(d + time.Second)
-	measureFrom := time.Now().Add(time.Second) // warm-up: connections, caches, page cache
-	for w := 0; w < conns; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(res)
-			req.SetRequestURI(url)
-			if key != "" {
-				req.Header.Set("Authorization", "Bearer "+key)
-			}
-			var mine []time.Duration
-			for i := 0; i < 10_000_000; i++ { // bounded whatever happens
-				now := time.Now()
-				if now.After(deadline) {
-					break
-				}
-				if !measuring.Load() && now.After(measureFrom) {
-					measuring.Store(true)
-				}
-				err := client.Do(req, res)
-				if !measuring.Load() {
-					continue
-				}
-				if err != nil || res.StatusCode() != fasthttp.StatusOK {
-					failed.Add(1)
-					continue
-				}
-				ok.Add(1)
-				if i%16 == 0 {
-					mine = append(mine, time.Since(now))
-				}
-			}
-			mu.Lock()
-			latencies = append(latencies, mine...)
-			mu.Unlock()
-		}()
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
 	}
-	wg.Wait()
-	r := result{ok: ok.Load(), failed: failed.Load(), rps: float64(ok.Load()) / d.Seconds()}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	if n := len(latencies); n > 0 {
-		r.p50, r.p99 = latencies[n/2], latencies[n*99/100]
+}
+
+// serverEnv is the exact environment of a server with its data in dir;
+// extra comes first, so that it wins over the defaults after it.
+func serverEnv(dir string, extra ...string) []string {
+	return append(extra, "PATH="+os.Getenv("PATH"), "HOME="+dir, "SERVICE_DATA_DIR="+dir, "SERVICE_PORT=0", "SERVICE_HOST=127.0.0.1")
+}
+
+// startStandin starts the Keycloak stand-in (installing its pinned packages
+// when missing) with redirect URIs on servicePort; it returns the issuer.
+func startStandin(servicePort int) (string, func(), error) {
+	dir := filepath.Join("e2e", "keycloak-standin")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err != nil {
+		npm := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		npm.Dir = dir
+		if out, err := npm.CombinedOutput(); err != nil {
+			return "", nil, fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
+		}
 	}
-	return r
+	cmd := exec.Command("node", "server.mjs", "--realm-file", filepath.Join("..", "..", "deploy", "keycloak", "realm-agents.json"),
+		"--port", "0", "--service-url", fmt.Sprintf("http://127.0.0.1:%d", servicePort))
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start the stand-in (node): %w", err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if i := strings.Index(sc.Text(), "http"); strings.Contains(sc.Text(), "listening on ") && i >= 0 {
+				select {
+				case found <- strings.TrimSpace(sc.Text()[i:]):
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case issuer := <-found:
+		return issuer, stop, nil
+	case <-time.After(30 * time.Second):
+		stop()
+		return "", nil, fmt.Errorf("the stand-in did not listen within 30 s")
+	}
+}
+
+// passwordGrant asks the stand-in for an access token for bob.
+func passwordGrant(issuer string) (string, error) {
+	form := url.Values{"grant_type": {"password"}, "client_id": {clientID}, "client_secret": {clientSecret},
+		"username": {user}, "password": {pass}, "scope": {"openid"}}
+	body, err := call("POST", issuer+"/protocol/openid-connect/token", form.Encode(), header{"Content-Type", "application/x-www-form-urlencoded"})
+	if err != nil {
+		return "", fmt.Errorf("token endpoint: %w", err)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" {
+		return "", fmt.Errorf("token endpoint answered no access token: %v", err)
+	}
+	return tok.AccessToken, nil
+}
+
+// cookieLogin logs bob in by password and returns the user_session cookie.
+func cookieLogin(base string) (string, error) {
+	res, err := callFull("POST", base+"/auth/login", fmt.Sprintf(`{"username":%q,"password":%q}`, user, pass), header{"Content-Type", "application/json"})
+	if err != nil {
+		return "", fmt.Errorf("POST /auth/login: %w", err)
+	}
+	for _, c := range res.cookies {
+		if name, value, ok := strings.Cut(c, "="); ok && name == "user_session" {
+			value, _, _ = strings.Cut(value, ";")
+			return value, nil
+		}
+	}
+	return "", fmt.Errorf("POST /auth/login set no user_session cookie")
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "CPU unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if name, value, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(name) == "model name" {
+			return strings.TrimSpace(value)
+		}
+	}
+	return "CPU unknown"
 }
