@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -125,26 +126,6 @@ func (d *Durable) removeThrough(ctx context.Context, seq int64) error {
 	return d.wal.RemoveBefore(uint64(seq) + 1)
 }
 
-// archiveRecord is a record's line in an archive, the fields of the
-// NDJSON export.
-type archiveRecord struct {
-	Seq        int64         `json:"seq"`
-	Version    int           `json:"version"`
-	Time       time.Time     `json:"time"`
-	RequestID  string        `json:"request_id"`
-	Subject    string        `json:"subject"`
-	Roles      []domain.Role `json:"roles"`
-	AuthMethod string        `json:"auth_method"`
-	Method     string        `json:"method"`
-	Path       string        `json:"path"`
-	Client     string        `json:"client"`
-	Decision   string        `json:"decision"`
-	Reason     string        `json:"reason"`
-	Status     int           `json:"status"`
-	PrevHash   string        `json:"prev_hash"`
-	Hash       string        `json:"hash"`
-}
-
 // ArchiveName is the file records from..through are archived in.
 func ArchiveName(from, through int64) string {
 	return fmt.Sprintf("audit-%020d-%020d.ndjson.gz", from, through)
@@ -175,9 +156,7 @@ func (d *Durable) archive(dir string, from, through int64) error {
 		if err != nil {
 			return fmt.Errorf("log entry %d: %w", n, err)
 		}
-		return enc.Encode(archiveRecord{Seq: r.Seq, Version: r.Version, Time: r.Time, RequestID: r.RequestID, Subject: r.Subject,
-			Roles: r.Roles, AuthMethod: string(r.AuthMethod), Method: r.Method, Path: r.Path, Client: r.Client,
-			Decision: string(r.Decision), Reason: r.Reason, Status: r.Status, PrevHash: r.PrevHash, Hash: r.Hash})
+		return enc.Encode(auditjson.FromRecord(r)) // the export's form
 	})
 	if errors.Is(err, stop) {
 		err = nil

@@ -1,16 +1,15 @@
 package auditlog_test
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
@@ -29,23 +28,7 @@ func readArchive(t *testing.T, path string) []domain.AuditRecord {
 		t.Fatal(err)
 	}
 	var out []domain.AuditRecord
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		var r struct {
-			domain.AuditRecord
-			Roles      []domain.Role `json:"roles"`
-			RequestID  string        `json:"request_id"`
-			AuthMethod string        `json:"auth_method"`
-			PrevHash   string        `json:"prev_hash"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		rec := r.AuditRecord
-		rec.Roles, rec.RequestID, rec.AuthMethod, rec.PrevHash = r.Roles, r.RequestID, domain.AuthMethod(r.AuthMethod), r.PrevHash
-		out = append(out, rec)
-	}
-	if err := sc.Err(); err != nil {
+	if err := auditjson.ReadRecords(zr, func(r domain.AuditRecord) error { out = append(out, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return out
