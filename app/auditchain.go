@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"slices"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -164,15 +165,22 @@ func (a *Audit) chainStart() domain.ChainStart {
 }
 
 // VerifyAll checks a whole chain offline: every record each emits (in
-// sequence order, from the first) against each other and against the
-// checkpoints, whose signatures and links are checked under keys. progress,
-// when set, is called every chainPage*100 records.
-func VerifyAll(each func(emit func(domain.AuditRecord) error) error, cps []domain.AuditCheckpoint,
+// sequence order, from start: the first record, or the one after a
+// retention cut) against each other and against the checkpoints, whose
+// signatures and links are checked under keys; a cut must be one of those
+// checkpoints. progress, when set, is called every chainPage*100 records.
+func VerifyAll(start domain.ChainStart, each func(emit func(domain.AuditRecord) error) error, cps []domain.AuditCheckpoint,
 	keys map[string]ed25519.PublicKey, progress func(checked, seq int64)) (domain.ChainReport, error) {
 	valid, cpBreaks := domain.VerifyCheckpoints(cps, keys, "", true)
-	v := domain.NewChainVerifier(domain.Genesis, valid, MaxBreaks)
+	v := domain.NewChainVerifier(start, valid, MaxBreaks)
 	for _, b := range cpBreaks {
 		v.Report(b)
+	}
+	if start.Next > 1 && !slices.ContainsFunc(valid, func(cp domain.AuditCheckpoint) bool {
+		return cp.Seq == start.Next-1 && cp.Hash == start.Prev
+	}) {
+		v.Report(domain.ChainBreak{Kind: domain.BreakCheckpointMissing, Seq: start.Next - 1, Last: start.Next - 1,
+			Reason: "the retention cut is not at a valid signed checkpoint: the records before it cannot be vouched for"})
 	}
 	var n int64
 	err := each(func(r domain.AuditRecord) error {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/auditlog/wal"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -67,6 +68,30 @@ func (d *Durable) loadCut() error {
 		return fmt.Errorf("auditlog: read the retention cut: %w", err)
 	}
 	return nil
+}
+
+// LogStart is where the chain kept in the audit log in dir starts: the
+// first record, or the one after the retention cut.
+func LogStart(dir string) (domain.ChainStart, error) {
+	d := &Durable{dir: dir}
+	if err := d.loadCut(); err != nil || d.cut.Seq == 0 {
+		return domain.Genesis, err
+	}
+	return domain.ChainStart{Next: d.cut.Seq + 1, Prev: d.cut.Hash}, nil
+}
+
+// ReadLog calls emit for every record of the audit log in dir numbered
+// from on, in order, without opening the log for appends (wal.ReadDir:
+// beside a running service, or on a copy). `agentauth audit verify` reads
+// it in SQLite mode: the log, not its index, is the record.
+func ReadLog(dir string, from int64, emit func(domain.AuditRecord) error) error {
+	return wal.ReadDir(dir, uint64(max(from, 1)), func(n uint64, data []byte) error {
+		r, err := decode(data)
+		if err != nil {
+			return fmt.Errorf("auditlog: log entry %d: %w", n, err)
+		}
+		return emit(r)
+	})
 }
 
 // Retain removes every record older than now minus r.Keep, up to the

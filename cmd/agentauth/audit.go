@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
@@ -149,7 +151,7 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentauth audit verify: %d checkpoint(s) found but no --public-key to check them with\n", len(cps))
 		return exitUsage
 	}
-	rep, err := app.VerifyAll(src.records, cps, keys, func(checked, seq int64) {
+	rep, err := app.VerifyAll(src.start, src.records, cps, keys, func(checked, seq int64) {
 		fmt.Fprintf(stderr, "verified %d records (up to seq %d)…\n", checked, seq)
 	})
 	if err != nil {
@@ -219,6 +221,7 @@ func mergeCheckpoints(cps []domain.AuditCheckpoint) []domain.AuditCheckpoint {
 
 // auditSource is where verify reads records and checkpoints.
 type auditSource struct {
+	start       domain.ChainStart // the first record kept
 	records     func(emit func(domain.AuditRecord) error) error
 	checkpoints func() ([]domain.AuditCheckpoint, error)
 }
@@ -232,6 +235,7 @@ func openAuditSource(dbPath, pgURL, export string) (auditSource, func(), error) 
 	ctx := context.Background()
 	if export != "" {
 		return auditSource{
+			start: domain.Genesis,
 			records: func(emit func(domain.AuditRecord) error) error {
 				f, err := os.Open(export)
 				if err != nil {
@@ -257,7 +261,8 @@ func openAuditSource(dbPath, pgURL, export string) (auditSource, func(), error) 
 		return auditSource{}, nil, err
 	}
 	audit := app.NewAudit(st)
-	return auditSource{
+	src := auditSource{
+		start:   domain.Genesis,
 		records: func(emit func(domain.AuditRecord) error) error { return audit.Export(ctx, 0, emit) },
 		checkpoints: func() ([]domain.AuditCheckpoint, error) {
 			var all []domain.AuditCheckpoint
@@ -270,5 +275,21 @@ func openAuditSource(dbPath, pgURL, export string) (auditSource, func(), error) 
 				after = page[len(page)-1].Seq
 			}
 		},
-	}, cleanup, nil
+	}
+	// In SQLite mode the records are the audit log beside the database
+	// (the database holds their index, which may trail it after a crash).
+	if logDir := filepath.Join(filepath.Dir(dbPath), "audit"); dbPath != "" && hasLog(logDir) {
+		if src.start, err = auditlog.LogStart(logDir); err != nil {
+			cleanup()
+			return auditSource{}, nil, err
+		}
+		src.records = func(emit func(domain.AuditRecord) error) error { return auditlog.ReadLog(logDir, src.start.Next, emit) }
+	}
+	return src, cleanup, nil
+}
+
+// hasLog tells whether dir holds an audit log (adapters/auditlog).
+func hasLog(dir string) bool {
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	return len(segs) > 0
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/adapters/store/sqlite/sqlitetest"
@@ -156,5 +157,86 @@ func TestAuditPublicKeyCommand(t *testing.T) {
 	}
 	if code, out := runCLI(t, "audit", "public-key", "--data-dir", t.TempDir()); code != exitFailure || !strings.Contains(out, "no signing key") {
 		t.Errorf("without a key: exit %d, %q", code, out)
+	}
+}
+
+// TestAuditVerifyCommandReadsTheAuditLog: in SQLite mode `agentauth audit
+// verify --db` reads the records from the audit log beside the database
+// (the database's copy may trail it after a crash), and after retention
+// verifies the kept chain from the signed checkpoint at the cut.
+func TestAuditVerifyCommandReadsTheAuditLog(t *testing.T) {
+	// retain cuts at the checkpoint of 10 (the newest at or before 11).
+	retain := func(t *testing.T, dir string, dur *auditlog.Durable, st *sqlite.Store) {
+		r := auditlog.Retention{Keep: time.Hour, ArchiveDir: filepath.Join(dir, "audit", "archive"), Archive: true,
+			Anchor: func(ctx context.Context, seq int64) (domain.AuditCheckpoint, bool, error) {
+				return st.NewestCheckpointThrough(ctx, min(seq, 11))
+			}}
+		if cut, err := dur.Retain(context.Background(), r, time.Now().Add(2*time.Hour)); err != nil || cut.Seq != 10 {
+			t.Fatalf("Retain = %+v, %v; want the cut at 10", cut, err)
+		}
+	}
+	none := func(*testing.T, string, *auditlog.Durable, *sqlite.Store) {}
+	tests := []struct {
+		name    string
+		running func(t *testing.T, dir string, dur *auditlog.Durable, st *sqlite.Store) // while the log is open
+		stopped func(t *testing.T, dir string)                                          // after the service stopped
+		want    string
+		checked string
+	}{
+		{"untouched", none, func(*testing.T, string) {}, "OK: the chain holds", "records checked: 12"},
+		{"index emptied", none, func(t *testing.T, dir string) {
+			sqlitetest.DeleteRecords(t, filepath.Join(dir, "agentauth.db"), 1, 12)
+		}, "OK: the chain holds", "records checked: 12"},
+		{"retention cut at the checkpoint of 10", retain, func(*testing.T, string) {}, "OK: the chain holds", "records checked: 2"},
+		{"cut moved off its checkpoint", retain, func(t *testing.T, dir string) {
+			cut := []byte(`{"seq":11,"hash":"` + strings.Repeat("0", 64) + `"}`)
+			if err := os.WriteFile(filepath.Join(dir, "audit", "CUT"), cut, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "BROKEN", "checkpoint_missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "agentauth.db")), zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dur, closeLog, err := auditlog.OpenDurable(filepath.Join(dir, "audit"), st, auditlog.Retention{}, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			signer, closeSigner, err := auditsign.New(st, auditsign.Settings{DataDir: dir, Every: 5, Interval: time.Hour, Out: &bytes.Buffer{}}, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 12 {
+				rec := []domain.AuditRecord{{Time: time.Now(), RequestID: "r" + string(rune('a'+i)), Subject: "uma", Method: "GET",
+					Path: "/api/v2/sessions", Decision: domain.AuditAllow, Reason: "role USER grants sessions:read", Status: 200}}
+				if err := dur.AppendAudit(context.Background(), rec); err != nil {
+					t.Fatal(err)
+				}
+				signer.Observe(rec[0].Seq, rec[0].Hash)
+				if i == 9 {
+					closeSigner() // a checkpoint at 10
+					if signer, closeSigner, err = auditsign.New(st, auditsign.Settings{DataDir: dir, Every: 5, Interval: time.Hour, Out: &bytes.Buffer{}}, zap.NewNop()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			closeSigner() // and one at 12
+			tt.running(t, dir, dur, st)
+			closeLog()
+			closeStore()
+			tt.stopped(t, dir)
+			code, out := runCLI(t, "audit", "verify", "--db", filepath.Join(dir, "agentauth.db"), "--public-key", auditsign.PublicKeyPath(dir))
+			wantCode := 0
+			if tt.want == "BROKEN" {
+				wantCode = 1
+			}
+			if code != wantCode || !strings.Contains(out, tt.want) || !strings.Contains(out, tt.checked) {
+				t.Errorf("exit %d, output:\n%s\nwant %d, %q and %q", code, out, wantCode, tt.want, tt.checked)
+			}
+		})
 	}
 }

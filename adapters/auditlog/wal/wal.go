@@ -91,7 +91,8 @@ func Open(dir string) (*Log, error) {
 	return l, nil
 }
 
-func (l *Log) load() error {
+// listSegments finds the segment files of l.dir.
+func (l *Log) listSegments() error {
 	names, err := os.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("wal: list %s: %w", l.dir, err)
@@ -108,6 +109,25 @@ func (l *Log) load() error {
 		l.segments = append(l.segments, n)
 	}
 	slices.Sort(l.segments)
+	return nil
+}
+
+// ReadDir reads the log in dir without opening it for appends: no lock,
+// nothing repaired, so it works beside a running writer or on a copy. It
+// calls fn for every entry numbered from on; the data ends at the first
+// torn frame of the newest segment (one being written, or left by a crash).
+func ReadDir(dir string, from uint64, fn func(n uint64, data []byte) error) error {
+	l := &Log{dir: dir, size: -1}
+	if err := l.listSegments(); err != nil {
+		return err
+	}
+	return l.Read(from, fn)
+}
+
+func (l *Log) load() error {
+	if err := l.listSegments(); err != nil {
+		return err
+	}
 	if len(l.segments) == 0 {
 		return nil
 	}
@@ -304,9 +324,11 @@ func (l *Log) Read(from uint64, fn func(n uint64, data []byte) error) error {
 		}
 		n := first
 		// The newest segment may grow while we read; stop at what Append
-		// had made durable when this segment was opened.
+		// had made durable when this segment was opened (ReadDir: at the
+		// first torn frame).
+		newest := i == len(l.segments)-1
 		limit := int64(-1)
-		if i == len(l.segments)-1 {
+		if newest {
 			limit = l.size
 		}
 		var r io.Reader = f
@@ -321,6 +343,9 @@ func (l *Log) Read(from uint64, fn func(n uint64, data []byte) error) error {
 			return fn(n, data)
 		})
 		f.Close()
+		if errors.Is(err, errTorn) && newest && limit < 0 {
+			return nil
+		}
 		if err != nil {
 			if errors.Is(err, errTorn) {
 				return fmt.Errorf("wal: segment %d is damaged at entry %d", first, n)
