@@ -147,11 +147,19 @@ lint() {
 # ---------------------------------------------------------------- the checks
 echo "helm $("$HELM" version --template '{{.Version}}'), chart $CHART"
 
-lint defaults
+# The smallest install that works: an API key from a Secret.
+AUTH=(--set apiKey.existingSecret=agentauth-api-key)
+
+lint api-key "${AUTH[@]}"
 lint full-values -f "$FULL_VALUES"
 
-# (a) defaults: one replica, SQLite in an emptyDir, OIDC off.
-render defaults
+# (a) no values at all: refused, saying what to set (never local mode in a pod).
+refuses defaults "set apiKey.existingSecret to a Secret holding an API key"
+refuses defaults "or backend.oidc.enabled=true"
+
+# (b) an API key: one replica, SQLite in an emptyDir, OIDC off, the management
+# listener on 9000 with the probes on it and a ClusterIP Service of its own.
+render defaults "${AUTH[@]}"
 has defaults \
 	"kind Deployment/rel-agentauth" \
 	"kind Service/rel-agentauth" \
@@ -161,11 +169,17 @@ has defaults \
 	"env SERVICE_PORT=8080" \
 	"env SERVICE_DATA_DIR=/var/lib/agentauth" \
 	"env SERVICE_OIDC_ENABLED=false" \
+	"env SERVICE_MANAGEMENT_PORT=9000" \
+	"env SERVICE_API_KEY<-secretKeyRef:agentauth-api-key/api-key" \
 	"port http 8080" \
+	"port management 9000" \
+	"kind Service/rel-agentauth-management" \
+	"service rel-agentauth-management ClusterIP port management 9000->management" \
+	"service rel-agentauth ClusterIP port http 8080->http" \
 	"volume data emptyDir" \
 	"mount data /var/lib/agentauth rw" \
-	"probe liveness GET /health port=http" \
-	"probe readiness GET /health port=http" \
+	"probe liveness GET /health/live port=management" \
+	"probe readiness GET /health/ready port=management" \
 	"pod.runAsNonRoot true" \
 	"pod.seccompProfile RuntimeDefault" \
 	"container.runAsNonRoot true" \
@@ -174,8 +188,9 @@ has defaults \
 	"container.capabilities.drop ALL" \
 	"container.seccompProfile RuntimeDefault"
 lacks defaults \
-	'^kind (PodDisruptionBudget|Ingress|Secret|ConfigMap|PersistentVolumeClaim)/' \
-	'^env SERVICE_(OIDC_CLIENT_SECRET|OIDC_ISSUER|DATABASE_URL|API_KEY)' \
+	'^kind (PodDisruptionBudget|Ingress|Secret|ConfigMap|PersistentVolumeClaim|ServiceMonitor|NetworkPolicy|HorizontalPodAutoscaler)/' \
+	'^env SERVICE_(OIDC_CLIENT_SECRET|OIDC_ISSUER|DATABASE_URL)' \
+	'^service rel-agentauth [A-Za-z]+ port management' \
 	'^container\.capabilities\.add '
 
 # (b) ci/full-values.yaml: OIDC, CA bundle, NODE_EXTRA_CA_CERTS, database and API key
@@ -197,8 +212,8 @@ has full \
 	"env SERVICE_LOG_LEVEL=debug" \
 	"volume ca-bundle configMap:corp-ca ca-bundle.pem->ca.crt" \
 	"mount ca-bundle /etc/agentauth/ca ro" \
-	"probe liveness GET /health port=http" \
-	"probe readiness GET /health port=http" \
+	"probe liveness GET /health/live port=management" \
+	"probe readiness GET /health/ready port=management" \
 	"pod.runAsNonRoot true" \
 	"container.runAsNonRoot true" \
 	"container.readOnlyRootFilesystem true" \
@@ -228,9 +243,9 @@ else
 fi
 
 # Several replicas must share PostgreSQL.
-refuses replicas-no-db "must share one PostgreSQL database" --set replicaCount=3
+refuses replicas-no-db "must share one PostgreSQL database" "${AUTH[@]}" --set replicaCount=3
 refuses full-without-db "must share one PostgreSQL database" -f "$FULL_VALUES" --set database.existingSecret=
-render replicas-db-url --set replicaCount=2 --set database.url=postgres://agentauth@db:5432/agentauth
+render replicas-db-url "${AUTH[@]}" --set replicaCount=2 --set database.url=postgres://agentauth@db:5432/agentauth
 has replicas-db-url "replicas 2" "kind Secret/rel-agentauth-database" \
 	"env SERVICE_DATABASE_URL<-secretKeyRef:rel-agentauth-database/url" \
 	"kind PodDisruptionBudget/rel-agentauth"
@@ -239,11 +254,41 @@ has replicas-db-url "replicas 2" "kind Secret/rel-agentauth-database" \
 refuses oidc-without-secret "backend.oidc.existingSecret" \
 	--set backend.oidc.enabled=true --set backend.oidc.issuer=https://idp.example.test \
 	--set backend.oidc.clientId=c --set backend.oidc.redirectUri=https://a.example.test/cb
-refuses extraenv-collision "backend.extraEnv sets SERVICE_HOST" --set backend.extraEnv.SERVICE_HOST=127.0.0.1
-refuses ca-both "set either configMap or secret" --set backend.caBundle.configMap=a --set backend.caBundle.secret=b
+refuses extraenv-collision "backend.extraEnv sets SERVICE_HOST" "${AUTH[@]}" --set backend.extraEnv.SERVICE_HOST=127.0.0.1
+refuses extraenv-management "backend.extraEnv sets SERVICE_MANAGEMENT_PORT" "${AUTH[@]}" --set backend.extraEnv.SERVICE_MANAGEMENT_PORT=9100
+refuses ca-both "set either configMap or secret" "${AUTH[@]}" --set backend.caBundle.configMap=a --set backend.caBundle.secret=b
+refuses hpa-no-db "autoscaling.enabled needs a database" "${AUTH[@]}" --set autoscaling.enabled=true
+refuses monitor-no-management "serviceMonitor.enabled scrapes the management port" "${AUTH[@]}" \
+	--set serviceMonitor.enabled=true --set management.enabled=false
+refuses management-on-api-port "management.port must differ from containerPort" "${AUTH[@]}" --set management.port=8080
+
+# Hybrid mode through extraEnv is a way to authenticate too.
+render hybrid --set backend.extraEnv.SERVICE_HYBRID_REMOTE_URL=https://centre.example.test
+has hybrid "env SERVICE_HYBRID_REMOTE_URL=https://centre.example.test"
+
+# The management listener off: both probes fall back to GET /health.
+render management-off "${AUTH[@]}" --set management.enabled=false
+has management-off "probe liveness GET /health port=http" "probe readiness GET /health port=http"
+lacks management-off '^env SERVICE_MANAGEMENT_PORT' '^kind Service/rel-agentauth-management' '^port management'
+
+# ServiceMonitor, NetworkPolicy and HPA on the full values.
+render operated -f "$FULL_VALUES" --set serviceMonitor.enabled=true --set networkPolicy.enabled=true \
+	--set autoscaling.enabled=true --set autoscaling.minReplicas=2 --set autoscaling.maxReplicas=6 \
+	--set 'networkPolicy.managementFrom[0].namespaceSelector.matchLabels.kubernetes\.io/metadata\.name=monitoring'
+has operated \
+	"kind ServiceMonitor/rel-agentauth" \
+	"servicemonitor.endpoint port=management path=/metrics" \
+	"servicemonitor.selector app.kubernetes.io/component=management" \
+	"kind NetworkPolicy/rel-agentauth" \
+	"netpol.ingress port=http peers=0" \
+	"netpol.ingress port=management peers=1" \
+	"kind HorizontalPodAutoscaler/rel-agentauth" \
+	"hpa Deployment/rel-agentauth min=2 max=6" \
+	"kind PodDisruptionBudget/rel-agentauth"
+lacks operated '^replicas '
 
 # extraEnv as a list of EnvVar objects, a CA bundle from a Secret, a PVC.
-render variants --set 'backend.extraEnv[0].name=NODE_EXTRA_CA_CERTS' \
+render variants "${AUTH[@]}" --set 'backend.extraEnv[0].name=NODE_EXTRA_CA_CERTS' \
 	--set 'backend.extraEnv[0].value=/etc/agentauth/ca/ca.crt' \
 	--set backend.caBundle.secret=corp-ca --set persistence.enabled=true
 has variants \

@@ -25,7 +25,9 @@ import (
 	"os"
 	"strings"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -72,6 +74,12 @@ func main() {
 			obj = &networkingv1.Ingress{}
 		case "PodDisruptionBudget":
 			obj = &policyv1.PodDisruptionBudget{}
+		case "NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
+		case "HorizontalPodAutoscaler":
+			obj = &autoscalingv2.HorizontalPodAutoscaler{}
+		case "ServiceMonitor":
+			obj = &monitoringv1.ServiceMonitor{}
 		default:
 			fail("document %d: unexpected kind %s", i+1, meta.Kind)
 		}
@@ -84,6 +92,25 @@ func main() {
 		case *policyv1.PodDisruptionBudget:
 			if o.Spec.MinAvailable != nil {
 				fmt.Fprintf(out, "pdb.minAvailable %s\n", o.Spec.MinAvailable.String())
+			}
+		case *corev1.Service:
+			for _, p := range o.Spec.Ports {
+				fmt.Fprintf(out, "service %s %s port %s %d->%s\n", o.Name, o.Spec.Type, p.Name, p.Port, p.TargetPort.String())
+			}
+		case *networkingv1.NetworkPolicy:
+			for _, r := range o.Spec.Ingress {
+				for _, p := range r.Ports {
+					fmt.Fprintf(out, "netpol.ingress port=%s peers=%d\n", p.Port.String(), len(r.From))
+				}
+			}
+		case *autoscalingv2.HorizontalPodAutoscaler:
+			fmt.Fprintf(out, "hpa %s/%s min=%d max=%d\n", o.Spec.ScaleTargetRef.Kind, o.Spec.ScaleTargetRef.Name, *o.Spec.MinReplicas, o.Spec.MaxReplicas)
+		case *monitoringv1.ServiceMonitor:
+			for _, e := range o.Spec.Endpoints {
+				fmt.Fprintf(out, "servicemonitor.endpoint port=%s path=%s\n", e.Port, e.Path)
+			}
+			for k, v := range o.Spec.Selector.MatchLabels {
+				fmt.Fprintf(out, "servicemonitor.selector %s=%s\n", k, v)
 			}
 		}
 	}

@@ -55,6 +55,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or .Values.database.url .Values.database.existingSecret }}true{{ end }}
 {{- end }}
 
+{{/* Whether callers can authenticate: an API key, OIDC, or hybrid mode (config or extraEnv). */}}
+{{- define "agentauth.hasAuth" -}}
+{{- $env := .Values.backend.extraEnv }}
+{{- $envNames := list }}
+{{- if kindIs "map" $env }}{{ $envNames = keys $env }}{{ end }}
+{{- if kindIs "slice" $env }}{{ range $env }}{{ if kindIs "map" . }}{{ $envNames = append $envNames (toString .name) }}{{ end }}{{ end }}{{ end }}
+{{- $hybrid := dig "auth" "hybrid" "remoteUrl" "" (default (dict) .Values.backend.config) }}
+{{- if or .Values.apiKey.existingSecret .Values.backend.oidc.enabled $hybrid (has "SERVICE_HYBRID_REMOTE_URL" $envNames) (has "SERVICE_API_KEY" $envNames) (has "SERVICE_API_KEY_FILE" $envNames) }}true{{ end }}
+{{- end }}
+
 {{- define "agentauth.hasCaBundle" -}}
 {{- if or .Values.backend.caBundle.configMap .Values.backend.caBundle.secret }}true{{ end }}
 {{- end }}
@@ -63,6 +73,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 Checks that stop a wrong configuration from rendering. Included by the Deployment.
 */}}
 {{- define "agentauth.validate" -}}
+{{- if not (include "agentauth.hasAuth" .) }}
+{{- fail "agentauth needs a way to authenticate callers: set apiKey.existingSecret to a Secret holding an API key of at least 16 characters (kubectl create secret generic agentauth-api-key --from-literal=api-key=\"$(openssl rand -hex 32)\"), or backend.oidc.enabled=true with backend.oidc.issuer, clientId, redirectUri and existingSecret. The chart never runs local mode in a pod: its key file would sit in the pod's data folder, out of reach." }}
+{{- end }}
+{{- if and .Values.autoscaling.enabled (not (include "agentauth.hasDatabase" .)) }}
+{{- fail "autoscaling.enabled needs a database: several agentauth instances must share one PostgreSQL database. Set database.url or database.existingSecret." }}
+{{- end }}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
+{{- if and .Values.serviceMonitor.enabled (not .Values.management.enabled) }}
+{{- fail "serviceMonitor.enabled scrapes the management port: set management.enabled=true" }}
+{{- end }}
+{{- if and .Values.management.enabled (eq (int .Values.management.port) (int .Values.containerPort)) }}
+{{- fail "management.port must differ from containerPort" }}
+{{- end }}
 {{- if and (gt (int .Values.replicaCount) 1) (not (include "agentauth.hasDatabase" .)) }}
 {{- fail (printf "replicaCount is %d but no database is configured: several agentauth instances must share one PostgreSQL database (they cannot share the SQLite file in their data directory). Set database.url or database.existingSecret, or set replicaCount to 1." (int .Values.replicaCount)) }}
 {{- end }}
@@ -91,6 +116,7 @@ Names of the environment variables the chart sets itself; backend.extraEnv may n
 */}}
 {{- define "agentauth.managedEnvNames" -}}
 {{- $names := list "SERVICE_HOST" "SERVICE_PORT" "SERVICE_DATA_DIR" "SERVICE_LOG_LEVEL" "SERVICE_OIDC_ENABLED" }}
+{{- if .Values.management.enabled }}{{ $names = append $names "SERVICE_MANAGEMENT_PORT" }}{{ end }}
 {{- if .Values.backend.config }}{{ $names = append $names "SERVICE_CONFIG" }}{{ end }}
 {{- if .Values.backend.oidc.enabled }}
 {{- $names = concat $names (list "SERVICE_OIDC_ISSUER" "SERVICE_OIDC_CLIENT_ID" "SERVICE_OIDC_REDIRECT_URI" "SERVICE_OIDC_CLIENT_SECRET" "SERVICE_OIDC_CLIENT_SECRET_FILE") }}
