@@ -72,6 +72,7 @@ func TestOIDC(t *testing.T) {
 			t.Errorf("6th attempt, right password: got %d Retry-After=%q, want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	})
+	t.Run("WrongClientSecret503", func(t *testing.T) { testWrongClientSecret(t, p) })
 	t.Run("BearerTokens", func(t *testing.T) { testBearer(t, p, s) })
 	t.Run("ForgedTokens401", func(t *testing.T) { testForged(t, p, s) })
 	t.Run("Logout", func(t *testing.T) { testLogout(t, s) })
@@ -583,5 +584,24 @@ func testCheckCommand(t *testing.T, p *idp) {
 				}
 			}
 		})
+	}
+}
+
+// testWrongClientSecret: a service whose client secret the provider refuses
+// (invalid_client) answers password logins 503, never 401 or 429 (the
+// user is not to blame and no failure is counted), and readiness names
+// oidc_client and the setting to fix.
+func testWrongClientSecret(t *testing.T, p *idp) {
+	s := startService(t, p, 0, "SERVICE_OIDC_CLIENT_SECRET=not-the-client-secret-0001")
+	s.waitReady(t, 30*time.Second)
+	for i := range 7 { // more than loginFailures (5): nothing is counted
+		status, _, body := passwordLogin(t, s, "bob", "bob-pw")
+		if status != http.StatusServiceUnavailable || strings.Contains(body, "invalid username or password") {
+			t.Fatalf("login %d with a wrong client secret: got %d %s, want 503", i+1, status, body)
+		}
+	}
+	status, body := get(t, noRedirects(nil), s.mgmt+"/health/ready", "")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "oidc_client") || !strings.Contains(body, "SERVICE_OIDC_CLIENT_SECRET") {
+		t.Errorf("/health/ready after the provider refused the client: got %d %s, want 503 naming oidc_client and SERVICE_OIDC_CLIENT_SECRET", status, body)
 	}
 }
