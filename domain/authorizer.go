@@ -4,16 +4,22 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Authorizer decides whether a set of roles grants a permission. It is built
 // once from the default matrix and the configured custom roles and is then
-// read-only, so one value serves all requests concurrently.
+// read-only (but for a memo of permission lists), so one value serves all
+// requests concurrently.
 type Authorizer struct {
 	grants map[Role]permBits
 	roles  []Role
 	// extends maps a custom role to the built-in role it extends.
 	extends map[Role]Role
+	// lists holds the permission list of each set of permissions asked
+	// for (permBits → []Permission): a handful of role sets, each listed
+	// once instead of on every GET /api/v2/me.
+	lists sync.Map
 }
 
 // permBits is a set of permissions, one bit per entry of AllPermissions.
@@ -109,8 +115,17 @@ func (a *Authorizer) Knows(r Role) bool {
 }
 
 // Permissions lists what the roles grant together, in documentation order.
+// The list is shared between callers: read it, never change it.
 func (a *Authorizer) Permissions(roles []Role) []Permission {
 	b := a.union(roles)
+	if l, ok := a.lists.Load(b); ok {
+		return l.([]Permission)
+	}
+	l, _ := a.lists.LoadOrStore(b, permissionList(b))
+	return l.([]Permission)
+}
+
+func permissionList(b permBits) []Permission {
 	var out []Permission
 	for _, p := range AllPermissions() {
 		if b&(1<<permIndex[p]) != 0 {
