@@ -42,6 +42,8 @@ type Index interface {
 const (
 	indexBatch = 4096
 	indexDelay = 100 * time.Millisecond
+	// maxIndexWait bounds how long a query waits for the index.
+	maxIndexWait = 5 * time.Second
 )
 
 // Durable is the audit store of SQLite mode: the chain lives in an
@@ -396,6 +398,10 @@ func (d *Durable) caughtUp(ctx context.Context) error {
 	case d.hurry <- struct{}{}:
 	default:
 	}
+	// An index that cannot be written (disk full) must not hold a query
+	// for ever: it is answered 503.
+	ctx, cancel := context.WithTimeout(ctx, maxIndexWait)
+	defer cancel()
 	for {
 		d.pmu.Lock()
 		ch := d.advanced

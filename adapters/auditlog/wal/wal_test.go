@@ -178,3 +178,44 @@ func TestSecondOpenIsRefusedAndFilesAreOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTornTail: whatever a crash leaves after the last whole frame, Open
+// keeps every entry before it and appends after them.
+func FuzzTornTail(f *testing.F) {
+	f.Add([]byte{9, 0})
+	f.Add([]byte{20, 0, 0, 0, 1, 2, 3, 4, 'x'})
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		dir := t.TempDir()
+		l, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(entries(1, 3)); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+		data, _ := os.ReadFile(seg)
+		if err := os.WriteFile(seg, append(data, tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err = Open(dir)
+		if err != nil {
+			t.Fatalf("Open after a torn write: %v", err)
+		}
+		defer l.Close()
+		n, _ := l.Last()
+		if n < 3 {
+			t.Fatalf("Last() = %d: entries before the tail were lost", n)
+		}
+		var got []string
+		if err := l.Read(1, func(_ uint64, data []byte) error { got = append(got, string(data)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []string{"entry 1", "entry 2", "entry 3"} {
+			if got[i] != want {
+				t.Fatalf("entry %d = %q after recovery, want %q", i+1, got[i], want)
+			}
+		}
+	})
+}
