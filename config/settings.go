@@ -72,7 +72,7 @@ var Settings = []Setting{
 	{Key: "server.managementHost", Env: "SERVICE_MANAGEMENT_HOST", Flag: "management-host", Default: "server.host", Accepts: "an IP address or a host name of this machine",
 		Help: "Listen address of the management listener."},
 	{Key: "dataDir", Env: "SERVICE_DATA_DIR", Flag: "data-dir", Default: "$XDG_DATA_HOME/agentauth, else ~/.local/share/agentauth", Accepts: "a folder path",
-		Help: "SQLite database (agentauth.db) and secrets/api-key; created 0700, and an existing folder others may read is restricted to 0700 at start (a warning says so; one that cannot be stops the start)."},
+		Help: "SQLite database (agentauth.db) and secrets/api-key; created 0700, and an existing folder others may read is restricted to 0700 at start (a warning says so); one of another owner, such as a mounted volume, is left as it is with a warning."},
 	{Key: "log.level", Env: "SERVICE_LOG_LEVEL", Flag: "log-level", Default: "info", Accepts: "debug, info, warn or error",
 		Help: "Process log level; JSON lines on stderr, one per request."},
 	{Env: "SERVICE_API_KEY", Flag: "api-key", Default: "none", Accepts: "at least 16 characters",
