@@ -42,9 +42,11 @@ type Index interface {
 const (
 	indexBatch = 4096
 	indexDelay = 100 * time.Millisecond
-	// maxIndexWait bounds how long a query waits for the index.
-	maxIndexWait = 5 * time.Second
 )
+
+// maxIndexWait bounds how long a query waits for the index (a variable
+// for tests).
+var maxIndexWait = 5 * time.Second
 
 // Durable is the audit store of SQLite mode: the chain lives in an
 // append-only log (package wal) that is synced before AppendAudit returns,

@@ -1,0 +1,63 @@
+package auditlog
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// failingIndex refuses index writes while broken is set (a full disk).
+type failingIndex struct {
+	*sqlite.Store
+	broken atomic.Bool
+}
+
+func (f *failingIndex) IndexAudit(ctx context.Context, recs []domain.AuditRecord) error {
+	if f.broken.Load() {
+		return errors.New("disk full")
+	}
+	return f.Store.IndexAudit(ctx, recs)
+}
+
+func TestAnIndexThatCannotBeWrittenNeitherLosesRecordsNorHoldsQueries(t *testing.T) {
+	old := maxIndexWait
+	maxIndexWait = 200 * time.Millisecond
+	defer func() { maxIndexWait = old }()
+	dir := t.TempDir()
+	st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "a.db")), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	idx := &failingIndex{Store: st}
+	idx.broken.Store(true)
+	d, closeLog, err := OpenDurable(filepath.Join(dir, "audit"), idx, Retention{}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog()
+	recs := []domain.AuditRecord{{Time: time.Now(), RequestID: "a", Decision: domain.AuditAllow}, {Time: time.Now(), RequestID: "b", Decision: domain.AuditDeny}}
+	if err := d.AppendAudit(context.Background(), recs); err != nil {
+		t.Fatalf("AppendAudit with the index failing: %v (the log is the record; it must succeed)", err)
+	}
+	if _, err := d.QueryAudit(context.Background(), ports.AuditQuery{}); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("query while the index cannot catch up = %v, want ErrUnavailable after a bounded wait", err)
+	}
+	idx.broken.Store(false) // space freed: the indexer's retry catches up
+	got, err := d.QueryAudit(context.Background(), ports.AuditQuery{})
+	for i := 0; err != nil && i < 50; i++ { // the retry backs off up to a second
+		got, err = d.QueryAudit(context.Background(), ports.AuditQuery{})
+	}
+	if err != nil || len(got) != 2 {
+		t.Fatalf("after recovery: %d records, %v; want both", len(got), err)
+	}
+}
