@@ -91,6 +91,11 @@ func TestCheckpointer(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Observe(rec[0].Seq, rec[0].Hash)
+		if rec[0].Seq%3 == 0 {
+			// Signing is asynchronous: wait for the checkpoint this record
+			// made due, so the test does not depend on the scheduler.
+			waitForCheckpoint(t, st, rec[0].Seq)
+		}
 	}
 	closeSigner()
 	stored, err := st.Checkpoints(context.Background(), 0, 100)
@@ -113,5 +118,24 @@ func TestCheckpointer(t *testing.T) {
 	other, _, _ := ed25519.GenerateKey(nil)
 	if _, breaks := domain.VerifyCheckpoints(stored, app.KeySet(other), "", true); len(breaks) != len(stored) {
 		t.Errorf("under another key: %d breaks, want every checkpoint invalid (%d)", len(breaks), len(stored))
+	}
+}
+
+// waitForCheckpoint polls until a checkpoint at seq or later is stored.
+func waitForCheckpoint(t *testing.T, st *sqlite.Store, seq int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cps, err := st.Checkpoints(context.Background(), 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cps) > 0 && cps[len(cps)-1].Seq >= seq {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint at seq %d after every %d records; have %+v", seq, 3, cps)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
