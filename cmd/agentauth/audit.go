@@ -61,13 +61,8 @@ func auditPublicKey(args []string, env map[string]string, stdout, stderr io.Writ
 		fmt.Fprint(stdout, auditUsage)
 		return exitOK
 	}
-	flags, err := parseServeFlags(args, stderr)
-	if err != nil {
-		return exitUsage
-	}
-	cfg, err := loadConfig(flags, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "agentauth: configuration is not valid:\n%s\n", indent(err.Error()))
+	cfg, ok := configFromCommandLine(args, env, stderr)
+	if !ok {
 		return exitUsage
 	}
 	path := cfg.Audit.SigningKeyFile

@@ -44,3 +44,25 @@ func TestHelpListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLineProblemsComeWithTheRest: an unknown flag does not hide
+// the problems of the environment and the other flags.
+func TestCommandLineProblemsComeWithTheRest(t *testing.T) {
+	var errOut bytes.Buffer
+	code := run([]string{"serve", "--prot", "80", "--log-level=loud", "--hots=1", "extra"},
+		map[string]string{"SERVICE_PORT": "abc", "HOME": t.TempDir()}, &bytes.Buffer{}, &errOut)
+	if code != exitUsage {
+		t.Errorf("exit %d, want %d", code, exitUsage)
+	}
+	for _, want := range []string{
+		"--prot is not a flag of agentauth serve", "--hots is not a flag of agentauth serve", `serve takes no arguments, got ["extra"]`,
+		`SERVICE_PORT="abc" is not valid: want a port number`, `log.level / SERVICE_LOG_LEVEL: "loud" is not one of debug, info, warn, error`,
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, errOut.String())
+		}
+	}
+	if strings.Contains(errOut.String(), "flag provided but not defined") {
+		t.Errorf("the flag package's words in:\n%s", errOut.String())
+	}
+}

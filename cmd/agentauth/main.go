@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -102,8 +103,10 @@ func (f *settingFlag) Set(v string) error { f.value = v; return nil }
 func (f *settingFlag) IsBoolFlag() bool   { return f.isBool }
 
 // parseServeFlags returns the flags given (name → value), one per setting of
-// config.Settings that has a flag. Its errors are already on stderr.
-func parseServeFlags(args []string, stderr io.Writer) (map[string]string, error) {
+// config.Settings that has a flag, and the problems of the command line
+// (unknown flags, stray arguments), reported with the configuration's. err
+// is a command line the flag package could not read (already on stderr).
+func parseServeFlags(args []string, stderr io.Writer) (given map[string]string, problems []error, err error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, "run 'agentauth serve --help' for every setting") }
@@ -112,17 +115,57 @@ func parseServeFlags(args []string, stderr io.Writer) (map[string]string, error)
 			fs.Var(&settingFlag{isBool: strings.HasPrefix(s.Accepts, "true or false")}, s.Flag, s.Help)
 		}
 	}
+	args, problems = dropUnknownFlags(args, func(name string) bool { return fs.Lookup(name) != nil })
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
-		err := fmt.Errorf("serve takes no arguments, got %q", fs.Args())
-		fmt.Fprintf(stderr, "agentauth: %v\n", err)
-		return nil, err
+		problems = append(problems, fmt.Errorf("serve takes no arguments, got %q", fs.Args()))
 	}
-	given := map[string]string{}
+	given = map[string]string{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
-	return given, nil
+	return given, problems, nil
+}
+
+// dropUnknownFlags removes the flags known does not know (with the value
+// after one given as --name value) so that the flag package, which stops at
+// the first, can read the rest; each becomes a problem naming it.
+func dropUnknownFlags(args []string, known func(string) bool) (kept []string, problems []error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(kept, args[i:]...), problems
+		}
+		if len(a) < 2 || a[0] != '-' {
+			kept = append(kept, a)
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if known(name) {
+			kept = append(kept, a)
+			continue
+		}
+		problems = append(problems, fmt.Errorf("--%s is not a flag of agentauth serve; 'agentauth serve --help' lists every setting", name))
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++ // its value
+		}
+	}
+	return kept, problems
+}
+
+// configFromCommandLine reads the serve flags and the configuration. On
+// any problem it prints them all, from every source, and ok is false.
+func configFromCommandLine(args []string, env map[string]string, stderr io.Writer) (cfg config.Config, ok bool) {
+	flags, problems, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return config.Config{}, false
+	}
+	cfg, err = loadConfig(flags, env)
+	if err = errors.Join(append(problems, err)...); err != nil {
+		fmt.Fprintf(stderr, "agentauth: configuration is not valid:\n%s\n", indent(err.Error()))
+		return config.Config{}, false
+	}
+	return cfg, true
 }
 
 // loadConfig reads defaults, file, environment and flags in this order of
@@ -141,13 +184,8 @@ func serve(args []string, env map[string]string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, serveHelp())
 		return exitOK
 	}
-	flags, err := parseServeFlags(args, stderr)
-	if err != nil {
-		return exitUsage
-	}
-	cfg, err := loadConfig(flags, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "agentauth: configuration is not valid:\n%s\n", indent(err.Error()))
+	cfg, ok := configFromCommandLine(args, env, stderr)
+	if !ok {
 		return exitUsage
 	}
 	log, flush, err := newLogger(cfg.Log.Level, stderr)
