@@ -40,6 +40,9 @@ type Settings struct {
 	Interval time.Duration // time between checkpoints while records arrive
 	// Out receives each checkpoint's log line (os.Stdout when nil).
 	Out io.Writer
+	// Shared: several instances write the chain (PostgreSQL), so they must
+	// sign with one configured key.
+	Shared bool
 }
 
 // Set provides the signer as the audit log's observer.
@@ -124,6 +127,10 @@ func New(store ports.AuditCheckpointStore, s Settings, log *zap.Logger) (*Checkp
 	key, path, created, err := LoadKey(s.KeyFile, s.DataDir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.Shared && s.KeyFile == "" {
+		log.Warn("audit checkpoints are signed with this instance's own key; instances sharing the database must share one key (audit.signingKeyFile, from a Secret), or each reports the others' checkpoints as checkpoint_invalid",
+			zap.String("key_file", path))
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	pubPath := PublicKeyPath(s.DataDir)
