@@ -44,9 +44,12 @@ const (
 	indexDelay = 100 * time.Millisecond
 )
 
-// maxIndexWait bounds how long a query waits for the index (a variable
-// for tests).
-var maxIndexWait = 5 * time.Second
+// maxIndexWait bounds how long a query waits for the index; maxBacklog how
+// many records not yet indexed are kept in memory (variables for tests).
+var (
+	maxIndexWait = 5 * time.Second
+	maxBacklog   = int64(200_000)
+)
 
 // Durable is the audit store of SQLite mode: the chain lives in an
 // append-only log (package wal) that is synced before AppendAudit returns,
@@ -72,8 +75,11 @@ type Durable struct {
 	durable atomic.Int64 // newest record in the log
 	indexed atomic.Int64 // newest record in the index
 
-	pmu      sync.Mutex
-	pending  []domain.AuditRecord
+	pmu     sync.Mutex
+	pending []domain.AuditRecord
+	// lagging: the index fell more than maxBacklog records behind; they
+	// are no longer kept in memory but read back from the log.
+	lagging  bool
 	wake     chan struct{} // one token: there is pending work
 	hurry    chan struct{} // one token: a query waits for the index
 	advanced chan struct{} // closed and replaced whenever indexed moves
@@ -271,8 +277,13 @@ func (d *Durable) AppendAudit(_ context.Context, records []domain.AuditRecord) e
 	d.seq, d.hash, d.lastTime = seq, prev, last
 	d.durable.Store(seq)
 	d.pmu.Lock()
-	for i := range records {
-		d.pending = append(d.pending, detach(records[i]))
+	if seq-d.indexed.Load() > maxBacklog {
+		d.lagging = true // memory stays bounded while the index is broken
+	}
+	if !d.lagging {
+		for i := range records {
+			d.pending = append(d.pending, detach(records[i]))
+		}
 	}
 	d.pmu.Unlock()
 	select {
@@ -370,9 +381,14 @@ func (d *Durable) gather(timer *time.Timer) {
 func (d *Durable) indexPending(batch *[]domain.AuditRecord) error {
 	for {
 		d.pmu.Lock()
+		lagging := d.lagging
 		*batch = append(*batch, d.pending...)
 		d.pending = d.pending[:0]
 		d.pmu.Unlock()
+		if lagging {
+			*batch = (*batch)[:0]
+			return d.catchUpFromLog()
+		}
 		if len(*batch) == 0 {
 			return nil
 		}
@@ -380,12 +396,69 @@ func (d *Durable) indexPending(batch *[]domain.AuditRecord) error {
 		if err := d.index.IndexAudit(context.Background(), (*batch)[:n]); err != nil {
 			return err
 		}
-		d.indexed.Store((*batch)[n-1].Seq)
+		d.advance((*batch)[n-1].Seq)
 		*batch = append((*batch)[:0], (*batch)[n:]...)
-		d.pmu.Lock()
-		close(d.advanced)
-		d.advanced = make(chan struct{})
-		d.pmu.Unlock()
+	}
+}
+
+// advance records that the index holds every record up to seq and wakes
+// the queries waiting for it.
+func (d *Durable) advance(seq int64) {
+	d.indexed.Store(seq)
+	d.pmu.Lock()
+	close(d.advanced)
+	d.advanced = make(chan struct{})
+	d.pmu.Unlock()
+}
+
+// catchUpFromLog indexes, read back from the log, every record the index
+// lacks, until it holds the head; then records are kept in memory again.
+func (d *Durable) catchUpFromLog() error {
+	batch := make([]domain.AuditRecord, 0, indexBatch)
+	for {
+		d.mu.Lock()
+		r, target := d.wal.Reader(), d.seq
+		d.mu.Unlock()
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			if err := d.index.IndexAudit(context.Background(), batch); err != nil {
+				return err
+			}
+			d.advance(batch[len(batch)-1].Seq)
+			batch = batch[:0]
+			return nil
+		}
+		stop := errors.New("at target")
+		err := r.Read(uint64(d.indexed.Load())+1, func(n uint64, data []byte) error {
+			if int64(n) > target {
+				return stop
+			}
+			rec, err := decode(data)
+			if err != nil {
+				return fmt.Errorf("auditlog: log entry %d: %w", n, err)
+			}
+			if batch = append(batch, rec); len(batch) == indexBatch {
+				return flush()
+			}
+			return nil
+		})
+		if errors.Is(err, stop) {
+			err = nil
+		}
+		if err = errors.Join(err, flush()); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		if d.indexed.Load() >= d.seq {
+			d.pmu.Lock()
+			d.lagging, d.pending = false, d.pending[:0]
+			d.pmu.Unlock()
+			d.mu.Unlock()
+			return nil
+		}
+		d.mu.Unlock()
 	}
 }
 

@@ -61,3 +61,54 @@ func TestAnIndexThatCannotBeWrittenNeitherLosesRecordsNorHoldsQueries(t *testing
 		t.Fatalf("after recovery: %d records, %v; want both", len(got), err)
 	}
 }
+
+// Records the index cannot take are not held in memory without bound:
+// past maxBacklog they are read back from the log once the index works.
+func TestABrokenIndexKeepsMemoryBoundedAndCatchesUpFromTheLog(t *testing.T) {
+	oldWait, oldBacklog := maxIndexWait, maxBacklog
+	maxIndexWait, maxBacklog = 200*time.Millisecond, 5
+	defer func() { maxIndexWait, maxBacklog = oldWait, oldBacklog }()
+	dir := t.TempDir()
+	st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "a.db")), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	idx := &failingIndex{Store: st}
+	idx.broken.Store(true)
+	d, closeLog, err := OpenDurable(filepath.Join(dir, "audit"), idx, Retention{}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog()
+	for b := range 5 {
+		recs := make([]domain.AuditRecord, 4)
+		for i := range recs {
+			recs[i] = domain.AuditRecord{Time: time.Now(), RequestID: string(rune('a' + b*4 + i)), Decision: domain.AuditAllow}
+		}
+		if err := d.AppendAudit(context.Background(), recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.pmu.Lock()
+	lagging, held := d.lagging, len(d.pending)
+	d.pmu.Unlock()
+	if !lagging || held > 8 {
+		t.Errorf("with 20 records not indexed: lagging %v, %d held in memory; want lagging and at most 8", lagging, held)
+	}
+	idx.broken.Store(false)
+	got, err := d.QueryAudit(context.Background(), ports.AuditQuery{})
+	for i := 0; err != nil && i < 50; i++ {
+		got, err = d.QueryAudit(context.Background(), ports.AuditQuery{})
+	}
+	if err != nil || len(got) != 20 {
+		t.Fatalf("after recovery: %d records, %v; want 20", len(got), err)
+	}
+	// Back to normal: new records go through memory again.
+	if err := d.AppendAudit(context.Background(), []domain.AuditRecord{{Time: time.Now(), RequestID: "z", Decision: domain.AuditDeny}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.QueryAudit(context.Background(), ports.AuditQuery{}); err != nil || len(got) != 21 {
+		t.Fatalf("after one more: %d records, %v; want 21", len(got), err)
+	}
+}

@@ -226,6 +226,13 @@ func scan(r *bufio.Reader, fn func([]byte) error) (int64, error) {
 	}
 }
 
+// Reader is a view of the entries appended so far, to Read while appends
+// go on (the caller serialises Reader with Append; Read on the view then
+// needs no lock).
+func (l *Log) Reader() *Log {
+	return &Log{dir: l.dir, segments: slices.Clone(l.segments), size: l.size}
+}
+
 // Last is the number of the newest entry (0 when empty) and its payload.
 func (l *Log) Last() (uint64, []byte) { return l.last, l.lastData }
 
