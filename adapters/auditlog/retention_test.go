@@ -136,3 +136,37 @@ func TestRetentionArchivesOldRecordsAndTheKeptChainVerifiesFromTheCheckpoint(t *
 		})
 	}
 }
+
+// A crash after the cut was written and before the records were removed:
+// the next start finishes the removal, and the kept chain verifies.
+func TestRetentionInterruptedAfterTheCutIsFinishedAtStart(t *testing.T) {
+	d := dataDir(t.TempDir())
+	_, dur, closeAll := d.open(t)
+	recs := make([]domain.AuditRecord, 30)
+	for i := range recs {
+		recs[i] = record(i)
+	}
+	if err := dur.AppendAudit(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	all := chain(t, dur, 30)
+	closeAll()
+	// What Retain writes first; the crash comes before anything is removed.
+	cut := `{"seq":20,"hash":"` + all[19].Hash + `"}`
+	if err := os.WriteFile(filepath.Join(d.log(), "CUT"), []byte(cut), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, dur, closeAll = d.open(t)
+	defer closeAll()
+	kept, err := dur.AuditChain(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 10 || kept[0].Seq != 21 {
+		t.Fatalf("kept %d records from seq %d, want 10 from 21", len(kept), kept[0].Seq)
+	}
+	rep, err := app.NewAudit(dur).VerifyStep(context.Background(), app.VerifyRequest{HasFrom: true})
+	if err != nil || !rep.OK() || rep.Checked != 10 {
+		t.Fatalf("verify after the finished cut: %+v, %v", rep, err)
+	}
+}
