@@ -191,18 +191,18 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Server.Host == "" {
-		bad("server.host / SERVICE_HOST / --host: must not be empty")
+		bad("%s: must not be empty", names("server.host"))
 	}
 	if c.Server.Port < 0 || c.Server.Port > 65535 {
-		bad("server.port / SERVICE_PORT / --port: %d is not a port number (1-65535, or 0 for any free port)", c.Server.Port)
+		bad("%s: %d is not a port number (1-65535, or 0 for any free port)", names("server.port"), c.Server.Port)
 	}
 	if c.Server.ManagementPort < 0 || c.Server.ManagementPort > 65535 {
-		bad("server.managementPort / SERVICE_MANAGEMENT_PORT / --management-port: %d is not a port number (1-65535, or 0 to leave the management listener off)", c.Server.ManagementPort)
+		bad("%s: %d is not a port number (1-65535, or 0 to leave the management listener off)", names("server.managementPort"), c.Server.ManagementPort)
 	} else if c.Server.ManagementPort != 0 && c.Server.ManagementPort == c.Server.Port && c.ManagementAddr() == c.Addr() {
-		bad("server.managementPort / SERVICE_MANAGEMENT_PORT: %d is the API port; pick another", c.Server.ManagementPort)
+		bad("%s: %d is the API port; pick another", names("server.managementPort"), c.Server.ManagementPort)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
-		bad("server.shutdownTimeout / SERVICE_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s")
+		bad("%s: must be a positive duration such as 30s", names("server.shutdownTimeout"))
 	}
 	if _, err := c.TrustedProxies(); err != nil {
 		errs = append(errs, err)
@@ -220,12 +220,12 @@ func (c Config) Validate() error {
 		bad("audit.retention / SERVICE_AUDIT_RETENTION / --audit-retention: %v", err)
 	}
 	if c.DataDir == "" {
-		bad("dataDir / SERVICE_DATA_DIR / --data-dir: must not be empty")
+		bad("%s: must not be empty", names("dataDir"))
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("log.level / SERVICE_LOG_LEVEL: %q is not one of debug, info, warn, error", c.Log.Level)
+		bad("%s: %q is not one of debug, info, warn, error", names("log.level"), c.Log.Level)
 	}
 	if c.Auth.Debug {
 		if c.Auth.APIKey != "" || c.Auth.OIDC.Enabled {

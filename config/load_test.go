@@ -23,7 +23,7 @@ func TestResolveReportsEveryProblemInPlainWords(t *testing.T) {
 		wants []string
 	}{
 		{"port abc does not hide the log level", "", map[string]string{"SERVICE_PORT": "abc", "SERVICE_LOG_LEVEL": "verbose"}, nil,
-			[]string{`SERVICE_PORT="abc" is not valid: want a port number`, `log.level / SERVICE_LOG_LEVEL: "verbose" is not one of debug, info, warn, error`}},
+			[]string{`SERVICE_PORT="abc" is not valid: want a port number`, `log.level / SERVICE_LOG_LEVEL / --log-level: "verbose" is not one of debug, info, warn, error`}},
 		{"bool yes", "", map[string]string{"SERVICE_OIDC_PASSWORD_LOGIN": "yes"}, nil,
 			[]string{`SERVICE_OIDC_PASSWORD_LOGIN="yes" is not valid: want true or false`}},
 		{"misspelt file key", "server:\n  prot: 80\n", nil, nil,
@@ -39,7 +39,7 @@ func TestResolveReportsEveryProblemInPlainWords(t *testing.T) {
 		{"every source at once", "log:\n  level: loud\nserver:\n  port: many\n",
 			map[string]string{"SERVICE_SHUTDOWN_TIMEOUT": "soon"}, map[string]string{"management-port": "x", "auth-debug": "maybe"},
 			[]string{`line 4: server.port: "many" is not valid`, `SERVICE_SHUTDOWN_TIMEOUT="soon" is not valid: want a duration`,
-				`--management-port="x" is not valid`, `--auth-debug="maybe" is not valid: want true or false`, `log.level / SERVICE_LOG_LEVEL: "loud"`}},
+				`--management-port="x" is not valid`, `--auth-debug="maybe" is not valid: want true or false`, `log.level / SERVICE_LOG_LEVEL / --log-level: "loud"`}},
 		{"flag beats environment", "", map[string]string{"SERVICE_PORT": "abc"}, map[string]string{"port": "99999"},
 			[]string{`SERVICE_PORT="abc" is not valid`, "server.port / SERVICE_PORT / --port: 99999 is not a port number"}},
 	}

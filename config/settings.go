@@ -154,6 +154,15 @@ var Settings = []Setting{
 		Help: "Bound of one call to the centre."},
 }
 
+// names is how messages name the setting with config key key: its key,
+// variable and flag (see Setting.Names).
+func names(key string) string {
+	if s, ok := settingByKey(key); ok {
+		return s.Names()
+	}
+	return key
+}
+
 // settingByEnv and settingByKey find a setting; ok is false when none has
 // that name.
 func settingByEnv(env string) (Setting, bool) {

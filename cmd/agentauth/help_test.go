@@ -56,7 +56,7 @@ func TestCommandLineProblemsComeWithTheRest(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--prot is not a flag of agentauth serve", "--hots is not a flag of agentauth serve", `serve takes no arguments, got ["extra"]`,
-		`SERVICE_PORT="abc" is not valid: want a port number`, `log.level / SERVICE_LOG_LEVEL: "loud" is not one of debug, info, warn, error`,
+		`SERVICE_PORT="abc" is not valid: want a port number`, `log.level / SERVICE_LOG_LEVEL / --log-level: "loud" is not one of debug, info, warn, error`,
 	} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("missing %q in:\n%s", want, errOut.String())
