@@ -14,7 +14,7 @@
 // Client and server share the machine, so compare ratios, not absolute
 // figures, across machines.
 //
-//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-oidc=false]
+//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-oidc=false] [-decisions=false] [-bin other/agentauth]
 package main
 
 import (
@@ -65,6 +65,8 @@ func run() error {
 	flag.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections")
 	flag.IntVar(&o.decisionConns, "decision-conns", 8, "concurrent connections for tool-call decisions")
 	withOIDC := flag.Bool("oidc", true, "measure the Bearer and cookie rows against the Keycloak stand-in (needs node)")
+	withDecisions := flag.Bool("decisions", true, "measure tool-call decisions at 10, 1,000 and 10,000 rules")
+	prebuilt := flag.String("bin", "", "an agentauth binary to measure (another build, to compare); empty: build ./cmd/agentauth")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "agentauth-loadgen")
@@ -72,9 +74,11 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin, err := launch.Build(context.Background(), ".", tmp)
-	if err != nil {
-		return err
+	bin := *prebuilt
+	if bin == "" {
+		if bin, err = launch.Build(context.Background(), ".", tmp); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("agentauth load run: %d connections, %s per row after %s warm-up; %d CPUs (GOMAXPROCS), %s\n\n",
 		o.conns, o.duration, o.warmup, runtime.GOMAXPROCS(0), cpuModel())
@@ -88,8 +92,10 @@ func run() error {
 			return err
 		}
 	}
-	if err := decisionRows(o, bin, tmp); err != nil {
-		return err
+	if *withDecisions {
+		if err := decisionRows(o, bin, tmp); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("\nRSS of the API-key server: idle %.1f MB (after start), under load max %.1f MB (goal < 40 / < 80 MB)\n",
 		rss.idle, rss.peak)
