@@ -32,13 +32,17 @@ type instance struct {
 }
 
 // startInstance runs the API-key injector with the given database URL
-// (empty: SQLite in its own data folder) until the test ends.
-func startInstance(t *testing.T, dbURL string) *instance {
+// (empty: SQLite in its own data folder), with the settings tune changes,
+// until the test ends.
+func startInstance(t *testing.T, dbURL string, tune ...func(*config.Config)) *instance {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.Auth.APIKey = clusterKey
 	cfg.Database.URL = dbURL
+	for _, f := range tune {
+		f(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -111,7 +111,8 @@ func breakList(got map[string]any) []string {
 // chain in bounded steps; the untouched log verifies.
 func TestAuditTamperingIsNamed(t *testing.T) {
 	// Checkpoints are signed asynchronously every 5 records: which heads
-	// they cover varies, the last one (at stop) is 12.
+	// they cover (if the signer ran before the stop at all) varies; the last
+	// one, at stop, is 12.
 	rewritten := func(cps []int64) []string {
 		var out []string
 		for _, seq := range cps {
@@ -146,8 +147,8 @@ func TestAuditTamperingIsNamed(t *testing.T) {
 			}
 			h.stop() // signs a checkpoint of the head (12)
 			cps := checkpointSeqs(t, path)
-			if len(cps) < 2 || cps[len(cps)-1] != 12 {
-				t.Fatalf("checkpoints at %v, want several, the last at 12", cps)
+			if len(cps) == 0 || cps[len(cps)-1] != 12 {
+				t.Fatalf("checkpoints at %v, want the last at 12", cps)
 			}
 			tt.tamper(t, path)
 			// Each check on its own copy: the service's own records (each

@@ -1,0 +1,134 @@
+package wire_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentauth/agentauth/adapters/auditsign"
+	"github.com/agentauth/agentauth/adapters/store/postgres"
+	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/config"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// rawGet sends the request target as raw bytes on its own connection and
+// returns the status (0 on a transport error, reported).
+func rawGet(t *testing.T, url, target string) int {
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), 5*time.Second)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := conn.Write([]byte("GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+		t.Error(err)
+		return 0
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRawBytesNeverFailAPostgresBatch: anonymous requests whose target is
+// not UTF-8 were refused by PostgreSQL and failed the whole group commit,
+// so ADMIN requests in the same batch got 503. Now every record is stored
+// (escaped) and the chain verifies.
+func TestRawBytesNeverFailAPostgresBatch(t *testing.T) {
+	in := startInstance(t, pgtest.URL(t))
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				if w < 2 {
+					if got := rawGet(t, in.url, "/\xff\xfe\xc3?q=\xc3\x28"); got != http.StatusUnauthorized {
+						t.Errorf("raw-byte request = %d, want 401", got)
+					}
+					continue
+				}
+				if status, _, body := call(t, http.MethodGet, in.url+"/api/v2/sessions?limit=1", clusterKey, nil); status != http.StatusOK {
+					t.Errorf("ADMIN GET /api/v2/sessions = %d %s, want 200", status, body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	status, _, body := call(t, http.MethodGet, in.url+"/api/v2/audit/verify?from=0", clusterKey, nil)
+	var got struct {
+		OK      bool  `json:"ok"`
+		Checked int64 `json:"checked"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &got) != nil || !got.OK || got.Checked < 180 {
+		t.Errorf("verify = %d %s, want ok over at least 180 records", status, body)
+	}
+}
+
+// TestClusterCheckpointsShareOneKey: two instances on one database, signing
+// with one key file, extend one checkpoint chain; it verifies offline with
+// the one public key, and every instance's API verifies the other's.
+func TestClusterCheckpointsShareOneKey(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	keyFile := filepath.Join(t.TempDir(), "audit-signing.key")
+	seed := make([]byte, 32)
+	_, _ = rand.Read(seed)
+	if err := os.WriteFile(keyFile, []byte(base64.RawURLEncoding.EncodeToString(seed)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tune := func(c *config.Config) { c.Audit.SigningKeyFile, c.Audit.CheckpointEvery = keyFile, 7 }
+	a, b := startInstance(t, dbURL, tune), startInstance(t, dbURL, tune)
+	for i := range 40 {
+		in := []*instance{a, b}[i%2]
+		if status, _, body := call(t, http.MethodGet, in.url+"/api/v2/me", clusterKey, nil); status != http.StatusOK {
+			t.Fatalf("GET /api/v2/me = %d %s", status, body)
+		}
+	}
+	a.stop()
+	for _, path := range []string{"/api/v2/audit/verify", "/api/v2/audit/verify?from=0"} {
+		status, _, body := call(t, http.MethodGet, b.url+path, clusterKey, nil)
+		if status != http.StatusOK || !strings.Contains(string(body), `"ok":true`) {
+			t.Errorf("GET %s on B = %d %s, want ok", path, status, body)
+		}
+	}
+	b.stop()
+
+	st, closeStore, err := postgres.Open(context.Background(), postgres.URL(dbURL), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	cps, err := st.Checkpoints(context.Background(), 0, 1000)
+	if err != nil || len(cps) == 0 {
+		t.Fatalf("checkpoints = %d, %v; want at least the one at stop", len(cps), err)
+	}
+	key, _, _, err := auditsign.LoadKey(keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := app.NewAudit(st)
+	rep, err := app.VerifyAll(domain.Genesis, func(emit func(domain.AuditRecord) error) error { return audit.Export(context.Background(), 0, emit) },
+		cps, app.KeySet(key.Public().(ed25519.PublicKey)), nil)
+	if err != nil || !rep.OK() || rep.Anchored != len(cps) {
+		t.Errorf("offline verify: %+v, %v; want ok with all %d checkpoints anchored", rep, err, len(cps))
+	}
+}
