@@ -76,3 +76,51 @@ func TestSettingsPutValidates(t *testing.T) {
 		t.Errorf("Get() = %+v, %v; want %+v", got, err, good)
 	}
 }
+
+// TestVerifyStepIsBounded: however long the chain and whatever limit is
+// asked, one step reads at most MaxVerifyRecords records and says where
+// the next one continues.
+func TestVerifyStepIsBounded(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	store := mocks.NewMockAuditStore(ctrl)
+	var hashes []string // hashes[i] is record i+1's
+	hashOf := func(seq int64) string {
+		if seq == 0 {
+			return domain.GenesisHash
+		}
+		return hashes[seq-1]
+	}
+	store.EXPECT().AuditChain(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, after int64, limit int) ([]domain.AuditRecord, error) {
+			if limit > 1000 {
+				t.Errorf("one read asked for %d records", limit)
+			}
+			out := make([]domain.AuditRecord, limit) // an endless chain
+			for i := range out {
+				seq := after + int64(i) + 1
+				r := domain.AuditRecord{Subject: "s", Decision: domain.AuditAllow}
+				r.Seal(seq, hashOf(seq-1))
+				if int(seq) > len(hashes) {
+					hashes = append(hashes, r.Hash)
+				}
+				out[i] = r
+			}
+			return out, nil
+		})
+	a := app.NewAudit(store)
+	for _, limit := range []int{0, 5, app.MaxVerifyRecords + 1, 1 << 30} {
+		step, err := a.VerifyStep(context.Background(), app.VerifyRequest{HasFrom: true, Limit: limit})
+		want := int64(app.MaxVerifyRecords)
+		if limit == 5 {
+			want = 5
+		}
+		if err != nil || !step.OK() || step.Checked != want || step.Next != want {
+			t.Errorf("limit %d: checked %d, next %d, ok %v, %v; want %d checked and next %d", limit, step.Checked, step.Next, step.OK(), err, want, want)
+		}
+	}
+	// The next step continues at Next without checking that record again.
+	step, err := a.VerifyStep(context.Background(), app.VerifyRequest{From: 5, HasFrom: true, Limit: 5})
+	if err != nil || !step.OK() || step.Checked != 5 || step.Next != 10 {
+		t.Errorf("from 5: checked %d, next %d, %+v, %v; want 5 checked (6..10), next 10", step.Checked, step.Next, step.Breaks, err)
+	}
+}

@@ -105,6 +105,9 @@ func (a *Audit) VerifyStep(ctx context.Context, req VerifyRequest) (VerifyStep, 
 		}
 	}
 	after := start.Next - 1
+	if start.Resume {
+		limit++ // the anchor is read, not checked
+	}
 	var anchors []domain.AuditCheckpoint
 	if a.checkpoints != nil {
 		// Checkpoint seqs are unique, so limit+1 of them cover the step.
