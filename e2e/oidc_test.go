@@ -93,7 +93,10 @@ func testCodeFlow(t *testing.T, s *service) {
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()),
+		// No UserDataDir(t.TempDir()): chromium's helper processes may still
+		// write the profile while it exits, and t.TempDir's cleanup then
+		// fails the test ("directory not empty"). chromedp's own temporary
+		// profile is removed after the browser has exited.
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
