@@ -4,9 +4,13 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +36,8 @@ func TestCluster(t *testing.T) {
 		"SERVICE_OIDC_LOGIN_FAILURES=3",
 		"SERVICE_OIDC_LOGIN_WINDOW=10m",
 		"SERVICE_API_KEY=" + clusterKey, // for the audit part: accepted alongside OIDC
+		// Replicas sign audit checkpoints with one key, as from one Secret.
+		"SERVICE_AUDIT_SIGNING_KEY_FILE=" + sharedSigningKey(t),
 	}
 	a := startService(t, p, 0, env...)
 	b := startService(t, p, 0, env...)
@@ -180,4 +186,19 @@ func TestCluster(t *testing.T) {
 		}
 		t.Logf("%d requests over 2 processes; chain of %d records verified", len(ids), lastSeq)
 	})
+}
+
+// sharedSigningKey writes an audit signing key (an Ed25519 seed in
+// base64url, owner-only) for the instances of a cluster to share.
+func sharedSigningKey(t *testing.T) string {
+	t.Helper()
+	seed := make([]byte, 32)
+	if _, err := rand.Read(seed); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "audit-signing.key")
+	if err := os.WriteFile(path, []byte(base64.RawURLEncoding.EncodeToString(seed)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
