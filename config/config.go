@@ -42,6 +42,9 @@ type Audit struct {
 	// that many records or that long, whichever comes first.
 	CheckpointEvery    int64         `yaml:"checkpointEvery" env:"SERVICE_AUDIT_CHECKPOINT_EVERY"`
 	CheckpointInterval time.Duration `yaml:"checkpointInterval" env:"SERVICE_AUDIT_CHECKPOINT_INTERVAL"`
+	// RecoveryGrace: how old a change committed without its audit record
+	// must be before recovery records it (see recovery.go).
+	RecoveryGrace time.Duration `yaml:"recoveryGrace" env:"SERVICE_AUDIT_RECOVERY_GRACE"`
 	// Retention: how long records are kept ("90d", "2160h"; "off" or
 	// empty: for ever). See RetentionPeriod.
 	Retention string `yaml:"retention" env:"SERVICE_AUDIT_RETENTION"`
@@ -129,7 +132,7 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
-		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true},
+		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
 	}
 }
 
@@ -218,6 +221,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Audit.RetentionPeriod(); err != nil {
 		bad("audit.retention / SERVICE_AUDIT_RETENTION / --audit-retention: %v", err)
+	}
+	if c.Audit.RecoveryGrace <= 0 {
+		bad("audit.recoveryGrace / SERVICE_AUDIT_RECOVERY_GRACE: %v must be a positive duration such as 5m", c.Audit.RecoveryGrace)
 	}
 	if c.DataDir == "" {
 		bad("%s: must not be empty", names("dataDir"))

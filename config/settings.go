@@ -103,6 +103,8 @@ var Settings = []Setting{
 		Help: "SQLite mode: records older than this leave the audit log (hourly, cut at the newest signed checkpoint among them); the kept chain verifies from that checkpoint."},
 	{Key: "audit.archive", Env: "SERVICE_AUDIT_ARCHIVE", Flag: "audit-archive", Default: "true", Accepts: acceptsBool,
 		Help: "With audit.retention: write the records removed to gzip NDJSON files in {dataDir}/audit/archive first (true), or drop them (false: export them beforehand)."},
+	{Key: "audit.recoveryGrace", Env: "SERVICE_AUDIT_RECOVERY_GRACE", Flag: "audit-recovery-grace", Default: "5m", Accepts: "a positive duration such as 5m",
+		Help: "How old a change committed without its audit record (crash, failed audit write) must be before recovery records it; longer than any request takes."},
 	{Key: "auth.oidc.enabled", Env: "SERVICE_OIDC_ENABLED", Flag: "oidc-enabled", Default: "false", Accepts: acceptsBool,
 		Help: "OIDC mode: users sign in at the identity provider (Keycloak)."},
 	{Key: "auth.oidc.issuer", Env: "SERVICE_OIDC_ISSUER", Flag: "oidc-issuer", Default: "none", Accepts: "https://<idp-host>/realms/<realm> (http only on loopback)",

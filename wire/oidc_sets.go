@@ -12,7 +12,6 @@ import (
 	gwire "github.com/google/wire"
 	"go.uber.org/zap"
 
-	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/keycloak"
@@ -25,7 +24,7 @@ import (
 // oidcSet is coreSet with the login endpoints in the edge's configuration,
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
-	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditlog.Set, appSet, rest.Set,
+	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.

@@ -42,7 +42,7 @@ var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authori
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
-var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditlog.Set, appSet, rest.Set)
+var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set)
 
 func restConfig(cfg config.Config, access *rest.Access, ready rest.ReadyChecks) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()

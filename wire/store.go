@@ -20,6 +20,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -45,6 +46,12 @@ type Stores struct {
 	LoginWatch    ports.LoginSessionWatcher
 	// Ping is the readiness check of the database.
 	Ping func(context.Context) error
+	// Intents records the changes whose audit record never came (see
+	// recovery.go).
+	Intents ports.IntentRecovery
+	// Shared is set for a store other instances may write to at the same
+	// time (PostgreSQL).
+	Shared bool
 }
 
 // storeSet provides each store port from the configured store.
@@ -93,7 +100,11 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 			return Stores{}, nil, err
 		}
 		log.Info("store: PostgreSQL (shared by every instance on this database)")
-		return storesOf(st), cleanup, nil
+		stores := storesOf(st)
+		// Many instances write: recovery claims intents in one
+		// transaction of the database's own.
+		stores.Intents, stores.Shared = st, true
+		return stores, cleanup, nil
 	}
 	st, cleanup, err := sqlite.Open(sqlitePath(cfg), log)
 	if err != nil {
@@ -116,5 +127,8 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	log.Info("store: SQLite", zap.String("path", string(sqlitePath(cfg))))
 	stores := storesOf(st)
 	stores.Audit = audit
+	// Recovered records go into the log like every other record; the
+	// index settles their intents.
+	stores.Intents = app.NewIntentRecovery(st, audit, app.SystemClock{})
 	return stores, func() { closeAudit(); cleanup() }, nil
 }

@@ -85,10 +85,12 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	auditLog, cleanup5 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -209,10 +211,12 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config3, portsAuthenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
+	server := rest.New(config3, portsAuthenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -294,10 +298,12 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
+	auditLog, cleanup4 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -374,10 +380,12 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
+	auditLog, cleanup4 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -447,10 +455,12 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
+	auditLog, cleanup4 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, committer, sessions, audit, appSettings, log)
+	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()

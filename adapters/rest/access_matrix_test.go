@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // axFixture is a set of resources owned (or led) by one caller, so that a
@@ -20,7 +20,7 @@ type axFixture struct {
 
 func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 	t.Helper()
-	ctx := context.Background()
+	ctx := porttest.Context(t)
 	now := time.Now().UTC()
 	f := axFixture{
 		project: fmt.Sprintf("prj_%d", n), session: fmt.Sprintf("ses_%d", n), agent: fmt.Sprintf("agt_%d", n),

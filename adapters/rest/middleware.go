@@ -67,6 +67,9 @@ type reqState struct {
 	// logFields is the access log line's fields: pooled with the state, so
 	// that writing the line allocates no slice.
 	logFields [9]zap.Field
+	// intent is what the stores write beside every change this request
+	// makes (the audit outbox); the handlers' context points at it.
+	intent domain.AuditIntent
 }
 
 type stateKey struct{}
@@ -190,6 +193,12 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 // answers only after the record is committed. If the record cannot be
 // committed the response becomes a 503: nothing is answered unaudited.
 func (s *Server) audit(c *fiber.Ctx) error {
+	st := stateOf(c)
+	// The request target exactly as sent (path and query): the store seals
+	// it (escaped, bounded), so any bytes are recorded faithfully.
+	st.intent = domain.AuditIntent{RequestID: st.id, Client: clientOf(c).String(), Method: c.Method(),
+		Path: string(c.Request().Header.RequestURI())}
+	c.SetUserContext(ports.WithAuditIntent(c.UserContext(), &st.intent))
 	err := c.Next()
 	reason := ""
 	if err != nil {
@@ -198,7 +207,6 @@ func (s *Server) audit(c *fiber.Ctx) error {
 			return herr
 		}
 	}
-	st := stateOf(c)
 	rec := domain.AuditRecord{
 		Time:       time.Now(),
 		RequestID:  st.id,
@@ -206,12 +214,10 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Roles:      st.principal.Roles,
 		AuthMethod: st.principal.Method,
 		Method:     c.Method(),
-		// The request target exactly as sent (path and query): the store
-		// seals it (escaped, bounded), so any bytes are recorded faithfully.
-		Path:     string(c.Request().Header.RequestURI()),
-		Client:   clientOf(c).String(),
-		Decision: domain.AuditDeny,
-		Status:   c.Response().StatusCode(),
+		Path:       st.intent.Path,
+		Client:     st.intent.Client,
+		Decision:   domain.AuditDeny,
+		Status:     c.Response().StatusCode(),
 	}
 	switch {
 	case st.public && err == nil:
@@ -329,6 +335,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	}
 	st := stateOf(c)
 	st.principal, st.authenticated = p, true
+	st.intent.Subject, st.intent.Roles, st.intent.AuthMethod = p.Subject, p.Roles, p.Method
 	return c.Next()
 }
 

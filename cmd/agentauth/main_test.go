@@ -333,9 +333,15 @@ func auditRecords(t *testing.T, dir string) map[string]domain.AuditRecord {
 	return byID
 }
 
-// load sends authenticated requests from several clients until halt is
-// closed, and returns the request ids of every response received.
+// load sends authenticated GET /api/v2/sessions from several clients until
+// halt is closed, and returns the request ids of every response received.
 func load(t *testing.T, url, key string, workers int, halt <-chan struct{}) []string {
+	return loadOf(t, "GET", url+"/api/v2/sessions", "", key, workers, halt)
+}
+
+// loadOf sends the request from several clients until halt is closed, and
+// returns the request ids of every response received.
+func loadOf(t *testing.T, method, url, body, key string, workers int, halt <-chan struct{}) []string {
 	t.Helper()
 	var (
 		mu  sync.Mutex
@@ -353,7 +359,7 @@ func load(t *testing.T, url, key string, workers int, halt <-chan struct{}) []st
 					return
 				default:
 				}
-				req, _ := http.NewRequest("GET", url+"/api/v2/sessions", nil)
+				req, _ := http.NewRequest(method, url, strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+key)
 				res, err := client.Do(req)
 				if err != nil {
@@ -427,15 +433,8 @@ func loadAndKill(t *testing.T, dir string) []string {
 	halt := make(chan struct{})
 	result := make(chan []string, 1)
 	go func() { result <- load(t, p.URL, key, 16, halt) }()
-	// Kill once a good number of responses were answered, without timing:
-	// watch the audit count through the API of the running server.
-	for i := 0; i < 2000; i++ {
-		_, _, body := get(t, p.URL+"/api/v2/audit?limit=1", key)
-		var page struct{ Records []struct{ Seq int64 } }
-		if json.Unmarshal(body, &page) == nil && len(page.Records) == 1 && page.Records[0].Seq > 1500 {
-			break
-		}
-	}
+	// Kill once a good number of responses were answered, without timing.
+	waitForRecords(t, p.URL, key, 1500)
 	p.Kill()
 	close(halt)
 	ids := <-result
@@ -443,6 +442,20 @@ func loadAndKill(t *testing.T, dir string) []string {
 		t.Fatalf("only %d responses before the kill", len(ids))
 	}
 	return ids
+}
+
+// waitForRecords returns once the running server's audit log holds more
+// than n records (or after a bounded number of looks): watching the count
+// through the API rather than the clock keeps load tests free of timing.
+func waitForRecords(t *testing.T, url, key string, n int64) {
+	t.Helper()
+	for i := 0; i < 2000; i++ {
+		_, _, body := get(t, url+"/api/v2/audit?limit=1", key)
+		var page struct{ Records []struct{ Seq int64 } }
+		if json.Unmarshal(body, &page) == nil && len(page.Records) == 1 && page.Records[0].Seq > n {
+			return
+		}
+	}
 }
 
 func TestSIGTERMFinishesAndExitsZero(t *testing.T) {

@@ -270,7 +270,7 @@ func testThrottle(t *testing.T, st LoginStore) {
 // its rows forever: any reservation forgets every key's attempts that are
 // older than its window.
 func testFailuresOfOtherKeysForgotten(t *testing.T, st ports.LoginThrottle) {
-	ctx := t.Context()
+	ctx := ctxFor(t)
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	window := 15 * time.Minute
 	old := []string{"user:guess-1", "user:guess-2", "addr:203.0.113.9"}

@@ -37,14 +37,14 @@ func conflict(err error, what, op string) error {
 
 // CreateProject inserts a project with its members.
 func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
-	return txErr("create project", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.change(ctx, "create project "+p.ID, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES ($1, $2, $3, $4)`,
 			p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
 		if err != nil {
 			return conflict(err, "project "+p.ID+" already exists", "insert project")
 		}
 		return insertMembers(ctx, tx, p.ID, p.Members)
-	}))
+	})
 }
 
 func insertMembers(ctx context.Context, tx pgx.Tx, project string, members []domain.Member) error {
@@ -118,7 +118,7 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 
 // SetMembers replaces the members of a project.
 func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
-	return txErr("set project members", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.change(ctx, "set the members of project "+id, func(tx pgx.Tx) error {
 		// Lock the project row: concurrent SetMembers on other instances
 		// take turns instead of interleaving their deletes and inserts.
 		var found string
@@ -133,7 +133,7 @@ func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Memb
 			return storeErr("clear project members", err)
 		}
 		return insertMembers(ctx, tx, id, members)
-	}))
+	})
 }
 
 // txErr passes on the errors a transaction body already explained (they
@@ -149,11 +149,8 @@ func txErr(op string, err error) error {
 
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO servers (name, url, created_at) VALUES ($1, $2, $3)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
-	if err != nil {
-		return conflict(err, "server "+sv.Name+" already exists", "insert server")
-	}
-	return nil
+	return s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
+		`INSERT INTO servers (name, url, created_at) VALUES ($1, $2, $3)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
 }
 
 // ListServers returns servers ordered by name.
@@ -176,15 +173,17 @@ func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
 
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES ($1, $2, $3, $4)`,
-		t.Name, t.Server, t.ReadOnly, nanos(t.CreatedAt))
-	if isForeignKey(err) {
-		return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
-	}
-	if err != nil {
-		return conflict(err, "tool "+t.Name+" already exists", "insert tool")
-	}
-	return nil
+	return s.change(ctx, "register tool "+t.Name, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES ($1, $2, $3, $4)`,
+			t.Name, t.Server, t.ReadOnly, nanos(t.CreatedAt))
+		if isForeignKey(err) {
+			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
+		}
+		if err != nil {
+			return conflict(err, "tool "+t.Name+" already exists", "insert tool")
+		}
+		return nil
+	})
 }
 
 const toolColumns = `name, server, read_only, created_at`
@@ -226,12 +225,9 @@ func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+	return s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
+		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
-	if err != nil {
-		return conflict(err, "policy "+r.ID+" already exists", "insert policy")
-	}
-	return nil
 }
 
 // ListPolicies returns every rule, oldest first.
@@ -264,7 +260,7 @@ func (s *Store) PolicyVersion(ctx context.Context) (int64, error) {
 
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	return s.execOne(ctx, "delete policy", "policy "+id, `DELETE FROM policies WHERE id = $1`, id)
+	return s.execOne(ctx, "delete policy "+id, "policy "+id, `DELETE FROM policies WHERE id = $1`, id)
 }
 
 // CreateAgent stores an agent with its limits.
@@ -278,13 +274,10 @@ func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
 		str := string(b)
 		tools = &str
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
+	return s.exec(ctx, "create agent "+a.ID+" in session "+a.Session, "agent "+a.ID+" already exists",
+		`INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, a.ID, a.Session, a.Parent, a.Depth, tools,
 		a.Limits.ReadOnly, a.Limits.Approval, a.CreatedBy, nanos(a.CreatedAt))
-	if err != nil {
-		return conflict(err, "agent "+a.ID+" already exists", "insert agent")
-	}
-	return nil
 }
 
 const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at`
@@ -333,13 +326,10 @@ func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent,
 
 // CreateToolCall stores a decided tool call.
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
+	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
+		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
 		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt))
-	if err != nil {
-		return conflict(err, "tool call "+c.ID+" already exists", "insert tool call")
-	}
-	return nil
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at`
@@ -407,14 +397,22 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 // makes it a compare-and-set: two approvers on two instances cannot both
 // win, the second waits for the first's row lock and then matches nothing.
 func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
-	rows, _ := s.pool.Query(ctx, `UPDATE tool_calls SET status = $1, resolved_by = $2, resolved_at = $3 WHERE id = $4 AND status = $5
-		RETURNING `+toolCallColumns, string(status), by, nanos(at), id, string(domain.CallPending))
-	c, err := pgx.CollectExactlyOneRow(rows, scanToolCall)
-	if err == nil {
-		return c, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return domain.ToolCall{}, storeErr("resolve tool call", err)
+	var c domain.ToolCall
+	err := s.change(ctx, "mark tool call "+id+" "+string(status), func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `UPDATE tool_calls SET status = $1, resolved_by = $2, resolved_at = $3 WHERE id = $4 AND status = $5
+			RETURNING `+toolCallColumns, string(status), by, nanos(at), id, string(domain.CallPending))
+		var err error
+		c, err = pgx.CollectExactlyOneRow(rows, scanToolCall)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("pending tool call %s: %w", id, domain.ErrNotFound)
+		}
+		if err != nil {
+			return storeErr("resolve tool call", err)
+		}
+		return nil
+	})
+	if !errors.Is(err, domain.ErrNotFound) {
+		return c, err
 	}
 	cur, err := s.GetToolCall(ctx, id)
 	if err != nil {
@@ -425,7 +423,7 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 
 // SetSessionMode changes a session's mode.
 func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
-	return s.execOne(ctx, "set session mode", "session "+id, `UPDATE sessions SET mode = $1 WHERE id = $2`, string(mode), id)
+	return s.execOne(ctx, "set the mode of session "+id+" to "+string(mode), "session "+id, `UPDATE sessions SET mode = $1 WHERE id = $2`, string(mode), id)
 }
 
 func nonNil[T any](s []T) []T {

@@ -15,7 +15,8 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// AppendAudit writes records in one transaction, extending the hash chain.
+// AppendAudit writes records in one transaction, extending the hash chain,
+// and settles the audit intents of their requests in the same transaction.
 // The chain-head row is locked FOR UPDATE first: an append by another
 // instance waits until this one commits and then continues from its head, so
 // the chain stays one line however many instances write.
@@ -24,39 +25,51 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			seq, last int64
-			prev      string
-		)
-		if err := tx.QueryRow(ctx, `SELECT h.seq, h.hash, COALESCE(a.time, 0) FROM audit_head h LEFT JOIN audit a ON a.seq = h.seq
-			WHERE h.id = 1 FOR UPDATE OF h`).Scan(&seq, &prev, &last); err != nil {
-			return fmt.Errorf("lock chain head: %w", err)
+		if err := appendAudit(ctx, tx, records); err != nil {
+			return err
 		}
-		rows := make([][]any, len(records))
-		for i := range records {
-			r := &records[i]
-			seq++
-			r.NotBefore(time.UnixMicro(last)) // instances' clocks differ
-			// Sealed text holds no NUL and no invalid UTF-8: PostgreSQL
-			// refuses neither, so one record cannot fail the batch.
-			r.Seal(seq, prev)
-			prev, last = r.Hash, r.Time.UnixMicro()
-			rows[i] = []any{r.Seq, int16(r.Version), r.Time.UnixMicro(), r.RequestID, r.Subject, domain.JoinRoles(r.Roles), string(r.AuthMethod),
-				r.Method, r.Path, r.Client, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumnList, pgx.CopyFromRows(rows)); err != nil {
-			return fmt.Errorf("insert audit records: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1`, seq, prev); err != nil {
-			return fmt.Errorf("move chain head: %w", err)
-		}
-		return nil
+		return settleIntents(ctx, tx, records)
 	})
 	if err != nil {
 		if refusedData(err) {
 			return fmt.Errorf("postgres: append audit: %w", errors.Join(err, ports.ErrRecordRefused))
 		}
 		return storeErr("append audit", err)
+	}
+	return nil
+}
+
+// appendAudit extends the hash chain by records inside tx, holding the
+// chain-head lock until tx ends.
+func appendAudit(ctx context.Context, tx pgx.Tx, records []domain.AuditRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	var (
+		seq, last int64
+		prev      string
+	)
+	if err := tx.QueryRow(ctx, `SELECT h.seq, h.hash, COALESCE(a.time, 0) FROM audit_head h LEFT JOIN audit a ON a.seq = h.seq
+		WHERE h.id = 1 FOR UPDATE OF h`).Scan(&seq, &prev, &last); err != nil {
+		return fmt.Errorf("lock chain head: %w", err)
+	}
+	rows := make([][]any, len(records))
+	for i := range records {
+		r := &records[i]
+		seq++
+		r.NotBefore(time.UnixMicro(last)) // instances' clocks differ
+		// Sealed text holds no NUL and no invalid UTF-8: PostgreSQL
+		// refuses neither, so one record cannot fail the batch.
+		r.Seal(seq, prev)
+		prev, last = r.Hash, r.Time.UnixMicro()
+		rows[i] = []any{r.Seq, int16(r.Version), r.Time.UnixMicro(), r.RequestID, r.Subject, domain.JoinRoles(r.Roles), string(r.AuthMethod),
+			r.Method, r.Path, r.Client, string(r.Decision), r.Reason, int32(r.Status), r.PrevHash, r.Hash}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumnList, pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("insert audit records: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1`, seq, prev); err != nil {
+		return fmt.Errorf("move chain head: %w", err)
 	}
 	return nil
 }

@@ -78,3 +78,7 @@ func sharedStores[T any](t *testing.T, n int) []T {
 func TestPasswordLimits(t *testing.T) {
 	porttest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
 }
+
+func TestIntentStore(t *testing.T) {
+	porttest.RunIntentStore(t, func(t *testing.T) porttest.IntentStore { return newStore(t) })
+}

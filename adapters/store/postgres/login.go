@@ -44,15 +44,11 @@ func (s *Store) CreateLoginSession(ctx context.Context, ls ports.LoginSession) e
 		return fmt.Errorf("postgres: encode roles: %w", err)
 	}
 	t := ls.Tokens
-	_, err = s.pool.Exec(ctx, `INSERT INTO login_sessions
+	return s.exec(ctx, domain.LoginChange("start", ls.IDHash, t.Subject), "login session already exists", `INSERT INTO login_sessions
 		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		ls.IDHash, ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
 		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt))
-	if err != nil {
-		return storeErr("insert login session", err)
-	}
-	return nil
 }
 
 // GetLoginSession reads one session.
@@ -89,16 +85,13 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 		return fmt.Errorf("postgres: encode roles: %w", err)
 	}
 	t := ls.Tokens
-	tag, err := s.pool.Exec(ctx, `UPDATE login_sessions SET version = $1, subject = $2, username = $3, roles = $4,
+	err = s.execOne(ctx, domain.LoginChange("refresh", ls.IDHash, t.Subject), "login session", `UPDATE login_sessions SET version = $1, subject = $2, username = $3, roles = $4,
 		access_token = $5, refresh_token = $6, id_token = $7, access_expiry = $8, refresh_expiry = $9, last_seen = $10, expires_at = $11
 		WHERE id_hash = $12 AND version = $13`,
 		ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
 		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.IDHash, ls.Version-1)
-	if err != nil {
-		return storeErr("update login session", err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
+	if !errors.Is(err, domain.ErrNotFound) {
+		return err
 	}
 	if _, err := s.GetLoginSession(ctx, ls.IDHash); err != nil {
 		return err
@@ -108,17 +101,19 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 
 // TouchLoginSession records use at t (never moving last_seen backwards).
 func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Time) error {
-	return s.execOne(ctx, "touch login session", "login session", `UPDATE login_sessions SET last_seen = GREATEST(last_seen, $1) WHERE id_hash = $2`, nanos(t), idHash)
+	return s.execOne(ctx, domain.LoginChange("mark used", idHash, ""), "login session", `UPDATE login_sessions SET last_seen = GREATEST(last_seen, $1) WHERE id_hash = $2`, nanos(t), idHash)
 }
 
 // DeleteLoginSession removes one session.
 func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
-	return s.execOne(ctx, "delete login session", "login session", `DELETE FROM login_sessions WHERE id_hash = $1`, idHash)
+	return s.execOne(ctx, domain.LoginChange("end", idHash, ""), "login session", `DELETE FROM login_sessions WHERE id_hash = $1`, idHash)
 }
 
 // DeleteExpiredLoginSessions removes sessions past their absolute end or
 // idle since before idleBefore, and expired login requests. Any instance may
-// run it; running it on several at once only deletes the same rows.
+// run it; running it on several at once only deletes the same rows. It is
+// the one change made without an audit intent: no request makes it, and it
+// removes only what is refused already.
 func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM login_sessions WHERE expires_at <= $1 OR last_seen < $2`, nanos(now), nanos(idleBefore))
 	if err != nil {
@@ -132,12 +127,9 @@ func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore 
 
 // PutAuthRequest stores a pending code-flow request.
 func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO login_requests (state_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+	return s.exec(ctx, domain.LoginChange("begin code-flow login", r.StateHash, ""), "login request already exists",
+		`INSERT INTO login_requests (state_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		r.StateHash, r.Request.Nonce, r.Request.CodeVerifier, r.ReturnTo, nanos(r.ExpiresAt))
-	if err != nil {
-		return storeErr("insert login request", err)
-	}
-	return nil
 }
 
 // TakeAuthRequest deletes and returns a pending request in one statement,
@@ -145,13 +137,19 @@ func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) 
 func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (ports.PendingAuthRequest, error) {
 	r := ports.PendingAuthRequest{StateHash: stateHash}
 	var exp int64
-	err := s.pool.QueryRow(ctx, `DELETE FROM login_requests WHERE state_hash = $1 RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
-		Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ports.PendingAuthRequest{}, fmt.Errorf("login request: %w", domain.ErrNotFound)
-	}
+	err := s.change(ctx, domain.LoginChange("take code-flow login", stateHash, ""), func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `DELETE FROM login_requests WHERE state_hash = $1 RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
+			Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("login request: %w", domain.ErrNotFound)
+		}
+		if err != nil {
+			return storeErr("take login request", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return ports.PendingAuthRequest{}, storeErr("take login request", err)
+		return ports.PendingAuthRequest{}, err
 	}
 	r.ExpiresAt = fromNanos(exp)
 	if !now.Before(r.ExpiresAt) {

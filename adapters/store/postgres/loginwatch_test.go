@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // liveSignal passes the store's watcher through and tells the test when it
@@ -62,7 +63,7 @@ func TestSessionEndedOnOneInstanceIsRefusedByTheOther(t *testing.T) {
 		logins[i] = l
 	}
 	a, b := logins[0], logins[1]
-	ctx := context.Background()
+	ctx := porttest.Context(t)
 	const cookie = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
 	session := ports.LoginSession{IDHash: app.Digest(cookie), Version: 1, CreatedAt: now, LastSeen: now, ExpiresAt: now.Add(time.Hour),
 		Tokens: ports.TokenSet{Subject: "alice", Roles: domain.RoleExtraction{Roles: []domain.Role{domain.RoleUser}}, AccessToken: "at",

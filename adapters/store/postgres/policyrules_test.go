@@ -1,12 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // TestPolicyChangeOnOneInstanceDecidesOnTheOtherAtOnce: two instances on one
@@ -16,7 +16,7 @@ func TestPolicyChangeOnOneInstanceDecidesOnTheOtherAtOnce(t *testing.T) {
 	stores := sharedStores[*postgres.Store](t, 2)
 	a, b := stores[0], stores[1]
 	rulesA, rulesB := app.NewPolicyRules(a), app.NewPolicyRules(b)
-	ctx := context.Background()
+	ctx := porttest.Context(t)
 	uma := domain.Subject{Subject: "uma", Roles: []domain.Role{domain.RoleUser}}
 	decide := func(rules *app.PolicyRules) domain.PolicyOutcome {
 		t.Helper()

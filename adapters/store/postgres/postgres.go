@@ -218,16 +218,3 @@ func storeErr(op string, err error) error {
 	}
 	return fmt.Errorf("postgres: %s: %w", op, errors.Join(err, domain.ErrUnavailable))
 }
-
-// execOne runs a statement that must change one row; none is reported as
-// domain.ErrNotFound naming what, a failure as the action that failed.
-func (s *Store) execOne(ctx context.Context, action, what, query string, args ...any) error {
-	tag, err := s.pool.Exec(ctx, query, args...)
-	if err != nil {
-		return storeErr(action, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s: %w", what, domain.ErrNotFound)
-	}
-	return nil
-}

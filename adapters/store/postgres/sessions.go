@@ -16,13 +16,9 @@ import (
 
 // CreateSession inserts s; an existing id is a domain.ErrConflict.
 func (s *Store) CreateSession(ctx context.Context, sess domain.Session) error {
-	_, err := s.pool.Exec(ctx,
+	return s.exec(ctx, "create session "+sess.ID, "session "+sess.ID+" already exists",
 		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano())
-	if err != nil {
-		return storeErr("insert session "+sess.ID, err)
-	}
-	return nil
 }
 
 const sessionColumns = `id, owner, project, title, mode, state, created_at`
@@ -78,7 +74,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 
 // DeleteSession removes one session.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	return s.execOne(ctx, "delete session", "session "+id, `DELETE FROM sessions WHERE id = $1`, id)
+	return s.execOne(ctx, "delete session "+id, "session "+id, `DELETE FROM sessions WHERE id = $1`, id)
 }
 
 func scanSession(row pgx.CollectableRow) (domain.Session, error) {

@@ -36,26 +36,17 @@ func boolInt(b bool) int {
 
 // CreateProject inserts a project with its members.
 func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin create project: %w", err)
-	}
-	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`,
-		p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
-	if isUnique(err) {
-		return fmt.Errorf("project %s already exists: %w", p.ID, domain.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: insert project: %w", err)
-	}
-	if err := insertMembers(ctx, tx, p.ID, p.Members); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit project: %w", err)
-	}
-	return nil
+	return s.change(ctx, "create project "+p.ID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`,
+			p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
+		if isUnique(err) {
+			return fmt.Errorf("project %s already exists: %w", p.ID, domain.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: insert project: %w", err)
+		}
+		return insertMembers(ctx, tx, p.ID, p.Members)
+	})
 }
 
 func insertMembers(ctx context.Context, tx *sql.Tx, project string, members []domain.Member) error {
@@ -147,40 +138,25 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 
 // SetMembers replaces the members of a project.
 func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin set members: %w", err)
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projects WHERE id = ?`, id).Scan(&n); err != nil {
-		return fmt.Errorf("sqlite: read project: %w", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM project_members WHERE project = ?`, id); err != nil {
-		return fmt.Errorf("sqlite: clear project members: %w", err)
-	}
-	if err := insertMembers(ctx, tx, id, members); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit project members: %w", err)
-	}
-	return nil
+	return s.change(ctx, "set the members of project "+id, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projects WHERE id = ?`, id).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: read project: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM project_members WHERE project = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: clear project members: %w", err)
+		}
+		return insertMembers(ctx, tx, id, members)
+	})
 }
 
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
-	_, err := s.write.ExecContext(ctx, `INSERT INTO servers (name, url, created_at) VALUES (?, ?, ?)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
-	if isUnique(err) {
-		return fmt.Errorf("server %s already exists: %w", sv.Name, domain.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: insert server: %w", err)
-	}
-	return nil
+	return s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
+		`INSERT INTO servers (name, url, created_at) VALUES (?, ?, ?)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
 }
 
 // ListServers returns servers ordered by name.
@@ -207,30 +183,24 @@ func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
 
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin create tool: %w", err)
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM servers WHERE name = ?`, t.Server).Scan(&n); err != nil {
-		return fmt.Errorf("sqlite: read server: %w", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES (?, ?, ?, ?)`,
-		t.Name, t.Server, boolInt(t.ReadOnly), nanos(t.CreatedAt))
-	if isUnique(err) {
-		return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: insert tool: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit tool: %w", err)
-	}
-	return nil
+	return s.change(ctx, "register tool "+t.Name, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM servers WHERE name = ?`, t.Server).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: read server: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES (?, ?, ?, ?)`,
+			t.Name, t.Server, boolInt(t.ReadOnly), nanos(t.CreatedAt))
+		if isUnique(err) {
+			return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: insert tool: %w", err)
+		}
+		return nil
+	})
 }
 
 const toolColumns = `name, server, read_only, created_at`
@@ -282,15 +252,9 @@ func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
-	_, err := s.write.ExecContext(ctx, `INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	return s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
+		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
-	if isUnique(err) {
-		return fmt.Errorf("policy %s already exists: %w", r.ID, domain.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: insert policy: %w", err)
-	}
-	return nil
 }
 
 // ListPolicies returns every rule, oldest first.
@@ -327,7 +291,7 @@ func (s *Store) PolicyVersion(ctx context.Context) (int64, error) {
 
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	return s.execOne(ctx, "delete policy", "policy "+id, `DELETE FROM policies WHERE id = ?`, id)
+	return s.execOne(ctx, "delete policy "+id, "policy "+id, `DELETE FROM policies WHERE id = ?`, id)
 }
 
 // CreateAgent stores an agent with its limits.
@@ -340,16 +304,10 @@ func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
 		}
 		tools = string(b)
 	}
-	_, err := s.write.ExecContext(ctx, `INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
+	return s.exec(ctx, "create agent "+a.ID+" in session "+a.Session, "agent "+a.ID+" already exists",
+		`INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Session, a.Parent, a.Depth, tools,
 		boolInt(a.Limits.ReadOnly), boolInt(a.Limits.Approval), a.CreatedBy, nanos(a.CreatedAt))
-	if isUnique(err) {
-		return fmt.Errorf("agent %s already exists: %w", a.ID, domain.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: insert agent: %w", err)
-	}
-	return nil
 }
 
 const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at`
@@ -406,16 +364,10 @@ func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent,
 
 // CreateToolCall stores a decided tool call.
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
-	_, err := s.write.ExecContext(ctx, `INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
+	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
+		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
 		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt))
-	if isUnique(err) {
-		return fmt.Errorf("tool call %s already exists: %w", c.ID, domain.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: insert tool call: %w", err)
-	}
-	return nil
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at`
@@ -482,34 +434,33 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 // ResolveToolCall approves or rejects a pending call; the WHERE clause
 // makes it a compare-and-set, so only one resolution wins.
 func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	var c domain.ToolCall
+	err := s.change(ctx, "mark tool call "+id+" "+string(status), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = ?`,
+			string(status), by, nanos(at), id, string(domain.CallPending))
+		if err != nil {
+			return fmt.Errorf("sqlite: resolve tool call: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		c, err = scanToolCall(tx.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: read tool call: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("tool call %s is %s, not pending: %w", id, c.Status, domain.ErrConflict)
+		}
+		return nil
+	})
 	if err != nil {
-		return domain.ToolCall{}, fmt.Errorf("sqlite: begin resolve tool call: %w", err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = ?`,
-		string(status), by, nanos(at), id, string(domain.CallPending))
-	if err != nil {
-		return domain.ToolCall{}, fmt.Errorf("sqlite: resolve tool call: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	c, err := scanToolCall(tx.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return domain.ToolCall{}, fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
-	}
-	if err != nil {
-		return domain.ToolCall{}, fmt.Errorf("sqlite: read tool call: %w", err)
-	}
-	if n == 0 {
-		return domain.ToolCall{}, fmt.Errorf("tool call %s is %s, not pending: %w", id, c.Status, domain.ErrConflict)
-	}
-	if err := tx.Commit(); err != nil {
-		return domain.ToolCall{}, fmt.Errorf("sqlite: commit tool call: %w", err)
+		return domain.ToolCall{}, err
 	}
 	return c, nil
 }
 
 // SetSessionMode changes a session's mode.
 func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
-	return s.execOne(ctx, "set session mode", "session "+id, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
+	return s.execOne(ctx, "set the mode of session "+id+" to "+string(mode), "session "+id, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
 }

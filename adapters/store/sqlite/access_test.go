@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -9,12 +8,13 @@ import (
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
 
 func TestAgentAndToolCallStoreSurviveReopen(t *testing.T) {
-	ctx := context.Background()
+	ctx := porttest.Context(t)
 	path := filepath.Join(t.TempDir(), "agentauth.db")
 	st := open(t, path)
 	root := domain.Agent{ID: "a0", Session: "s1", CreatedBy: "uma", CreatedAt: t0}

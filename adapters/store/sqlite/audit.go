@@ -20,7 +20,8 @@ import (
 // AppendAudit writes records in one transaction, extending the hash chain.
 // In SQLite mode the service appends through the audit log
 // (adapters/auditlog) and this store is only its index (IndexAudit); this
-// method serves tools and tests that use the store alone.
+// method serves tools and tests that use the store alone. Either way the
+// transaction that stores records settles their requests' audit intents.
 func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) error {
 	if len(records) == 0 {
 		return nil
@@ -45,6 +46,9 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 		prev, last = records[i].Hash, records[i].Time.UnixMicro()
 	}
 	if err := s.insertAudit(ctx, tx, records); err != nil {
+		return err
+	}
+	if err := settleIntents(ctx, tx, records); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -78,6 +82,11 @@ func (s *Store) IndexAudit(ctx context.Context, records []domain.AuditRecord) er
 	}
 	defer tx.Rollback()
 	if err := s.insertAudit(ctx, tx, records); err != nil {
+		return err
+	}
+	// A crash may lose this transaction, and with it the settling: the
+	// replay of the log at start settles the intents again.
+	if err := settleIntents(ctx, tx, records); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // BenchmarkAppendAudit measures one group commit of 64 records, the batch a
@@ -53,7 +54,7 @@ func BenchmarkDecideToolCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer closeStore()
-			ctx := context.Background()
+			ctx := porttest.Context(b)
 			t0 := time.Now().UTC()
 			admin := domain.Principal{Subject: "adm", Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodAPIKey}
 			if err := store.CreateSession(ctx, domain.Session{ID: "s1", Owner: "adm", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: t0}); err != nil {
@@ -137,7 +138,7 @@ func BenchmarkCookieAuthenticate(b *testing.B) {
 			if inMemory {
 				b.Cleanup(login.KeepSessionsInMemory(store))
 			}
-			ctx := context.Background()
+			ctx := porttest.Context(b)
 			res, err := login.PasswordLogin(ctx, "alice", "pw", "127.0.0.1")
 			if err != nil {
 				b.Fatal(err)

@@ -1,12 +1,16 @@
 package sqlite_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/porttest"
 )
@@ -76,4 +80,22 @@ func sharedStores[T any](t *testing.T, n int) []T {
 
 func TestPasswordLimits(t *testing.T) {
 	porttest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
+}
+
+// intentStore is the store with the recovery SQLite mode uses
+// (app.IntentRecovery: the store's outbox, records appended to the store).
+type intentStore struct {
+	*sqlite.Store
+	recovery *app.IntentRecovery
+}
+
+func (s intentStore) RecoverIntents(ctx context.Context, cutoff time.Time) ([]domain.AuditRecord, error) {
+	return s.recovery.RecoverIntents(ctx, cutoff)
+}
+
+func TestIntentStore(t *testing.T) {
+	porttest.RunIntentStore(t, func(t *testing.T) porttest.IntentStore {
+		st := newStore(t)
+		return intentStore{st, app.NewIntentRecovery(st, st, app.SystemClock{})}
+	})
 }

@@ -50,15 +50,11 @@ func (s *Store) CreateLoginSession(ctx context.Context, ls ports.LoginSession) e
 		return fmt.Errorf("sqlite: encode roles: %w", err)
 	}
 	t := ls.Tokens
-	_, err = s.write.ExecContext(ctx, `INSERT INTO login_sessions
+	return s.exec(ctx, domain.LoginChange("start", ls.IDHash, t.Subject), "login session already exists", `INSERT INTO login_sessions
 		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ls.IDHash, ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
 		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt))
-	if err != nil {
-		return fmt.Errorf("sqlite: insert login session: %w", err)
-	}
-	return nil
 }
 
 // GetLoginSession reads one session.
@@ -94,16 +90,13 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 		return fmt.Errorf("sqlite: encode roles: %w", err)
 	}
 	t := ls.Tokens
-	res, err := s.write.ExecContext(ctx, `UPDATE login_sessions SET version = ?, subject = ?, username = ?, roles = ?,
+	err = s.execOne(ctx, domain.LoginChange("refresh", ls.IDHash, t.Subject), "login session", `UPDATE login_sessions SET version = ?, subject = ?, username = ?, roles = ?,
 		access_token = ?, refresh_token = ?, id_token = ?, access_expiry = ?, refresh_expiry = ?, last_seen = ?, expires_at = ?
 		WHERE id_hash = ? AND version = ?`,
 		ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
 		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.IDHash, ls.Version-1)
-	if err != nil {
-		return fmt.Errorf("sqlite: update login session: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
+	if !errors.Is(err, domain.ErrNotFound) {
+		return err
 	}
 	if _, err := s.GetLoginSession(ctx, ls.IDHash); err != nil {
 		return err
@@ -113,16 +106,18 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 
 // TouchLoginSession records use at t (never moving last_seen backwards).
 func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Time) error {
-	return s.execOne(ctx, "touch login session", "login session", `UPDATE login_sessions SET last_seen = max(last_seen, ?) WHERE id_hash = ?`, nanos(t), idHash)
+	return s.execOne(ctx, domain.LoginChange("mark used", idHash, ""), "login session", `UPDATE login_sessions SET last_seen = max(last_seen, ?) WHERE id_hash = ?`, nanos(t), idHash)
 }
 
 // DeleteLoginSession removes one session.
 func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
-	return s.execOne(ctx, "delete login session", "login session", `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
+	return s.execOne(ctx, domain.LoginChange("end", idHash, ""), "login session", `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
 }
 
 // DeleteExpiredLoginSessions removes sessions past their absolute end or
-// idle since before idleBefore, and expired login requests.
+// idle since before idleBefore, and expired login requests. It is the one
+// change made without an audit intent: no request makes it, and it removes
+// only what is refused already.
 func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM login_sessions WHERE expires_at <= ? OR last_seen < ?`, nanos(now), nanos(idleBefore))
 	if err != nil {
@@ -137,12 +132,9 @@ func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore 
 
 // PutAuthRequest stores a pending code-flow request.
 func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) error {
-	_, err := s.write.ExecContext(ctx, `INSERT INTO login_requests (state_hash, nonce, code_verifier, return_to, expires_at) VALUES (?, ?, ?, ?, ?)`,
+	return s.exec(ctx, domain.LoginChange("begin code-flow login", r.StateHash, ""), "login request already exists",
+		`INSERT INTO login_requests (state_hash, nonce, code_verifier, return_to, expires_at) VALUES (?, ?, ?, ?, ?)`,
 		r.StateHash, r.Request.Nonce, r.Request.CodeVerifier, r.ReturnTo, nanos(r.ExpiresAt))
-	if err != nil {
-		return fmt.Errorf("sqlite: insert login request: %w", err)
-	}
-	return nil
 }
 
 // TakeAuthRequest deletes and returns a pending request, in one statement
@@ -150,13 +142,19 @@ func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) 
 func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (ports.PendingAuthRequest, error) {
 	r := ports.PendingAuthRequest{StateHash: stateHash}
 	var exp int64
-	err := s.write.QueryRowContext(ctx, `DELETE FROM login_requests WHERE state_hash = ? RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
-		Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ports.PendingAuthRequest{}, fmt.Errorf("login request: %w", domain.ErrNotFound)
-	}
+	err := s.change(ctx, domain.LoginChange("take code-flow login", stateHash, ""), func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `DELETE FROM login_requests WHERE state_hash = ? RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
+			Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("login request: %w", domain.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: take login request: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return ports.PendingAuthRequest{}, fmt.Errorf("sqlite: take login request: %w", err)
+		return ports.PendingAuthRequest{}, err
 	}
 	r.ExpiresAt = fromNanos(exp)
 	if !now.Before(r.ExpiresAt) {

@@ -14,13 +14,9 @@ import (
 
 // CreateSession inserts s.
 func (s *Store) CreateSession(ctx context.Context, sess domain.Session) error {
-	_, err := s.write.ExecContext(ctx,
+	return s.exec(ctx, "create session "+sess.ID, "session "+sess.ID+" already exists",
 		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano())
-	if err != nil {
-		return fmt.Errorf("sqlite: insert session: %w", err)
-	}
-	return nil
 }
 
 const sessionColumns = `id, owner, project, title, mode, state, created_at`
@@ -72,7 +68,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 
 // DeleteSession removes one session.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	return s.execOne(ctx, "delete session", "session "+id, `DELETE FROM sessions WHERE id = ?`, id)
+	return s.execOne(ctx, "delete session "+id, "session "+id, `DELETE FROM sessions WHERE id = ?`, id)
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -32,9 +32,6 @@ func (s *Store) PutSettings(ctx context.Context, st domain.Settings) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode settings: %w", err)
 	}
-	_, err = s.write.ExecContext(ctx, `INSERT INTO settings (id, body) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`, string(body))
-	if err != nil {
-		return fmt.Errorf("sqlite: save settings: %w", err)
-	}
-	return nil
+	return s.exec(ctx, "save settings "+string(body), "settings",
+		`INSERT INTO settings (id, body) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`, string(body))
 }

@@ -258,15 +258,33 @@ func (s *Store) apply(ctx context.Context, version, name string) error {
 	return tx.Commit()
 }
 
-// execOne runs a statement that must change one row; none is reported as
-// domain.ErrNotFound naming what, a failure as the action that failed.
-func (s *Store) execOne(ctx context.Context, action, what, query string, args ...any) error {
-	res, err := s.write.ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", action, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%s: %w", what, domain.ErrNotFound)
-	}
-	return nil
+// execOne makes the change what (with its audit intent) by a statement
+// that must change one row; none is reported as domain.ErrNotFound naming
+// missing, and changes nothing.
+func (s *Store) execOne(ctx context.Context, what, missing, query string, args ...any) error {
+	return s.change(ctx, what, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%s: %w", missing, domain.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// exec makes the change what (with its audit intent) by one statement; a
+// duplicate key is domain.ErrConflict with the message dup.
+func (s *Store) exec(ctx context.Context, what, dup, query string, args ...any) error {
+	return s.change(ctx, what, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		if isUnique(err) {
+			return fmt.Errorf("%s: %w", dup, domain.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		return nil
+	})
 }

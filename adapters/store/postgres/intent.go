@@ -1,0 +1,176 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+var _ ports.IntentRecovery = (*Store)(nil)
+
+// change runs fn and writes the request's audit intent, naming the change
+// as what, in one transaction: the change and the note that it awaits its
+// audit record commit together or not at all. Without an intent in ctx
+// nothing is changed (fail closed).
+func (s *Store) change(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+	in := ports.AuditIntentFrom(ctx)
+	if in == nil {
+		return fmt.Errorf("postgres: %s: %w", what, ports.ErrNoAuditIntent)
+	}
+	return txErr(what, pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO audit_intents (request_id, at, subject, roles, auth_method, client, method, path, change)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, text(in.RequestID), time.Now().UnixMicro(), text(in.Subject),
+			text(domain.JoinRoles(in.Roles)), string(in.AuthMethod), text(in.Client), text(in.Method), text(in.Path), text(what))
+		if err != nil {
+			return storeErr("record the intent of "+what, err)
+		}
+		return nil
+	}))
+}
+
+// text makes caller-chosen text storable: PostgreSQL refuses NUL and bytes
+// that are not UTF-8, and a change must not fail over how its intent is
+// spelt. The intent is only ever read back to reconstruct a lost record.
+func text(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// execOne makes the change what (with its audit intent) by a statement
+// that must change one row; none is reported as domain.ErrNotFound naming
+// missing, and changes nothing.
+func (s *Store) execOne(ctx context.Context, what, missing, query string, args ...any) error {
+	return s.change(ctx, what, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, query, args...)
+		if err != nil {
+			return storeErr(what, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%s: %w", missing, domain.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// exec makes the change what (with its audit intent) by one statement; a
+// duplicate key is domain.ErrConflict with the message dup.
+func (s *Store) exec(ctx context.Context, what, dup, query string, args ...any) error {
+	return s.change(ctx, what, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, query, args...); err != nil {
+			return conflict(err, dup, what)
+		}
+		return nil
+	})
+}
+
+// settleIntents deletes, inside tx, the intents of the requests whose
+// audit records tx commits: once the record is durable the change is
+// accounted for.
+func settleIntents(ctx context.Context, tx pgx.Tx, records []domain.AuditRecord) error {
+	ids := make([]string, len(records))
+	for i := range records {
+		ids[i] = records[i].RequestID
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM audit_intents WHERE request_id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("settle audit intents: %w", err)
+	}
+	return nil
+}
+
+// RecoverIntents claims the intents written before cutoff and appends one
+// recovered record per request, all in one transaction under the chain-head
+// lock, so that two instances recovering at once claim each intent once. A
+// request that already has a record in the chain gets none.
+func (s *Store) RecoverIntents(ctx context.Context, cutoff time.Time) ([]domain.AuditRecord, error) {
+	var records []domain.AuditRecord
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The head first, as every append takes it: an append settling
+		// intents and a recovery claiming them then never wait on each
+		// other in opposite orders.
+		if _, err := tx.Exec(ctx, `SELECT seq FROM audit_head WHERE id = 1 FOR UPDATE`); err != nil {
+			return fmt.Errorf("lock chain head: %w", err)
+		}
+		changes, err := claimIntents(ctx, tx, cutoff)
+		if err != nil || len(changes) == 0 {
+			return err
+		}
+		recorded, err := recordedSince(ctx, tx, changes)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for _, group := range domain.GroupChanges(changes) {
+			if !recorded[group[0].Intent.RequestID] {
+				records = append(records, domain.RecoveredRecord(group, now))
+			}
+		}
+		return appendAudit(ctx, tx, records)
+	})
+	if err != nil {
+		return nil, storeErr("recover audit intents", err)
+	}
+	return records, nil
+}
+
+// claimIntents deletes and returns the intents written before cutoff,
+// oldest first.
+func claimIntents(ctx context.Context, tx pgx.Tx, cutoff time.Time) ([]domain.PendingChange, error) {
+	rows, _ := tx.Query(ctx, `WITH claimed AS (DELETE FROM audit_intents WHERE at < $1
+			RETURNING id, request_id, at, subject, roles, auth_method, client, method, path, change)
+		SELECT request_id, at, subject, roles, auth_method, client, method, path, change FROM claimed ORDER BY id`, cutoff.UnixMicro())
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PendingChange, error) {
+		var (
+			c             domain.PendingChange
+			at            int64
+			roles, method string
+		)
+		in := &c.Intent
+		err := row.Scan(&in.RequestID, &at, &in.Subject, &roles, &method, &in.Client, &in.Method, &in.Path, &c.Change)
+		in.Roles, in.AuthMethod, c.At = domain.SplitRoles(roles), domain.AuthMethod(method), time.UnixMicro(at).UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim audit intents: %w", err)
+	}
+	return out, nil
+}
+
+// recordedSince returns which of the changes' requests have a record in the
+// chain: a request's record is always later than its changes.
+func recordedSince(ctx context.Context, tx pgx.Tx, changes []domain.PendingChange) (map[string]bool, error) {
+	since := changes[0].At
+	ids := make([]string, len(changes))
+	for i, c := range changes {
+		if c.At.Before(since) {
+			since = c.At
+		}
+		ids[i] = c.Intent.RequestID
+	}
+	rows, _ := tx.Query(ctx, `SELECT request_id FROM audit WHERE time >= $1 AND request_id = ANY($2)`, since.UnixMicro(), ids)
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the audit tail: %w", err)
+	}
+	out := make(map[string]bool, len(found))
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// PendingIntents counts the intents not yet settled by a record.
+func (s *Store) PendingIntents(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM audit_intents`).Scan(&n); err != nil {
+		return 0, storeErr("count audit intents", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,120 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+var _ ports.IntentOutbox = (*Store)(nil)
+
+// change runs fn and writes the request's audit intent, naming the change
+// as what, in one transaction: the change and the note that it awaits its
+// audit record commit together or not at all. Without an intent in ctx
+// nothing is changed (fail closed).
+func (s *Store) change(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	in := ports.AuditIntentFrom(ctx)
+	if in == nil {
+		return fmt.Errorf("sqlite: %s: %w", what, ports.ErrNoAuditIntent)
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin %s: %w", what, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit_intents (request_id, at, subject, roles, auth_method, client, method, path, change)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.RequestID, time.Now().UnixMicro(), in.Subject, domain.JoinRoles(in.Roles),
+		string(in.AuthMethod), in.Client, in.Method, in.Path, what)
+	if err != nil {
+		return fmt.Errorf("sqlite: record the intent of %s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit %s: %w", what, err)
+	}
+	return nil
+}
+
+// settleIntents deletes, inside tx, the intents of the requests whose
+// audit records tx stores: once the record is durable the change is
+// accounted for. Whatever stores audit records calls it in its transaction.
+func settleIntents(ctx context.Context, tx *sql.Tx, records []domain.AuditRecord) error {
+	ids := make([]string, len(records))
+	for i := range records {
+		ids[i] = records[i].RequestID
+	}
+	return settleRequests(ctx, tx, ids)
+}
+
+func settleRequests(ctx context.Context, tx *sql.Tx, requestIDs []string) error {
+	args := make([]any, 0, min(len(requestIDs), auditChunk))
+	for start := 0; start < len(requestIDs); start += auditChunk {
+		chunk := requestIDs[start:min(start+auditChunk, len(requestIDs))]
+		args = args[:0]
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM audit_intents WHERE request_id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...); err != nil {
+			return fmt.Errorf("sqlite: settle audit intents: %w", err)
+		}
+	}
+	return nil
+}
+
+// SettleIntents deletes the intents of requests whose records are known to
+// be in the chain.
+func (s *Store) SettleIntents(ctx context.Context, requestIDs []string) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin settling audit intents: %w", err)
+	}
+	defer tx.Rollback()
+	if err := settleRequests(ctx, tx, requestIDs); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit settled audit intents: %w", err)
+	}
+	return nil
+}
+
+// PendingChanges returns the intents written before cutoff, oldest first.
+func (s *Store) PendingChanges(ctx context.Context, cutoff time.Time) ([]domain.PendingChange, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT request_id, at, subject, roles, auth_method, client, method, path, change
+		FROM audit_intents WHERE at < ? ORDER BY id`, cutoff.UnixMicro())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read audit intents: %w", err)
+	}
+	defer rows.Close()
+	var out []domain.PendingChange
+	for rows.Next() {
+		var (
+			c             domain.PendingChange
+			at            int64
+			roles, method string
+		)
+		in := &c.Intent
+		if err := rows.Scan(&in.RequestID, &at, &in.Subject, &roles, &method, &in.Client, &in.Method, &in.Path, &c.Change); err != nil {
+			return nil, fmt.Errorf("sqlite: scan audit intent: %w", err)
+		}
+		in.Roles, in.AuthMethod, c.At = domain.SplitRoles(roles), domain.AuthMethod(method), time.UnixMicro(at).UTC()
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// PendingIntents counts the intents not yet settled by a record.
+func (s *Store) PendingIntents(ctx context.Context) (int, error) {
+	var n int
+	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM audit_intents`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count audit intents: %w", err)
+	}
+	return n, nil
+}
