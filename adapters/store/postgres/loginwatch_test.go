@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/golang/mock/gomock"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentauth/agentauth/adapters/store/postgres"
+	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -17,22 +19,37 @@ import (
 )
 
 // liveSignal passes the store's watcher through and tells the test when it
-// is listening.
+// starts or stops listening.
 type liveSignal struct {
 	*postgres.Store
-	live chan struct{}
+	live, lost chan struct{}
+}
+
+func newLiveSignal(st *postgres.Store) liveSignal {
+	return liveSignal{st, make(chan struct{}, 1), make(chan struct{}, 1)}
 }
 
 func (w liveSignal) WatchLoginSessions(ctx context.Context, changed func(string), live func(bool)) {
 	w.Store.WatchLoginSessions(ctx, changed, func(l bool) {
 		live(l)
+		ch := w.lost
 		if l {
-			select {
-			case w.live <- struct{}{}:
-			default:
-			}
+			ch = w.live
+		}
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	})
+}
+
+func waitFor(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not within 10 s", what)
+	}
 }
 
 // TestSessionEndedOnOneInstanceIsRefusedByTheOther: two instances on one
@@ -53,13 +70,9 @@ func TestSessionEndedOnOneInstanceIsRefusedByTheOther(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := liveSignal{st, make(chan struct{}, 1)}
+		w := newLiveSignal(st)
 		t.Cleanup(l.KeepSessionsInMemory(w))
-		select {
-		case <-w.live:
-		case <-time.After(10 * time.Second):
-			t.Fatal("watcher not listening after 10 s")
-		}
+		waitFor(t, w.live, "watcher listening")
 		logins[i] = l
 	}
 	a, b := logins[0], logins[1]
@@ -90,5 +103,56 @@ func TestSessionEndedOnOneInstanceIsRefusedByTheOther(t *testing.T) {
 			t.Fatalf("A still accepts the session 2 s after the logout on B: %v", err)
 		}
 		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestSessionChangedWhileNotListeningIsNotServedFromMemory: when the
+// listening connection is lost, the instance forgets what it remembered and
+// reads sessions from the database until it listens again, so a logout it
+// could not hear of is still refused.
+func TestSessionChangedWhileNotListeningIsNotServedFromMemory(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := open(t, url), open(t, url)
+	ctx := porttest.Context(t)
+	admin, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	login, err := app.NewLogin(app.LoginConfig{SessionIdle: time.Hour, SessionMax: 8 * time.Hour, RefreshBefore: time.Minute},
+		nil, a, a, a, app.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newLiveSignal(a)
+	t.Cleanup(login.KeepSessionsInMemory(w))
+	waitFor(t, w.live, "watcher listening")
+	now := time.Now()
+	const cookie = "bcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQR"
+	session := ports.LoginSession{IDHash: app.Digest(cookie), Version: 1, CreatedAt: now, LastSeen: now, ExpiresAt: now.Add(time.Hour),
+		Tokens: ports.TokenSet{Subject: "alice", Roles: domain.RoleExtraction{Roles: []domain.Role{domain.RoleUser}}, AccessToken: "at",
+			RefreshToken: "rt", IDToken: "it", AccessExpiry: now.Add(30 * time.Minute)}}
+	if err := b.CreateLoginSession(ctx, session); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := login.Authenticate(ctx, cookie); err != nil { // remembered
+		t.Fatalf("first use: %v", err)
+	}
+	// Cut every listening connection of this database (fail-closed for any
+	// other listener too: it reads from the database until it listens again).
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN agentauth_login_sessions'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, w.lost, "watcher reporting the lost connection")
+	if err := b.DeleteLoginSession(ctx, session.IDHash); err != nil { // unheard by a
+		t.Fatal(err)
+	}
+	if _, err := login.Authenticate(ctx, cookie); !errors.Is(err, domain.ErrUnauthenticated) {
+		t.Errorf("while not listening: %v, want ErrUnauthenticated", err)
+	}
+	waitFor(t, w.live, "watcher listening again")
+	if _, err := login.Authenticate(ctx, cookie); !errors.Is(err, domain.ErrUnauthenticated) {
+		t.Errorf("after listening again: %v, want ErrUnauthenticated", err)
 	}
 }
