@@ -15,6 +15,7 @@ import (
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/launch"
+	"github.com/agentauth/agentauth/ports"
 )
 
 var ruleCounts = []int{10, 1000, 10000}
@@ -115,7 +116,11 @@ func decideInProcess(n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer closeStore()
-	ctx := context.Background()
+	// Every change needs the audit intent of its request, as the edge sets
+	// it; the decision stores one intent row with the call, as it does
+	// behind the edge (where the audit record then settles it).
+	ctx := ports.WithAuditIntent(context.Background(), &domain.AuditIntent{RequestID: "loadgen", Subject: "adm",
+		Roles: []domain.Role{domain.RoleAdmin}, AuthMethod: domain.MethodAPIKey, Client: "127.0.0.1", Method: "POST", Path: "/loadgen"})
 	t0 := time.Now().UTC()
 	if err := store.CreateSession(ctx, domain.Session{ID: "s1", Owner: "adm", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: t0}); err != nil {
 		return 0, err
