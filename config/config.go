@@ -6,6 +6,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -35,9 +36,14 @@ type Audit struct {
 	// BatchWait: under load, how long the writer waits to gather a bigger
 	// batch before one sync commits it.
 	BatchWait time.Duration `yaml:"batchWait" env:"SERVICE_AUDIT_BATCH_WAIT"`
-	// SigningKeyFile holds the Ed25519 seed checkpoints are signed with;
-	// empty: {dataDir}/secrets/audit-signing.key, created on first start.
+	// SigningKeyFile holds the Ed25519 seed checkpoints are signed with
+	// (read into SigningKey at load, by the rules of every secret file);
+	// neither set: {dataDir}/secrets/audit-signing.key, created on first
+	// start.
 	SigningKeyFile string `yaml:"signingKeyFile" env:"SERVICE_AUDIT_SIGNING_KEY_FILE"`
+	// SigningKey is the seed itself, a secret: environment only (a
+	// Kubernetes secretKeyRef), never the config file.
+	SigningKey string `yaml:"-" env:"SERVICE_AUDIT_SIGNING_KEY"`
 	// CheckpointEvery and CheckpointInterval: a signed checkpoint every
 	// that many records or that long, whichever comes first.
 	CheckpointEvery    int64         `yaml:"checkpointEvery" env:"SERVICE_AUDIT_CHECKPOINT_EVERY"`
@@ -213,6 +219,9 @@ func (c Config) Validate() error {
 	if c.Audit.BatchWait < 0 || c.Audit.BatchWait > 10*time.Millisecond {
 		bad("audit.batchWait / SERVICE_AUDIT_BATCH_WAIT: %v is outside 0 to 10ms", c.Audit.BatchWait)
 	}
+	if c.Audit.SigningKey != "" && !validSeed(c.Audit.SigningKey) {
+		bad("SERVICE_AUDIT_SIGNING_KEY / audit.signingKeyFile: want a 32-byte Ed25519 seed in base64url (43 characters)")
+	}
 	if c.Audit.CheckpointEvery < 1 {
 		bad("audit.checkpointEvery / SERVICE_AUDIT_CHECKPOINT_EVERY: %d must be at least 1 (records between signed checkpoints)", c.Audit.CheckpointEvery)
 	}
@@ -281,4 +290,11 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// validSeed tells whether s is a 32-byte seed in base64url (the form
+// auditsign.ParseSeed reads; config does not import the adapter).
+func validSeed(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(s), "="))
+	return err == nil && len(b) == 32
 }

@@ -29,8 +29,8 @@ func readSecretFile(path string) (string, error) {
 	return s, nil
 }
 
-// resolveSecretFiles fills the API key and the database URL from their
-// _FILE settings. Setting both a secret and its file is a conflict, not a
+// resolveSecretFiles fills the API key, the database URL and the audit
+// signing key from their _FILE settings. Setting both a secret and its file is a conflict, not a
 // silent choice.
 func (c *Config) resolveSecretFiles() []error {
 	var errs []error
@@ -42,6 +42,7 @@ func (c *Config) resolveSecretFiles() []error {
 	}{
 		{&c.Auth.APIKey, c.Auth.APIKeyFile, "SERVICE_API_KEY / --api-key", "auth.apiKeyFile / SERVICE_API_KEY_FILE / --api-key-file"},
 		{&c.Database.URL, c.Database.URLFile, "database.url / SERVICE_DATABASE_URL / --database-url", "database.urlFile / SERVICE_DATABASE_URL_FILE / --database-url-file"},
+		{&c.Audit.SigningKey, c.Audit.SigningKeyFile, "SERVICE_AUDIT_SIGNING_KEY", "audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE / --audit-signing-key-file"},
 	} {
 		if p.file == "" {
 			continue

@@ -27,6 +27,7 @@ func TestSecretFiles(t *testing.T) {
 	url := secretAt(t, "postgres://agentauth:pw@db.internal:5432/agentauth\r\n", 0o400)
 	open := secretAt(t, "file-key-0123456789abcdef\n", 0o644)
 	empty := secretAt(t, "\n", 0o600)
+	seed := secretAt(t, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8\n", 0o400)
 	oidc := map[string]string{"SERVICE_OIDC_ENABLED": "true", "SERVICE_OIDC_ISSUER": "https://kc.example.com/realms/agents",
 		"SERVICE_OIDC_CLIENT_ID": "agentauth", "SERVICE_OIDC_REDIRECT_URI": "https://agentauth.example.com/auth/callback"}
 	with := func(base map[string]string, kv ...string) map[string]string {
@@ -61,6 +62,14 @@ func TestSecretFiles(t *testing.T) {
 		{"empty", with(nil, "SERVICE_DATABASE_URL_FILE", empty), nil, nil, []string{"SERVICE_DATABASE_URL_FILE", "is empty"}},
 		{"missing", with(nil, "SERVICE_API_KEY_FILE", "/nonexistent/key"), nil, nil,
 			[]string{"SERVICE_API_KEY_FILE / --api-key-file: cannot read /nonexistent/key: no such file or directory"}},
+		{"audit signing key from a file", with(nil, "SERVICE_AUDIT_SIGNING_KEY_FILE", seed), nil,
+			func(c Config) bool { return c.Audit.SigningKey == "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8" }, nil},
+		{"audit signing key file readable by others", with(nil, "SERVICE_AUDIT_SIGNING_KEY_FILE", secretAt(t, "x\n", 0o640)), nil, nil,
+			[]string{"audit.signingKeyFile", "mode 0640", "readable by its owner only"}},
+		{"audit signing key file missing", with(nil, "SERVICE_AUDIT_SIGNING_KEY_FILE", "/nonexistent/key"), nil, nil,
+			[]string{"audit.signingKeyFile", "no such file"}},
+		{"audit signing key not a seed", with(nil, "SERVICE_AUDIT_SIGNING_KEY", "file-key-0123456789abcdef"), nil, nil,
+			[]string{"SERVICE_AUDIT_SIGNING_KEY", "32-byte Ed25519 seed"}},
 		{"oidc secret and its file", with(oidc, "SERVICE_OIDC_CLIENT_SECRET", "s", "SERVICE_OIDC_CLIENT_SECRET_FILE", key), nil, nil,
 			[]string{"SERVICE_OIDC_CLIENT_SECRET and auth.oidc.clientSecretFile / SERVICE_OIDC_CLIENT_SECRET_FILE are both set"}},
 		{"oidc secret file readable by others", with(oidc, "SERVICE_OIDC_CLIENT_SECRET_FILE", open), nil, nil,

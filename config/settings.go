@@ -95,6 +95,8 @@ var Settings = []Setting{
 	{Key: "audit.signingKeyFile", Env: "SERVICE_AUDIT_SIGNING_KEY_FILE", Flag: "audit-signing-key-file", Default: "{dataDir}/secrets/audit-signing.key, created on first start",
 		Accepts: "an owner-only file holding a 32-byte Ed25519 seed in base64url (43 characters)",
 		Help:    "The key audit checkpoints are signed with. Several instances on one PostgreSQL database must share one (a Secret)."},
+	{Env: "SERVICE_AUDIT_SIGNING_KEY", Default: "none", Accepts: "a 32-byte Ed25519 seed in base64url (43 characters)",
+		Help: "The audit signing key itself, for a Kubernetes secretKeyRef (environment only; instead of audit.signingKeyFile)."},
 	{Key: "audit.checkpointEvery", Env: "SERVICE_AUDIT_CHECKPOINT_EVERY", Default: "10000", Accepts: "a whole number of at least 1",
 		Help: "A signed audit checkpoint every that many records."},
 	{Key: "audit.checkpointInterval", Env: "SERVICE_AUDIT_CHECKPOINT_INTERVAL", Default: "1m", Accepts: "a duration of at least 1s, such as 1m",

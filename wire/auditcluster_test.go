@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -85,17 +83,17 @@ func TestRawBytesNeverFailAPostgresBatch(t *testing.T) {
 }
 
 // TestClusterCheckpointsShareOneKey: two instances on one database, signing
-// with one key file, extend one checkpoint chain; it verifies offline with
+// with one key, extend one checkpoint chain; it verifies offline with
 // the one public key, and every instance's API verifies the other's.
 func TestClusterCheckpointsShareOneKey(t *testing.T) {
 	dbURL := pgtest.URL(t)
-	keyFile := filepath.Join(t.TempDir(), "audit-signing.key")
 	seed := make([]byte, 32)
 	_, _ = rand.Read(seed)
-	if err := os.WriteFile(keyFile, []byte(base64.RawURLEncoding.EncodeToString(seed)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	// As config.Resolve leaves it after reading audit.signingKeyFile, or
+	// as SERVICE_AUDIT_SIGNING_KEY from a Secret gives it.
+	tune := func(c *config.Config) {
+		c.Audit.SigningKey, c.Audit.CheckpointEvery = base64.RawURLEncoding.EncodeToString(seed), 7
 	}
-	tune := func(c *config.Config) { c.Audit.SigningKeyFile, c.Audit.CheckpointEvery = keyFile, 7 }
 	a, b := startInstance(t, dbURL, tune), startInstance(t, dbURL, tune)
 	for i := range 40 {
 		in := []*instance{a, b}[i%2]
@@ -121,7 +119,7 @@ func TestClusterCheckpointsShareOneKey(t *testing.T) {
 	if err != nil || len(cps) == 0 {
 		t.Fatalf("checkpoints = %d, %v; want at least the one at stop", len(cps), err)
 	}
-	key, _, _, err := auditsign.LoadKey(keyFile, "")
+	key, err := auditsign.ParseSeed(base64.RawURLEncoding.EncodeToString(seed))
 	if err != nil {
 		t.Fatal(err)
 	}

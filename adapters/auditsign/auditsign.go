@@ -7,6 +7,7 @@
 package auditsign
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -32,8 +33,10 @@ import (
 
 // Settings configure the signer.
 type Settings struct {
-	// KeyFile is the signing key; empty: {DataDir}/secrets/audit-signing.key,
-	// created on first start.
+	// Key is the signing key's seed (SERVICE_AUDIT_SIGNING_KEY, or read
+	// from audit.signingKeyFile, named by KeyFile); empty: the key at
+	// {DataDir}/secrets/audit-signing.key, created on first start.
+	Key      string
 	KeyFile  string
 	DataDir  string
 	Every    int64         // records between checkpoints
@@ -56,28 +59,29 @@ func DefaultKeyPath(dataDir string) string {
 // PublicKeyPath is where the service publishes its public key.
 func PublicKeyPath(dataDir string) string { return filepath.Join(dataDir, "audit-signing.pub") }
 
-// LoadKey reads the signing key: a file holding the 32-byte Ed25519 seed in
-// base64url (43 characters), readable by its owner only. A configured file
-// must exist; the default one is created (0600 in a 0700 folder) the way
-// local mode creates its API key.
-func LoadKey(keyFile, dataDir string) (key ed25519.PrivateKey, path string, created bool, err error) {
-	var text string
-	if path = keyFile; path != "" {
-		// Only read: a key shared by instances (a Secret) is never created
-		// here, and its folder may be read-only.
-		text, err = local.ReadKey(path)
-	} else {
-		path = DefaultKeyPath(dataDir)
-		text, created, err = local.LoadOrCreateKey(path)
-	}
+// LoadKey reads the key at the default path, creating it (0600 in a 0700
+// folder) the way local mode creates its API key when it is absent. A key
+// file readable by anyone but its owner is refused.
+func LoadKey(dataDir string) (key ed25519.PrivateKey, path string, created bool, err error) {
+	path = DefaultKeyPath(dataDir)
+	text, created, err := local.LoadOrCreateKey(path)
 	if err != nil {
-		return nil, path, false, fmt.Errorf("audit.signingKeyFile: %w", err)
+		return nil, path, false, fmt.Errorf("audit signing key: %w", err)
 	}
-	seed, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(text, "="))
+	if key, err = ParseSeed(text); err != nil {
+		return nil, path, false, fmt.Errorf("audit signing key %s: %w", path, err)
+	}
+	return key, path, created, nil
+}
+
+// ParseSeed reads a signing key given as its 32-byte Ed25519 seed in
+// base64url (padding and surrounding space ignored).
+func ParseSeed(text string) (ed25519.PrivateKey, error) {
+	seed, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(text), "="))
 	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, path, false, fmt.Errorf("audit.signingKeyFile: %s must hold a %d-byte Ed25519 seed in base64url (as `head -c 32 /dev/urandom | basenc --base64url` writes it)", path, ed25519.SeedSize)
+		return nil, fmt.Errorf("want a %d-byte Ed25519 seed in base64url (as `head -c 32 /dev/urandom | basenc --base64url` writes it)", ed25519.SeedSize)
 	}
-	return ed25519.NewKeyFromSeed(seed), path, created, nil
+	return ed25519.NewKeyFromSeed(seed), nil
 }
 
 // FormatPublicKey is the text form of a public key: hex, as
@@ -124,12 +128,24 @@ func New(store ports.AuditCheckpointStore, s Settings, log *zap.Logger) (*Checkp
 	if s.Every < 1 || s.Interval <= 0 {
 		return nil, nil, errors.New("audit: checkpointEvery must be at least 1 and checkpointInterval positive")
 	}
-	key, path, created, err := LoadKey(s.KeyFile, s.DataDir)
+	var (
+		key     ed25519.PrivateKey
+		path    = cmp.Or(s.KeyFile, "SERVICE_AUDIT_SIGNING_KEY")
+		created bool
+		err     error
+	)
+	if s.Key != "" {
+		if key, err = ParseSeed(s.Key); err != nil {
+			err = fmt.Errorf("audit signing key (%s): %w", path, err)
+		}
+	} else {
+		key, path, created, err = LoadKey(s.DataDir)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.Shared && s.KeyFile == "" {
-		log.Warn("audit checkpoints are signed with this instance's own key; instances sharing the database must share one key (audit.signingKeyFile, from a Secret), or each reports the others' checkpoints as checkpoint_invalid",
+	if s.Shared && s.Key == "" {
+		log.Warn("audit checkpoints are signed with this instance's own key; instances sharing the database must share one key (SERVICE_AUDIT_SIGNING_KEY or audit.signingKeyFile, from a Secret), or each reports the others' checkpoints as checkpoint_invalid",
 			zap.String("key_file", path))
 	}
 	pub := key.Public().(ed25519.PublicKey)

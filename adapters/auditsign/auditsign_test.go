@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,45 +22,56 @@ import (
 
 func TestKeyFiles(t *testing.T) {
 	dir := t.TempDir()
-	key, path, created, err := auditsign.LoadKey("", dir)
+	key, path, created, err := auditsign.LoadKey(dir)
 	if err != nil || !created || path != auditsign.DefaultKeyPath(dir) {
 		t.Fatalf("first LoadKey = %s, created %v, %v; want a new key at the default path", path, created, err)
 	}
 	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("key file mode = %v, %v; want 0600", info.Mode(), err)
 	}
-	again, _, created, err := auditsign.LoadKey("", dir)
+	again, _, created, err := auditsign.LoadKey(dir)
 	if err != nil || created || !again.Equal(key) {
 		t.Fatalf("second LoadKey: created %v, %v, same key %v; want the same key", created, err, again.Equal(key))
 	}
-	tests := []struct {
-		name    string
-		prepare func(t *testing.T) string
-		want    string
-	}{
-		{"configured file missing", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, "audit.signingKeyFile"},
-		{"readable by others", func(t *testing.T) string {
-			p := filepath.Join(t.TempDir(), "k")
-			if err := os.WriteFile(p, []byte("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "chmod 600"},
-		{"not a seed", func(t *testing.T) string {
-			p := filepath.Join(t.TempDir(), "k")
-			if err := os.WriteFile(p, []byte(strings.Repeat("x", 60)+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "Ed25519 seed"},
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, _, _, err := auditsign.LoadKey(tt.prepare(t), dir); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("LoadKey error = %v, want one mentioning %q", err, tt.want)
-			}
-		})
+	if _, _, _, err := auditsign.LoadKey(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a key file readable by its group: %v, want a refusal", err)
 	}
+	for _, bad := range []string{"", strings.Repeat("x", 60), "AAAA"} {
+		if _, err := auditsign.ParseSeed(bad); err == nil || !strings.Contains(err.Error(), "Ed25519 seed") {
+			t.Errorf("ParseSeed(%q) = %v, want a refusal", bad, err)
+		}
+	}
+	seeded, err := auditsign.ParseSeed("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n")
+	if err != nil || seeded[0] != 0 || seeded[31] != 31 {
+		t.Errorf("ParseSeed of a padded seed with a newline: %v", err)
+	}
+	// A configured key is used as given and no key file is created.
+	other := t.TempDir()
+	c, closeSigner, err := auditsign.New(newStore(t, other), auditsign.Settings{Key: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+		DataDir: other, Every: 1, Interval: time.Hour, Out: io.Discard}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSigner()
+	if !c.PublicKey().Equal(seeded.Public()) {
+		t.Error("the configured key is not the one used")
+	}
+	if _, err := os.Stat(auditsign.DefaultKeyPath(other)); err == nil {
+		t.Error("a key file was created although a key was configured")
+	}
+}
+
+func newStore(t *testing.T, dir string) *sqlite.Store {
+	t.Helper()
+	st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "a.db")), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeStore)
+	return st
 }
 
 // TestCheckpointer: every N records, and at Close, a checkpoint of the

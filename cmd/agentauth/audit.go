@@ -65,15 +65,18 @@ func auditPublicKey(args []string, env map[string]string, stdout, stderr io.Writ
 	if !ok {
 		return exitUsage
 	}
-	path := cfg.Audit.SigningKeyFile
-	if path == "" {
+	// A configured key (its file read by the configuration); else the
+	// default key file, which must exist already.
+	key, err := auditsign.ParseSeed(cfg.Audit.SigningKey)
+	path := cmp.Or(cfg.Audit.SigningKeyFile, "SERVICE_AUDIT_SIGNING_KEY")
+	if cfg.Audit.SigningKey == "" {
 		path = auditsign.DefaultKeyPath(cfg.DataDir)
+		if _, err := os.Stat(path); err != nil {
+			fmt.Fprintf(stderr, "agentauth audit public-key: no signing key at %s (the service creates it on its first start): %v\n", path, err)
+			return exitFailure
+		}
+		key, _, _, err = auditsign.LoadKey(cfg.DataDir)
 	}
-	if _, err := os.Stat(path); err != nil {
-		fmt.Fprintf(stderr, "agentauth audit public-key: no signing key at %s (the service creates it on its first start): %v\n", path, err)
-		return exitFailure
-	}
-	key, _, _, err := auditsign.LoadKey(path, cfg.DataDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth audit public-key: %v\n", err)
 		return exitFailure

@@ -189,7 +189,7 @@ has defaults \
 	"container.seccompProfile RuntimeDefault"
 lacks defaults \
 	'^kind (PodDisruptionBudget|Ingress|Secret|ConfigMap|PersistentVolumeClaim|ServiceMonitor|NetworkPolicy|HorizontalPodAutoscaler)/' \
-	'^env SERVICE_(OIDC_CLIENT_SECRET|OIDC_ISSUER|DATABASE_URL)' \
+	'^env SERVICE_(OIDC_CLIENT_SECRET|OIDC_ISSUER|DATABASE_URL|AUDIT_SIGNING_KEY)' \
 	'^service rel-agentauth [A-Za-z]+ port management' \
 	'^container\.capabilities\.add '
 
@@ -209,6 +209,7 @@ has full \
 	"env NODE_EXTRA_CA_CERTS=/etc/agentauth/ca/ca.crt" \
 	"env SERVICE_DATABASE_URL<-secretKeyRef:agentauth-db/database-url" \
 	"env SERVICE_API_KEY<-secretKeyRef:agentauth-api-key/api-key" \
+	"env SERVICE_AUDIT_SIGNING_KEY<-secretKeyRef:agentauth-audit-signing/signing-key" \
 	"env SERVICE_LOG_LEVEL=debug" \
 	"volume ca-bundle configMap:corp-ca ca-bundle.pem->ca.crt" \
 	"mount ca-bundle /etc/agentauth/ca ro" \

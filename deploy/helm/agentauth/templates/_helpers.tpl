@@ -124,6 +124,7 @@ Names of the environment variables the chart sets itself; backend.extraEnv may n
 {{- if include "agentauth.hasCaBundle" . }}{{ $names = append $names "SERVICE_OIDC_CA_FILE" }}{{ end }}
 {{- if include "agentauth.hasDatabase" . }}{{ $names = append $names "SERVICE_DATABASE_URL" }}{{ end }}
 {{- if .Values.apiKey.existingSecret }}{{ $names = append $names "SERVICE_API_KEY" }}{{ end }}
+{{- if .Values.audit.signingKey.existingSecret }}{{ $names = concat $names (list "SERVICE_AUDIT_SIGNING_KEY" "SERVICE_AUDIT_SIGNING_KEY_FILE") }}{{ end }}
 {{- join "," $names }}
 {{- end }}
 
