@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,12 +110,70 @@ type Auth struct {
 	// APIKey is a secret: environment or flag only, never the config file.
 	APIKey string `yaml:"-" env:"SERVICE_API_KEY"`
 	// APIKeyFile holds the API key instead (an owner-only file).
-	APIKeyFile string       `yaml:"apiKeyFile" env:"SERVICE_API_KEY_FILE"`
-	Debug      bool         `yaml:"debug" env:"SERVICE_AUTH_DEBUG"`
-	OIDC       OIDC         `yaml:"oidc"`
-	Hybrid     Hybrid       `yaml:"hybrid"`
-	Roles      []CustomRole `yaml:"roles"`
-	Keys       []RoleKey    `yaml:"keys"`
+	APIKeyFile  string       `yaml:"apiKeyFile" env:"SERVICE_API_KEY_FILE"`
+	Debug       bool         `yaml:"debug" env:"SERVICE_AUTH_DEBUG"`
+	OIDC        OIDC         `yaml:"oidc"`
+	Hybrid      Hybrid       `yaml:"hybrid"`
+	Roles       []CustomRole `yaml:"roles"`
+	Keys        []RoleKey    `yaml:"keys"`
+	AgentTokens AgentTokens  `yaml:"agentTokens"`
+}
+
+// AgentTokens configures the agent credentials tool servers verify.
+type AgentTokens struct {
+	// Issuer is the iss of every token: agentauth's public URL; empty:
+	// http://{server.host}:{server.port}.
+	Issuer string `yaml:"issuer" env:"SERVICE_AGENT_TOKENS_ISSUER"`
+	// SigningKeyFile holds the Ed25519 seed tokens are signed with; empty:
+	// {dataDir}/secrets/agent-token-signing.key, created on first start.
+	SigningKeyFile string `yaml:"signingKeyFile" env:"SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE"`
+	// PreviousKeyFile is the key rotated out, still verifying until
+	// PreviousKeyUntil (RFC 3339).
+	PreviousKeyFile  string `yaml:"previousKeyFile" env:"SERVICE_AGENT_TOKENS_PREVIOUS_KEY_FILE"`
+	PreviousKeyUntil string `yaml:"previousKeyUntil" env:"SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL"`
+	// MaxTTL is the longest lifetime of a token, and the default.
+	MaxTTL time.Duration `yaml:"maxTTL" env:"SERVICE_AGENT_TOKENS_MAX_TTL"`
+}
+
+// TokenIssuer is auth.agentTokens.issuer, or the API's own URL.
+func (c Config) TokenIssuer() string {
+	if c.Auth.AgentTokens.Issuer != "" {
+		return c.Auth.AgentTokens.Issuer
+	}
+	return "http://" + c.Addr()
+}
+
+// PreviousUntil parses auth.agentTokens.previousKeyUntil; zero when unset.
+func (a AgentTokens) PreviousUntil() (time.Time, error) {
+	if a.PreviousKeyUntil == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339, a.PreviousKeyUntil)
+}
+
+// validate checks the agent-token settings.
+func (a AgentTokens) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if a.Issuer != "" {
+		u, err := url.Parse(a.Issuer)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("auth.agentTokens.issuer / SERVICE_AGENT_TOKENS_ISSUER / --agent-tokens-issuer: %q is not an http(s) URL without query or fragment", a.Issuer)
+		}
+	}
+	if a.MaxTTL < time.Second || a.MaxTTL > 24*time.Hour {
+		bad("auth.agentTokens.maxTTL / SERVICE_AGENT_TOKENS_MAX_TTL / --agent-tokens-max-ttl: %v is outside 1s to 24h", a.MaxTTL)
+	}
+	until, err := a.PreviousUntil()
+	switch {
+	case err != nil:
+		bad("auth.agentTokens.previousKeyUntil / SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL: %q is not an RFC 3339 time such as 2026-12-01T00:00:00Z", a.PreviousKeyUntil)
+	case a.PreviousKeyFile != "" && until.IsZero():
+		bad("auth.agentTokens.previousKeyUntil / SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL: must be set with auth.agentTokens.previousKeyFile (when the previous key stops verifying)")
+	case a.PreviousKeyFile == "" && !until.IsZero():
+		bad("auth.agentTokens.previousKeyFile / SERVICE_AGENT_TOKENS_PREVIOUS_KEY_FILE: must be set with auth.agentTokens.previousKeyUntil")
+	}
+	return errs
 }
 
 // CustomRole defines a role in configuration (auth.roles[]).
@@ -138,6 +197,7 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
+		Auth:    Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute}},
 		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
 	}
 }
@@ -259,6 +319,7 @@ func (c Config) Validate() error {
 	if _, err := c.Authorizer(); err != nil {
 		bad("auth.roles: %v", err)
 	}
+	errs = append(errs, c.Auth.AgentTokens.validate()...)
 	errs = append(errs, c.validateAccess()...)
 	errs = append(errs, c.validateOIDC()...)
 	errs = append(errs, c.validateHybrid()...)

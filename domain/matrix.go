@@ -14,7 +14,7 @@ func DefaultGrants() map[Role][]Permission {
 		PermSessionsRead, PermSessionsWrite,
 		PermProjectsRead,
 		PermToolsRead,
-		PermAgentsWrite, PermToolCallsWrite, PermToolCallsApprove,
+		PermAgentsWrite, PermAgentsToken, PermToolCallsWrite, PermToolCallsApprove,
 	}
 	lead := append(append([]Permission(nil), user...),
 		PermSessionsTeam,

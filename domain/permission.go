@@ -31,6 +31,7 @@ const (
 	PermServersWrite Permission = "servers:write"
 
 	PermAgentsWrite      Permission = "agents:write"      // create agents in sessions one manages
+	PermAgentsToken      Permission = "agents:token"      // mint agent tokens in sessions one manages
 	PermToolCallsWrite   Permission = "toolcalls:write"   // ask for tool-call decisions
 	PermToolCallsApprove Permission = "toolcalls:approve" // approve or reject calls of sessions one manages
 
@@ -55,7 +56,7 @@ func AllPermissions() []Permission {
 		PermSessionsRead, PermSessionsWrite, PermSessionsAudit, PermSessionsManage, PermSessionsTeam,
 		PermProjectsRead, PermProjectsCreate, PermProjectsWrite, PermProjectsAudit, PermProjectsManage,
 		PermToolsRead, PermToolsWrite, PermServersRead, PermServersWrite,
-		PermAgentsWrite, PermToolCallsWrite, PermToolCallsApprove,
+		PermAgentsWrite, PermAgentsToken, PermToolCallsWrite, PermToolCallsApprove,
 		PermPoliciesRead, PermPoliciesWrite,
 		PermSettingsRead, PermSettingsWrite,
 		PermDashboardRead,
@@ -110,6 +111,7 @@ var permissionText = map[Permission]string{
 	PermServersRead:      "list tool servers",
 	PermServersWrite:     "register and remove tool servers",
 	PermAgentsWrite:      "create agents and sub-agents in sessions one manages",
+	PermAgentsToken:      "mint agent tokens for tool servers in sessions one manages",
 	PermToolCallsWrite:   "ask for tool-call decisions in sessions one manages",
 	PermToolCallsApprove: "approve or reject pending tool calls of sessions one manages",
 	PermPoliciesRead:     "read tool policies",

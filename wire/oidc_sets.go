@@ -25,6 +25,7 @@ import (
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
 	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
+	agentTokenSettings, agentTokenLimits, agentTokenSet,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.
@@ -90,8 +91,8 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, ready rest.ReadyChecks) (rest.Config, error) {
-	c, err := restConfig(cfg, access, ready)
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks) (rest.Config, error) {
+	c, err := restConfig(cfg, access, tokens, ready)
 	c.Login = login
 	return c, err
 }

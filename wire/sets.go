@@ -16,6 +16,7 @@ import (
 
 	gwire "github.com/google/wire"
 
+	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
@@ -38,19 +39,35 @@ var appSet = gwire.NewSet(
 )
 
 // settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings)
+var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
+	agentTokenSettings, agentTokenLimits)
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
-var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set)
+var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set, agentTokenSet)
 
-func restConfig(cfg config.Config, access *rest.Access, ready rest.ReadyChecks) (rest.Config, error) {
+// agentTokenSet provides agent credentials: the signer, the use case and
+// their endpoints.
+var agentTokenSet = gwire.NewSet(agenttoken.Set, app.NewAgentTokens,
+	gwire.Bind(new(rest.KeySet), new(*agenttoken.Signer)), gwire.Struct(new(rest.AgentTokens), "*"))
+
+func agentTokenSettings(cfg config.Config) (agenttoken.Settings, error) {
+	until, err := cfg.Auth.AgentTokens.PreviousUntil()
+	return agenttoken.Settings{Issuer: cfg.TokenIssuer(), KeyFile: cfg.Auth.AgentTokens.SigningKeyFile, DataDir: cfg.DataDir,
+		PreviousKeyFile: cfg.Auth.AgentTokens.PreviousKeyFile, PreviousUntil: until}, err
+}
+
+func agentTokenLimits(cfg config.Config) app.AgentTokenLimits {
+	return app.AgentTokenLimits{MaxTTL: cfg.Auth.AgentTokens.MaxTTL}
+}
+
+func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
 	if err != nil {
 		return rest.Config{}, err
 	}
 	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), Debug: cfg.Mode() == config.ModeDebug,
-		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, Ready: ready}, nil
+		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Ready: ready}, nil
 }
 
 // readyChecks are what requests need besides the identity provider: the

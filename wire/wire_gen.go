@@ -7,6 +7,7 @@
 package wire
 
 import (
+	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
@@ -60,9 +61,25 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
+	settings, err := agentTokenSettings(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	signer, err := agenttoken.New(settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	restAgentTokens := &rest.AgentTokens{
+		Tokens: agentTokens,
+		Keys:   signer,
+	}
 	auditCheckpointStore := stores.Checkpoints
-	settings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -70,7 +87,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restReadyChecks)
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -176,9 +193,31 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
+	settings, err := agentTokenSettings(cfg)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	signer, err := agenttoken.New(settings, log)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	restAgentTokens := &rest.AgentTokens{
+		Tokens: agentTokens,
+		Keys:   signer,
+	}
 	auditCheckpointStore := stores.Checkpoints
-	settings := auditSignSettings(cfg)
-	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, settings, log)
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -189,7 +228,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup6 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config3, err := oidcRestConfig(cfg, restLogin, access, restReadyChecks)
+	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -265,9 +304,25 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
+	settings, err := agentTokenSettings(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	signer, err := agenttoken.New(settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	restAgentTokens := &rest.AgentTokens{
+		Tokens: agentTokens,
+		Keys:   signer,
+	}
 	auditCheckpointStore := stores.Checkpoints
-	settings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -275,7 +330,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restReadyChecks)
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -347,9 +402,25 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
+	settings, err := agentTokenSettings(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	signer, err := agenttoken.New(settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	restAgentTokens := &rest.AgentTokens{
+		Tokens: agentTokens,
+		Keys:   signer,
+	}
 	auditCheckpointStore := stores.Checkpoints
-	settings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -357,7 +428,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restReadyChecks)
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -429,9 +500,25 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		ToolCalls: toolCalls,
 		Dashboard: dashboard,
 	}
+	settings, err := agentTokenSettings(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	signer, err := agenttoken.New(settings, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	restAgentTokens := &rest.AgentTokens{
+		Tokens: agentTokens,
+		Keys:   signer,
+	}
 	auditCheckpointStore := stores.Checkpoints
-	settings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, settings, log)
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -439,7 +526,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restReadyChecks)
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
 	if err != nil {
 		cleanup3()
 		cleanup2()

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
@@ -49,6 +50,9 @@ func axKey(subject string) string {
 }
 
 var axCustomRoles = []domain.CustomRole{{Name: "SECOPS", Extends: domain.RoleAuditor, Permissions: []domain.Permission{domain.PermPoliciesWrite}}}
+
+// axIssuer is the harness's agent-token issuer.
+const axIssuer = "https://agentauth.test"
 
 type axHarness struct {
 	path  string
@@ -94,7 +98,12 @@ func axStart(t *testing.T, path string) *axHarness {
 		ToolCalls: app.NewToolCalls(store, store, store, rules, store, sessions, authz, clock),
 		Dashboard: app.NewDashboard(store, store, store, authz),
 	}
-	srv := New(Config{Access: access}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
+	keys, err := agenttoken.New(agenttoken.Settings{Issuer: axIssuer, DataDir: filepath.Dir(path)}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, store, rules, authz, keys, clock, app.AgentTokenLimits{MaxTTL: 15 * time.Minute})}
+	srv := New(Config{Access: access, AgentTokens: tokens}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

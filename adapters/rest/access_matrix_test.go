@@ -49,7 +49,7 @@ func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 // valid body for every route that takes one. A route without a body here
 // makes the test fail, so a new endpoint cannot skip the matrix.
 func axRequest(r route, subject string, f axFixture, n int) (path, body string, ok bool) {
-	path = strings.NewReplacer(":id", map[bool]string{true: f.project, false: f.session}[strings.HasPrefix(r.path, "/api/v2/projects/")], ":call", f.call).Replace(r.path)
+	path = strings.NewReplacer(":id", map[bool]string{true: f.project, false: f.session}[strings.HasPrefix(r.path, "/api/v2/projects/")], ":call", f.call, ":agent", f.agent).Replace(r.path)
 	if strings.HasPrefix(r.path, "/api/v2/policies/") {
 		path = strings.Replace(r.path, ":id", f.policy, 1)
 	}
@@ -64,6 +64,7 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"POST /api/v2/sessions/:id/agents":                   `{"parent":"` + f.agent + `","tools":["` + f.tool + `"]}`,
 		"POST /api/v2/sessions/:id/tool-calls":               `{"agent":"` + f.agent + `","tool":"` + f.tool + `"}`,
 		"PUT /api/v2/admin/settings":                         `{"security_gateway":true,"default_session_mode":"auto"}`,
+		"POST /api/v2/sessions/:id/agents/:agent/token":      fmt.Sprintf(`{"audience":"srv-%d"}`, n),
 		"POST /api/v2/sessions/:id/tool-calls/:call/approve": "",
 		"POST /api/v2/sessions/:id/tool-calls/:call/reject":  "",
 	}
@@ -163,6 +164,9 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"POST /api/v2/sessions/:id/tool-calls/:call/reject":  domain.PermToolCallsApprove,
 		"GET /api/v2/dashboard":                              domain.PermDashboardRead,
 		"GET /metrics":                                       domain.PermMetricsRead,
+		"POST /api/v2/sessions/:id/agents/:agent/token":      domain.PermAgentsToken,
+		"GET /.well-known/jwks.json":                         domain.PermMeRead,
+		"GET /.well-known/oauth-authorization-server":        domain.PermMeRead,
 	}
 	h := axNew(t)
 	seen := map[string]bool{}

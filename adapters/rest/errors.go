@@ -37,10 +37,29 @@ type problem struct {
 // central instance, for one).
 type clientMessager interface{ ClientMessage() string }
 
-// classify maps an error to its status and client-safe detail. Messages of
-// 4xx domain errors are written for clients; anything else becomes a generic
-// 500 whose details stay in the log.
+// reasonCoder is an error that names its reason code (an agent-token
+// refusal); the code goes into the body and the access log whatever the
+// status.
+type reasonCoder interface{ ReasonCode() string }
+
+// classify maps an error to its status and client-safe detail, with the
+// error's own reason code when it names one.
 func classify(err error) problem {
+	p := classifyStatus(err)
+	var rc reasonCoder
+	if errors.As(err, &rc) {
+		p.detail.ReasonCode = rc.ReasonCode()
+		if p.status == fiber.StatusUnauthorized {
+			p.detail.Message = err.Error() // says which check the token failed; names no secret
+		}
+	}
+	return p
+}
+
+// classifyStatus maps an error to its status and client-safe detail.
+// Messages of 4xx domain errors are written for clients; anything else
+// becomes a generic 500 whose details stay in the log.
+func classifyStatus(err error) problem {
 	var denied *domain.AccessDenied
 	var refused *domain.Refusal
 	var fe *fiber.Error
@@ -143,7 +162,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			st.reason = reasonCredentialMissing
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth"`)
 		} else {
-			st.reason = reasonCredentialInvalid
+			if st.reason == p.detail.Code {
+				st.reason = reasonCredentialInvalid
+			}
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`)
 		}
 	}

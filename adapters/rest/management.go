@@ -28,6 +28,7 @@ func (s *Server) ManagementHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /health/ready", s.serveReady)
 	mux.Handle("GET /metrics", s.metrics.served)
+	s.managementKeys(mux)
 	return mux
 }
 

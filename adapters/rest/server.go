@@ -38,6 +38,8 @@ type Config struct {
 	// Access serves the access-model endpoints (projects, tools, policies,
 	// agents, tool calls, dashboard); nil leaves them out.
 	Access *Access
+	// AgentTokens serves agent credentials; nil leaves them out.
+	AgentTokens *AgentTokens
 	// Ready are the readiness checks (database, audit log); the identity
 	// provider's come with Login.
 	Ready ReadyChecks
@@ -110,6 +112,7 @@ func (s *Server) apiRoutes() []route {
 		s.settingsRoutes(),
 		s.accessRoutes(),
 		s.metricsRoutes(),
+		s.agentTokenRoutes(),
 	)
 }
 

@@ -1,0 +1,197 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/agentverify"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// axVerifier reads the key set from the API (as uma: any authenticated
+// caller may) and verifies tokens for audience.
+func axVerifier(t *testing.T, h *axHarness, audience string) *agentverify.Verifier {
+	t.Helper()
+	var set jose.JSONWebKeySet
+	r := h.do(t, "uma", "GET", jwksPath, "")
+	if r.status != 200 {
+		t.Fatalf("GET %s = %d %s", jwksPath, r.status, r.body)
+	}
+	if err := json.Unmarshal(r.body, &set); err != nil {
+		t.Fatal(err)
+	}
+	v, err := agentverify.New(axIssuer, audience, agentverify.StaticKeys(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// axTokenSession is axSession with a sub-agent and a second server; USER
+// may use every tool but shell.*.
+func axTokenSession(t *testing.T, h *axHarness) (session, root, child string) {
+	t.Helper()
+	_, session, root = axSession(t, h, "auto")
+	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"sh","url":"http://127.0.0.1:9/mcp"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"shell.run","server":"sh"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"fs.delete","server":"fs"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"USER"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.delete","scope":"role","value":"USER"}`)
+	child = h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"parent":"`+root+`","tools":["fs.read","shell.run"]}`)["id"].(string)
+	return session, root, child
+}
+
+func TestMintAgentToken(t *testing.T) {
+	h := axNew(t)
+	session, root, child := axTokenSession(t, h)
+	tests := []struct {
+		name, subject, agent, body string
+		tools                      []string
+	}{
+		// fs.delete is denied by policy, so it is never in reach.
+		{"owner, root agent, every tool within reach", "uma", root, `{"audience":"fs"}`, []string{"fs.read", "fs.write"}},
+		{"by URL, a subset", "uma", root, `{"audience":"http://127.0.0.1:7/mcp","tools":["FS.Read"]}`, []string{"fs.read"}},
+		{"sub-agent: its limits narrow", "uma", child, `{"audience":"fs","ttl":"1m"}`, []string{"fs.read"}},
+		{"sub-agent on another server", "uma", child, `{"audience":"sh","ttl":"1m"}`, []string{"shell.run"}},
+	}
+	for _, tt := range tests {
+		out := h.must(t, 200, tt.subject, "POST", "/api/v2/sessions/"+session+"/agents/"+tt.agent+"/token", tt.body)
+		if out["token_type"] != "Bearer" || out["issued_token_type"] != tokenTypeJWT || out["expires_in"].(float64) <= 0 {
+			t.Errorf("%s: answer %v", tt.name, out)
+			continue
+		}
+		aud := "fs"
+		if strings.Contains(tt.body, `"sh"`) {
+			aud = "sh"
+		}
+		tok, err := axVerifier(t, h, aud).Verify(context.Background(), out["access_token"].(string))
+		if err != nil {
+			t.Errorf("%s: verify: %v", tt.name, err)
+			continue
+		}
+		if tok.User != "uma" || tok.Session != session || tok.Mode != "auto" || !slices.Equal(tok.Tools, tt.tools) || tok.Agent() != tt.agent {
+			t.Errorf("%s: token %+v, want user uma, agent %s, tools %v", tt.name, tok, tt.agent, tt.tools)
+		}
+		if tt.agent == child && !slices.Equal(tok.Agents, []string{root, child}) {
+			t.Errorf("%s: chain %v, want [%s %s]", tt.name, tok.Agents, root, child)
+		}
+		if tok.Expires.Sub(tok.IssuedAt) > 15*60e9 {
+			t.Errorf("%s: lifetime %v over the maximum", tt.name, tok.Expires.Sub(tok.IssuedAt))
+		}
+	}
+	// Each mint is audited with the chain and the audience; no token in it.
+	var page struct {
+		Records []auditjson.Record `json:"records"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
+	found := false
+	for _, rec := range page.Records {
+		if strings.HasSuffix(rec.Path, child+"/token") && rec.Decision == string(domain.AuditAllow) {
+			found = strings.Contains(rec.Reason, "uma → "+root+" → "+child) && strings.Contains(rec.Reason, "audience fs")
+		}
+		if strings.Contains(rec.Reason, "eyJ") {
+			t.Errorf("audit record holds a token: %q", rec.Reason)
+		}
+	}
+	if !found {
+		t.Error("no audit record of the sub-agent's mint naming the chain and the audience")
+	}
+}
+
+func TestMintAgentTokenRefusals(t *testing.T) {
+	h := axNew(t)
+	session, root, child := axTokenSession(t, h)
+	gone := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"c"}`)["id"].(string)
+	goneAgent := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+gone+"/agents", "")["id"].(string)
+	if r := h.do(t, "uma", "DELETE", "/api/v2/sessions/"+gone, ""); r.status != 204 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	path := func(s, a string) string { return "/api/v2/sessions/" + s + "/agents/" + a + "/token" }
+	tests := []struct {
+		name, subject, path, body string
+		status                    int
+		code                      string
+	}{
+		{"unknown audience", "uma", path(session, root), `{"audience":"nowhere"}`, 404, domain.ReasonTokenAudienceUnknown},
+		{"no audience", "uma", path(session, root), `{}`, 404, domain.ReasonTokenAudienceUnknown},
+		{"tool the policy denies", "uma", path(session, root), `{"audience":"fs","tools":["fs.delete"]}`, 403, domain.ReasonTokenToolOutOfReach},
+		{"tool of another server", "uma", path(session, root), `{"audience":"fs","tools":["shell.run"]}`, 403, domain.ReasonTokenToolOutOfReach},
+		{"tool the sub-agent lacks", "uma", path(session, child), `{"audience":"fs","tools":["fs.write"]}`, 403, domain.ReasonTokenToolOutOfReach},
+		// Policy is evaluated for the caller, as in its tool-call decisions:
+		// the rules allow USER, not ADMIN.
+		{"nothing in reach", "adm", path(session, root), `{"audience":"fs"}`, 403, domain.ReasonTokenNoTools},
+		{"empty tool list", "uma", path(session, root), `{"audience":"fs","tools":[]}`, 400, domain.ReasonTokenNoTools},
+		{"ttl over the maximum", "uma", path(session, root), `{"audience":"fs","ttl":"16m"}`, 400, domain.ReasonTokenTTL},
+		{"ttl not a duration", "uma", path(session, root), `{"audience":"fs","ttl":"soon"}`, 400, domain.ReasonTokenTTL},
+		{"another user's session", "bob", path(session, root), `{"audience":"fs"}`, 404, ""},
+		{"AUDITOR mints nothing", "aud", path(session, root), `{"audience":"fs"}`, 403, domain.ReasonRoleLacksPermission},
+		{"agent of another session", "uma", path(session, goneAgent), `{"audience":"fs"}`, 404, ""},
+		{"deleted session", "uma", path(gone, goneAgent), `{"audience":"fs"}`, 404, ""},
+	}
+	var page struct {
+		Records []auditjson.Record `json:"records"`
+	}
+	for _, tt := range tests {
+		r := h.do(t, tt.subject, "POST", tt.path, tt.body)
+		if r.status != tt.status {
+			t.Errorf("%s: %d %s, want %d", tt.name, r.status, r.body, tt.status)
+			continue
+		}
+		if tt.code == "" {
+			continue
+		}
+		if e := r.errorOf(t); e.ReasonCode != tt.code {
+			t.Errorf("%s: reason code %q, want %q", tt.name, e.ReasonCode, tt.code)
+		}
+		if !strings.HasPrefix(tt.code, "token_") {
+			continue // a role's refusal is audited as before (role AUDITOR lacks …)
+		}
+		// The refusal is a denial in the audit log, with its reason code.
+		h.do(t, "adm", "GET", "/api/v2/audit?limit=1&subject="+tt.subject, "").decode(t, &page)
+		if len(page.Records) != 1 || page.Records[0].Decision != string(domain.AuditDeny) || !strings.Contains(page.Records[0].Reason, tt.code) {
+			t.Errorf("%s: audit record %+v, want a denial naming %s", tt.name, page.Records, tt.code)
+		}
+	}
+}
+
+// TestKeysPublished: the key set and the metadata are served on the
+// management listener without a credential, and on the API port to any
+// authenticated caller only.
+func TestKeysPublished(t *testing.T) {
+	h := axNew(t)
+	mgmt := httptest.NewServer(h.srv.ManagementHandler())
+	defer mgmt.Close()
+	for _, path := range []string{jwksPath, metadataPath} {
+		res, err := mgmt.Client().Get(mgmt.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 {
+			t.Errorf("management %s: %d %v", path, res.StatusCode, err)
+		}
+		if path == metadataPath && (body["issuer"] != axIssuer || body["jwks_uri"] != axIssuer+jwksPath) {
+			t.Errorf("metadata %v", body)
+		}
+		if path == jwksPath && len(body["keys"].([]any)) != 1 {
+			t.Errorf("jwks %v", body)
+		}
+		if r := h.do(t, "", "GET", path, ""); r.status != 401 {
+			t.Errorf("API %s without a credential: %d, want 401", path, r.status)
+		}
+		for _, who := range []string{"uma", "aud", "lea"} {
+			if r := h.do(t, who, "GET", path, ""); r.status != 200 {
+				t.Errorf("API %s as %s: %d", path, who, r.status)
+			}
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// AgentTokenLimits bound agent tokens: the longest lifetime a caller may
+// ask for (auth.agentTokens.maxTTL), also the default.
+type AgentTokenLimits struct {
+	MaxTTL time.Duration
+}
+
+// AgentTokens mints agent tokens: credentials of one agent of a session
+// for one registered tool server, never wider than the agent, the policy
+// and the session allow.
+type AgentTokens struct {
+	sessions *Sessions
+	agents   ports.AgentStore
+	catalog  ports.CatalogStore
+	policies *PolicyRules
+	authz    *domain.Authorizer
+	signer   ports.AgentTokenSigner
+	clock    ports.Clock
+	limits   AgentTokenLimits
+}
+
+// NewAgentTokens wires the use case.
+func NewAgentTokens(sessions *Sessions, agents ports.AgentStore, catalog ports.CatalogStore, policies *PolicyRules,
+	authz *domain.Authorizer, signer ports.AgentTokenSigner, clock ports.Clock, limits AgentTokenLimits) *AgentTokens {
+	return &AgentTokens{sessions: sessions, agents: agents, catalog: catalog, policies: policies, authz: authz,
+		signer: signer, clock: clock, limits: limits}
+}
+
+// MintRequest is what the session's manager asks for.
+type MintRequest struct {
+	Audience string   // a registered server's name or URL
+	Tools    []string // nil: every tool within reach
+	TTL      string   // "": the maximum
+}
+
+// Minted is a signed token and what it grants.
+type Minted struct {
+	Token string
+	Grant domain.AgentGrant
+}
+
+// Mint issues a token for agent of session to whoever manages the session
+// (its owner, its project's LEAD, an ADMIN). The policy is evaluated for
+// the caller, as in a tool-call decision the caller would ask for.
+func (s *AgentTokens) Mint(ctx context.Context, p domain.Principal, session, agent string, in MintRequest) (Minted, error) {
+	sess, err := s.sessions.Manageable(ctx, p, session)
+	if err != nil {
+		return Minted{}, err
+	}
+	if sess.State == domain.SessionClosed {
+		return Minted{}, domain.RefuseToken(domain.ReasonSessionClosed, domain.ErrForbidden, "session %s is closed", sess.ID)
+	}
+	ttl, err := domain.TokenLifetime(in.TTL, s.limits.MaxTTL, s.limits.MaxTTL)
+	if err != nil {
+		return Minted{}, err
+	}
+	ag, chain, err := s.chain(ctx, session, agent)
+	if err != nil {
+		return Minted{}, err
+	}
+	server, offered, err := s.server(ctx, in.Audience)
+	if err != nil {
+		return Minted{}, err
+	}
+	policy, err := s.policies.Index(ctx)
+	if err != nil {
+		return Minted{}, err
+	}
+	subj := domain.Subject{Subject: p.Subject, Roles: s.authz.PolicyRoles(p.Roles)}
+	if sess.Project != "" {
+		subj.Projects = []string{sess.Project}
+	}
+	tools, err := domain.TokenTools(domain.TokenToolsInput{Offered: offered, Agent: ag, Session: sess, Policy: policy, Subject: subj, Requested: in.Tools})
+	if err != nil {
+		return Minted{}, err
+	}
+	now := s.clock.Now().UTC().Truncate(time.Second)
+	g := domain.AgentGrant{ID: newID("tok_"), Subject: sess.Owner, Chain: chain, Audience: server.Name, Session: sess.ID,
+		Mode: sess.Mode, Tools: tools, IssuedAt: now, Expires: now.Add(ttl)}
+	tok, err := s.signer.Sign(g)
+	if err != nil {
+		return Minted{}, err
+	}
+	return Minted{Token: tok, Grant: g}, nil
+}
+
+// chain returns the session's agent and its delegation chain, the root
+// agent first. A chain that loops or runs deeper than the cap is refused.
+func (s *AgentTokens) chain(ctx context.Context, session, agent string) (domain.Agent, []string, error) {
+	ag, err := s.agents.GetAgent(ctx, agent)
+	if err == nil && ag.Session != session {
+		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotVisible)
+	}
+	if err != nil {
+		return domain.Agent{}, nil, fmt.Errorf("agent of this session: %w", err)
+	}
+	chain := []string{ag.ID}
+	for cur := ag; cur.Parent != ""; {
+		if len(chain) > domain.MaxAgentDepth || slices.Contains(chain, cur.Parent) {
+			return domain.Agent{}, nil, fmt.Errorf("agent %s: its chain of parents loops or is deeper than %d: %w", agent, domain.MaxAgentDepth, domain.ErrConflict)
+		}
+		if cur, err = s.agents.GetAgent(ctx, cur.Parent); err != nil {
+			return domain.Agent{}, nil, fmt.Errorf("parent of agent %s: %w", agent, err)
+		}
+		chain = append(chain, cur.ID)
+	}
+	slices.Reverse(chain)
+	return ag, chain, nil
+}
+
+// server finds the audience among the registered servers, by name or URL,
+// with the tools it offers.
+func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Server, []domain.Tool, error) {
+	servers, err := s.catalog.ListServers(ctx)
+	if err != nil {
+		return domain.Server{}, nil, err
+	}
+	i := slices.IndexFunc(servers, func(sv domain.Server) bool { return audience != "" && (sv.Name == audience || sv.URL == audience) })
+	if i < 0 {
+		return domain.Server{}, nil, domain.RefuseToken(domain.ReasonTokenAudienceUnknown, domain.ErrNotFound,
+			"audience %q is not the name or URL of a registered tool server", audience)
+	}
+	tools, err := s.catalog.ListTools(ctx)
+	if err != nil {
+		return domain.Server{}, nil, err
+	}
+	var offered []domain.Tool
+	for _, t := range tools {
+		if t.Server == servers[i].Name {
+			offered = append(offered, t)
+		}
+	}
+	return servers[i], offered, nil
+}

@@ -1,0 +1,136 @@
+package domain
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// AgentGrant is what an agent token grants: one agent (with the chain of
+// agents that created it) acting for a session's owner at one tool server,
+// with at most these tools, until Expires.
+type AgentGrant struct {
+	ID      string // the token's jti
+	Subject string // the session's owner
+	// Chain is the delegation chain, the session's root agent first and the
+	// acting agent last.
+	Chain    []string
+	Audience string // the tool server's registered name
+	Session  string
+	Mode     SessionMode
+	Tools    []string // canonical, sorted
+	IssuedAt time.Time
+	Expires  time.Time
+}
+
+// Agent is the acting agent: the last of the chain.
+func (g AgentGrant) Agent() string { return g.Chain[len(g.Chain)-1] }
+
+// Describe is the grant as the audit log records it: the chain (user →
+// agent → sub-agents), the audience, the tools and the token's id.
+func (g AgentGrant) Describe() string {
+	chain := g.Subject
+	for _, a := range g.Chain {
+		chain += " → " + a
+	}
+	return fmt.Sprintf("chain %s; audience %s; tools %v; mode %s; jti %s; expires %s", chain, g.Audience, g.Tools, g.Mode, g.ID,
+		g.Expires.UTC().Format(time.RFC3339))
+}
+
+// Reason codes of refused agent-token requests.
+const (
+	ReasonTokenAudienceUnknown = "token_audience_unknown"
+	ReasonTokenToolOutOfReach  = "token_tool_out_of_reach"
+	ReasonTokenNoTools         = "token_no_tools"
+	ReasonTokenTTL             = "token_ttl_invalid"
+)
+
+// TokenRefusal is a refused agent-token request with its reason code; Err
+// (ErrInvalidInput, ErrNotFound, ErrForbidden, ErrUnauthenticated) decides
+// the status.
+type TokenRefusal struct {
+	Code    string
+	Message string
+	Err     error
+}
+
+func (e *TokenRefusal) Error() string { return e.Code + ": " + e.Message }
+func (e *TokenRefusal) Unwrap() error { return e.Err }
+
+// ReasonCode is the refusal's code, for the error body.
+func (e *TokenRefusal) ReasonCode() string { return e.Code }
+
+// RefuseToken builds a TokenRefusal.
+func RefuseToken(code string, err error, format string, args ...any) *TokenRefusal {
+	return &TokenRefusal{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// TokenLifetime reads a requested lifetime: empty is def, anything else a
+// duration from 1s to max (a longer one is refused, not shortened).
+func TokenLifetime(requested string, def, max time.Duration) (time.Duration, error) {
+	if requested == "" {
+		return min(def, max), nil
+	}
+	d, err := time.ParseDuration(requested)
+	if err != nil || d < time.Second || d > max {
+		return 0, RefuseToken(ReasonTokenTTL, ErrInvalidInput, "ttl %q: want a duration from 1s to %s", requested, max)
+	}
+	return d, nil
+}
+
+// TokenToolsInput is what the tools of an agent token depend on.
+type TokenToolsInput struct {
+	// Offered are the tools registered on the audience's server.
+	Offered []Tool
+	Agent   Agent
+	Session Session
+	Policy  *PolicyIndex
+	// Subject is whom policy is evaluated for, as in a tool-call decision.
+	Subject Subject
+	// Requested is the caller's subset; nil: all of them.
+	Requested []string
+}
+
+// TokenTools returns the tools a token may carry: the server's tools that
+// the agent's limits permit, that a policy rule allows (or asks for) the
+// subject, and, when the session or the agent is read-only, only the
+// read-only ones. A requested tool outside that set is refused, never
+// dropped; so is a token that would carry no tool.
+func TokenTools(in TokenToolsInput) ([]string, error) {
+	reach := []string{}
+	readOnly := in.Session.Mode == ModeReadonly || in.Agent.Limits.ReadOnly
+	for _, t := range in.Offered {
+		if !in.Agent.Limits.PermitsTool(t.Name) || (readOnly && !t.ReadOnly) {
+			continue
+		}
+		if out := in.Policy.Evaluate(in.Subject, t.Name); out.Rule == "" || out.Effect == EffectDeny {
+			continue
+		}
+		reach = append(reach, t.Name)
+	}
+	slices.Sort(reach)
+	if in.Requested == nil {
+		if len(reach) == 0 {
+			return nil, RefuseToken(ReasonTokenNoTools, ErrForbidden, "agent %s may use none of the tools of this server", in.Agent.ID)
+		}
+		return reach, nil
+	}
+	out := []string{}
+	for _, r := range in.Requested {
+		c, err := CanonicalToolName(r)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(reach, func(t string) bool { return SameTool(t, c) }) {
+			return nil, RefuseToken(ReasonTokenToolOutOfReach, ErrForbidden,
+				"tool %s is not within the reach of agent %s on this server (its limits, the policy, the session's mode and the server's tools)", c, in.Agent.ID)
+		}
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) == 0 {
+		return nil, RefuseToken(ReasonTokenNoTools, ErrInvalidInput, "tools: ask for at least one tool, or leave tools out for all")
+	}
+	return out, nil
+}
