@@ -158,20 +158,20 @@ func (a AgentTokens) validate() []error {
 	if a.Issuer != "" {
 		u, err := url.Parse(a.Issuer)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			bad("auth.agentTokens.issuer / SERVICE_AGENT_TOKENS_ISSUER / --agent-tokens-issuer: %q is not an http(s) URL without query or fragment", a.Issuer)
+			bad("%s: %q is not an http(s) URL without query or fragment", names("auth.agentTokens.issuer"), a.Issuer)
 		}
 	}
 	if a.MaxTTL < time.Second || a.MaxTTL > 24*time.Hour {
-		bad("auth.agentTokens.maxTTL / SERVICE_AGENT_TOKENS_MAX_TTL / --agent-tokens-max-ttl: %v is outside 1s to 24h", a.MaxTTL)
+		bad("%s: %v is outside 1s to 24h", names("auth.agentTokens.maxTTL"), a.MaxTTL)
 	}
 	until, err := a.PreviousUntil()
 	switch {
 	case err != nil:
-		bad("auth.agentTokens.previousKeyUntil / SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL: %q is not an RFC 3339 time such as 2026-12-01T00:00:00Z", a.PreviousKeyUntil)
+		bad("%s: %q is not an RFC 3339 time such as 2026-12-01T00:00:00Z", names("auth.agentTokens.previousKeyUntil"), a.PreviousKeyUntil)
 	case a.PreviousKeyFile != "" && until.IsZero():
-		bad("auth.agentTokens.previousKeyUntil / SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL: must be set with auth.agentTokens.previousKeyFile (when the previous key stops verifying)")
+		bad("%s: must be set with auth.agentTokens.previousKeyFile (when the previous key stops verifying)", names("auth.agentTokens.previousKeyUntil"))
 	case a.PreviousKeyFile == "" && !until.IsZero():
-		bad("auth.agentTokens.previousKeyFile / SERVICE_AGENT_TOKENS_PREVIOUS_KEY_FILE: must be set with auth.agentTokens.previousKeyUntil")
+		bad("%s: must be set with auth.agentTokens.previousKeyUntil", names("auth.agentTokens.previousKeyFile"))
 	}
 	return errs
 }
