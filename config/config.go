@@ -124,12 +124,17 @@ type AgentTokens struct {
 	// Issuer is the iss of every token: agentauth's public URL; empty:
 	// http://{server.host}:{server.port}.
 	Issuer string `yaml:"issuer" env:"SERVICE_AGENT_TOKENS_ISSUER"`
-	// SigningKeyFile holds the Ed25519 seed tokens are signed with; empty:
-	// {dataDir}/secrets/agent-token-signing.key, created on first start.
+	// SigningKeyFile holds the Ed25519 seed tokens are signed with (read
+	// into SigningKey at load, by the rules of every secret file); empty
+	// and no SigningKey: {dataDir}/secrets/agent-token-signing.key,
+	// created on first start.
 	SigningKeyFile string `yaml:"signingKeyFile" env:"SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE"`
-	// PreviousKeyFile is the key rotated out, still verifying until
-	// PreviousKeyUntil (RFC 3339).
+	// SigningKey is the seed itself, a secret: environment only.
+	SigningKey string `yaml:"-" env:"SERVICE_AGENT_TOKENS_SIGNING_KEY"`
+	// PreviousKeyFile is the key rotated out (read into PreviousKey), still
+	// verifying until PreviousKeyUntil (RFC 3339).
 	PreviousKeyFile  string `yaml:"previousKeyFile" env:"SERVICE_AGENT_TOKENS_PREVIOUS_KEY_FILE"`
+	PreviousKey      string `yaml:"-" env:"SERVICE_AGENT_TOKENS_PREVIOUS_KEY"`
 	PreviousKeyUntil string `yaml:"previousKeyUntil" env:"SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL"`
 	// MaxTTL is the longest lifetime of a token, and the default.
 	MaxTTL time.Duration `yaml:"maxTTL" env:"SERVICE_AGENT_TOKENS_MAX_TTL"`
@@ -164,13 +169,18 @@ func (a AgentTokens) validate() []error {
 	if a.MaxTTL < time.Second || a.MaxTTL > 24*time.Hour {
 		bad("%s: %v is outside 1s to 24h", names("auth.agentTokens.maxTTL"), a.MaxTTL)
 	}
+	for _, k := range []struct{ seed, setting string }{{a.SigningKey, "auth.agentTokens.signingKeyFile"}, {a.PreviousKey, "auth.agentTokens.previousKeyFile"}} {
+		if k.seed != "" && !validSeed(k.seed) {
+			bad("%s: want a 32-byte Ed25519 seed in base64url (as `head -c 32 /dev/urandom | basenc --base64url` writes it)", names(k.setting))
+		}
+	}
 	until, err := a.PreviousUntil()
 	switch {
 	case err != nil:
 		bad("%s: %q is not an RFC 3339 time such as 2026-12-01T00:00:00Z", names("auth.agentTokens.previousKeyUntil"), a.PreviousKeyUntil)
-	case a.PreviousKeyFile != "" && until.IsZero():
+	case a.PreviousKey != "" && until.IsZero():
 		bad("%s: must be set with auth.agentTokens.previousKeyFile (when the previous key stops verifying)", names("auth.agentTokens.previousKeyUntil"))
-	case a.PreviousKeyFile == "" && !until.IsZero():
+	case a.PreviousKey == "" && !until.IsZero():
 		bad("%s: must be set with auth.agentTokens.previousKeyUntil", names("auth.agentTokens.previousKeyFile"))
 	}
 	return errs

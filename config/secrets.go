@@ -30,7 +30,7 @@ func readSecretFile(path string) (string, error) {
 }
 
 // resolveSecretFiles fills the API key, the database URL and the audit
-// signing key from their _FILE settings. Setting both a secret and its file is a conflict, not a
+// signing key and the agent-token keys from their _FILE settings. Setting both a secret and its file is a conflict, not a
 // silent choice.
 func (c *Config) resolveSecretFiles() []error {
 	var errs []error
@@ -43,6 +43,8 @@ func (c *Config) resolveSecretFiles() []error {
 		{&c.Auth.APIKey, c.Auth.APIKeyFile, "SERVICE_API_KEY / --api-key", "auth.apiKeyFile / SERVICE_API_KEY_FILE / --api-key-file"},
 		{&c.Database.URL, c.Database.URLFile, "database.url / SERVICE_DATABASE_URL / --database-url", "database.urlFile / SERVICE_DATABASE_URL_FILE / --database-url-file"},
 		{&c.Audit.SigningKey, c.Audit.SigningKeyFile, "SERVICE_AUDIT_SIGNING_KEY", "audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE / --audit-signing-key-file"},
+		{&c.Auth.AgentTokens.SigningKey, c.Auth.AgentTokens.SigningKeyFile, "SERVICE_AGENT_TOKENS_SIGNING_KEY", names("auth.agentTokens.signingKeyFile")},
+		{&c.Auth.AgentTokens.PreviousKey, c.Auth.AgentTokens.PreviousKeyFile, "SERVICE_AGENT_TOKENS_PREVIOUS_KEY", names("auth.agentTokens.previousKeyFile")},
 	} {
 		if p.file == "" {
 			continue

@@ -53,8 +53,8 @@ var agentTokenSet = gwire.NewSet(agenttoken.Set, app.NewAgentTokens,
 
 func agentTokenSettings(cfg config.Config) (agenttoken.Settings, error) {
 	until, err := cfg.Auth.AgentTokens.PreviousUntil()
-	return agenttoken.Settings{Issuer: cfg.TokenIssuer(), KeyFile: cfg.Auth.AgentTokens.SigningKeyFile, DataDir: cfg.DataDir,
-		PreviousKeyFile: cfg.Auth.AgentTokens.PreviousKeyFile, PreviousUntil: until}, err
+	return agenttoken.Settings{Issuer: cfg.TokenIssuer(), Key: cfg.Auth.AgentTokens.SigningKey, DataDir: cfg.DataDir,
+		PreviousKey: cfg.Auth.AgentTokens.PreviousKey, PreviousUntil: until}, err
 }
 
 func agentTokenLimits(cfg config.Config) app.AgentTokenLimits {
