@@ -282,6 +282,9 @@ func (l *Login) start(ctx context.Context, ts ports.TokenSet, returnTo string) (
 		LastSeen:  now,
 		ExpiresAt: now.Add(l.cfg.SessionMax),
 	}
+	if ts.SessionID != "" {
+		s.ProviderSID = Digest(ts.SessionID)
+	}
 	if err := l.sessions.CreateLoginSession(ctx, s); err != nil {
 		return LoginResult{}, err
 	}
@@ -464,6 +467,46 @@ func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string
 	return l.idp.EndSessionURL(s.Tokens.IDToken), providerErr, nil
 }
 
+// BackchannelLogout ends, on every instance at once, the login sessions of
+// the provider session a back-channel logout token names (or of its
+// subject when it names no session), and refuses Bearer access tokens of
+// that session from then on. The token is verified completely and
+// accepted once across every instance sharing the store; a refused token
+// ends nothing and fails with domain.ErrInvalidInput. It returns how many
+// login sessions ended.
+func (l *Login) BackchannelLogout(ctx context.Context, rawToken string) (int, error) {
+	lt, err := l.idp.VerifyLogoutToken(ctx, rawToken)
+	if err != nil {
+		return 0, err
+	}
+	now := l.clock.Now()
+	if err := l.sessions.UseLogoutToken(ctx, Digest(lt.ID), lt.AcceptedUntil, now); errors.Is(err, domain.ErrConflict) {
+		return 0, fmt.Errorf("logout token replayed (its jti was accepted before): %w", domain.ErrInvalidInput)
+	} else if err != nil {
+		return 0, err
+	}
+	sidHash := ""
+	if lt.SessionID != "" {
+		sidHash = Digest(lt.SessionID)
+		// Access tokens of the session live at most as long as a login
+		// session may: refusing them that long outlives every one.
+		if err := l.sessions.RevokeProviderSession(ctx, sidHash, now.Add(l.cfg.SessionMax)); err != nil {
+			return 0, err
+		}
+	}
+	ended, err := l.sessions.DeleteLoginSessionsOf(ctx, sidHash, lt.Subject)
+	for _, h := range ended {
+		l.forget(h) // the other instances hear of it from the store's watcher
+	}
+	return len(ended), err
+}
+
+// providerSessionEnded reports whether a back-channel logout ended the
+// provider session sid.
+func (l *Login) providerSessionEnded(ctx context.Context, sid string) (bool, error) {
+	return l.sessions.ProviderSessionRevoked(ctx, Digest(sid), l.clock.Now())
+}
+
 // Sweep deletes expired sessions; the server calls it now and then.
 func (l *Login) Sweep(ctx context.Context) (int, error) {
 	now := l.clock.Now()
@@ -506,6 +549,17 @@ func (c *Credentials) Authenticate(ctx context.Context, cred ports.Credential) (
 		var unavailable error
 		for _, a := range c.Bearer {
 			p, err := a.Authenticate(ctx, cred)
+			if err == nil && p.SessionID != "" {
+				// Checked on every request, after any cache: a back-channel
+				// logout on any instance refuses the token at once.
+				ended, rerr := c.Login.providerSessionEnded(ctx, p.SessionID)
+				switch {
+				case rerr != nil:
+					return domain.Principal{}, rerr
+				case ended:
+					return domain.Principal{}, fmt.Errorf("the identity provider ended this token's session (back-channel logout): %w", domain.ErrUnauthenticated)
+				}
+			}
 			if err == nil {
 				return p, nil
 			}

@@ -109,3 +109,19 @@ func (s *sealedSessions) DeleteLoginSession(ctx context.Context, idHash string) 
 func (s *sealedSessions) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
 	return s.next.DeleteExpiredLoginSessions(ctx, now, idleBefore)
 }
+
+func (s *sealedSessions) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject string) ([]string, error) {
+	return s.next.DeleteLoginSessionsOf(ctx, providerSID, subject)
+}
+
+func (s *sealedSessions) UseLogoutToken(ctx context.Context, idHash string, until, now time.Time) error {
+	return s.next.UseLogoutToken(ctx, idHash, until, now)
+}
+
+func (s *sealedSessions) RevokeProviderSession(ctx context.Context, sidHash string, until time.Time) error {
+	return s.next.RevokeProviderSession(ctx, sidHash, until)
+}
+
+func (s *sealedSessions) ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error) {
+	return s.next.ProviderSessionRevoked(ctx, sidHash, now)
+}

@@ -23,6 +23,10 @@ type Principal struct {
 	// RoleSource explains where the roles came from, for /api/v2/me and the
 	// audit log: "api key", "debug key", "id_token", "remote https://…".
 	RoleSource string
+	// SessionID is the identity provider's session (the sid claim) an OIDC
+	// Bearer token belongs to; empty otherwise. A back-channel logout of it
+	// refuses the token.
+	SessionID string
 }
 
 // Has reports whether the principal holds role r.

@@ -22,6 +22,24 @@ type TokenSet struct {
 	AccessExpiry time.Time
 	// RefreshExpiry is zero when the provider did not say.
 	RefreshExpiry time.Time
+
+	// SessionID is the provider's session the tokens belong to (the sid
+	// claim); empty when the tokens name none.
+	SessionID string
+}
+
+// LogoutToken is a verified back-channel logout token (OpenID Connect
+// Back-Channel Logout 1.0): the provider ended session SessionID, or
+// every session of Subject when SessionID is empty.
+type LogoutToken struct {
+	// ID is the token's jti: a token is accepted once.
+	ID        string
+	SessionID string
+	Subject   string
+	// AcceptedUntil is when the token stops being accepted (its iat plus
+	// the freshness window and clock skew): its ID must be remembered
+	// until then.
+	AcceptedUntil time.Time
 }
 
 // AuthRequest is what GET /auth/login sends to the provider and the
@@ -50,6 +68,11 @@ type IdentityProvider interface {
 	// EndSessionURL is where a browser goes to end its provider session;
 	// empty when the provider has none.
 	EndSessionURL(idTokenHint string) string
+	// VerifyLogoutToken checks a back-channel logout token completely but
+	// for replay (signature with the provider's keys, iss, aud, iat
+	// freshness, jti, events, sid or sub, no nonce). Failures wrap
+	// domain.ErrInvalidInput, or domain.ErrUnavailable before discovery.
+	VerifyLogoutToken(ctx context.Context, raw string) (LogoutToken, error)
 }
 
 // LoginSession is the server-side state behind one user_session cookie.
@@ -66,6 +89,10 @@ type LoginSession struct {
 	LastSeen  time.Time
 	// ExpiresAt is the absolute end of the session (auth.oidc.sessionMax).
 	ExpiresAt time.Time
+	// ProviderSID is the hex SHA-256 of the provider's session id (the sid
+	// claim) at login; empty when the tokens named none. A back-channel
+	// logout of that sid ends the session.
+	ProviderSID string
 }
 
 // LoginSessionStore keeps login sessions. A shared implementation
@@ -85,8 +112,24 @@ type LoginSessionStore interface {
 	// DeleteLoginSession fails with domain.ErrNotFound when there is none.
 	DeleteLoginSession(ctx context.Context, idHash string) error
 	// DeleteExpiredLoginSessions removes sessions whose absolute end, or
-	// idle limit (last seen before idleBefore), has passed.
+	// idle limit (last seen before idleBefore), has passed, and the
+	// back-channel logout records that have expired at now.
 	DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error)
+
+	// DeleteLoginSessionsOf removes every session whose ProviderSID is
+	// providerSID or, when providerSID is empty, every session of subject,
+	// and returns their id hashes (none is not an error).
+	DeleteLoginSessionsOf(ctx context.Context, providerSID, subject string) ([]string, error)
+	// UseLogoutToken records the hex SHA-256 of a logout token's jti until
+	// until; it fails with domain.ErrConflict when the id is recorded and
+	// not expired at now (a replay, also one sent to another instance).
+	UseLogoutToken(ctx context.Context, idHash string, until, now time.Time) error
+	// RevokeProviderSession records that the provider ended the session of
+	// sidHash (hex SHA-256 of its sid), until until.
+	RevokeProviderSession(ctx context.Context, sidHash string, until time.Time) error
+	// ProviderSessionRevoked reports whether sidHash was revoked and the
+	// record has not expired at now.
+	ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error)
 }
 
 // LoginSessionWatcher reports the login sessions changed (refreshed) or

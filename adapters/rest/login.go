@@ -79,6 +79,7 @@ func (s *Server) loginRoutes() {
 	s.app.Get("/auth/callback", s.public, l.callback)
 	s.app.Post("/auth/login", s.public, l.passwordLogin)
 	s.app.Post("/auth/logout", s.public, l.logout)
+	s.app.Post("/auth/backchannel-logout", s.public, l.backchannelLogout)
 }
 
 // healthRoutes registers GET /health (see health). It makes no access
@@ -267,6 +268,31 @@ func (l *Login) logout(c *fiber.Ctx) error {
 		l.log.Warn("provider logout failed; local session ended", zap.String("request_id", requestID(c)), zap.Error(providerErr))
 	}
 	return c.JSON(logoutResponse{LoggedOut: true, EndSessionURL: endURL})
+}
+
+type backchannelLogoutResponse struct {
+	SessionsEnded int `json:"sessions_ended"`
+}
+
+// backchannelLogout is POST /auth/backchannel-logout (OpenID Connect
+// Back-Channel Logout 1.0): the provider posts a logout token as the form
+// field logout_token. The token is the credential: no cookie, no other
+// authentication. Accepted: 200; refused: 400 with the reason; either way
+// no-store and an audit record saying what happened.
+func (l *Login) backchannelLogout(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	st := stateOf(c)
+	if !strings.HasPrefix(string(c.Request().Header.ContentType()), fiber.MIMEApplicationForm) {
+		st.note = "back-channel logout refused: not a form"
+		return fmt.Errorf("send logout_token as application/x-www-form-urlencoded: %w", domain.ErrInvalidInput)
+	}
+	n, err := l.uc.BackchannelLogout(c.UserContext(), c.FormValue("logout_token"))
+	if err != nil {
+		st.note = "back-channel logout refused"
+		return err
+	}
+	st.note = fmt.Sprintf("back-channel logout: %d login sessions ended", n)
+	return c.JSON(backchannelLogoutResponse{SessionsEnded: n})
 }
 
 func (l *Login) setCookie(c *fiber.Ctx, res app.LoginResult) {

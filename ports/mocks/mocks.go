@@ -1000,6 +1000,21 @@ func (mr *MockIdentityProviderMockRecorder) Refresh(arg0, arg1 interface{}) *gom
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Refresh", reflect.TypeOf((*MockIdentityProvider)(nil).Refresh), arg0, arg1)
 }
 
+// VerifyLogoutToken mocks base method.
+func (m *MockIdentityProvider) VerifyLogoutToken(arg0 context.Context, arg1 string) (ports.LogoutToken, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "VerifyLogoutToken", arg0, arg1)
+	ret0, _ := ret[0].(ports.LogoutToken)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// VerifyLogoutToken indicates an expected call of VerifyLogoutToken.
+func (mr *MockIdentityProviderMockRecorder) VerifyLogoutToken(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "VerifyLogoutToken", reflect.TypeOf((*MockIdentityProvider)(nil).VerifyLogoutToken), arg0, arg1)
+}
+
 // MockLoginSessionStore is a mock of LoginSessionStore interface.
 type MockLoginSessionStore struct {
 	ctrl     *gomock.Controller
@@ -1066,6 +1081,21 @@ func (mr *MockLoginSessionStoreMockRecorder) DeleteLoginSession(arg0, arg1 inter
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteLoginSession", reflect.TypeOf((*MockLoginSessionStore)(nil).DeleteLoginSession), arg0, arg1)
 }
 
+// DeleteLoginSessionsOf mocks base method.
+func (m *MockLoginSessionStore) DeleteLoginSessionsOf(arg0 context.Context, arg1, arg2 string) ([]string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "DeleteLoginSessionsOf", arg0, arg1, arg2)
+	ret0, _ := ret[0].([]string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// DeleteLoginSessionsOf indicates an expected call of DeleteLoginSessionsOf.
+func (mr *MockLoginSessionStoreMockRecorder) DeleteLoginSessionsOf(arg0, arg1, arg2 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteLoginSessionsOf", reflect.TypeOf((*MockLoginSessionStore)(nil).DeleteLoginSessionsOf), arg0, arg1, arg2)
+}
+
 // GetLoginSession mocks base method.
 func (m *MockLoginSessionStore) GetLoginSession(arg0 context.Context, arg1 string) (ports.LoginSession, error) {
 	m.ctrl.T.Helper()
@@ -1079,6 +1109,35 @@ func (m *MockLoginSessionStore) GetLoginSession(arg0 context.Context, arg1 strin
 func (mr *MockLoginSessionStoreMockRecorder) GetLoginSession(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetLoginSession", reflect.TypeOf((*MockLoginSessionStore)(nil).GetLoginSession), arg0, arg1)
+}
+
+// ProviderSessionRevoked mocks base method.
+func (m *MockLoginSessionStore) ProviderSessionRevoked(arg0 context.Context, arg1 string, arg2 time.Time) (bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ProviderSessionRevoked", arg0, arg1, arg2)
+	ret0, _ := ret[0].(bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ProviderSessionRevoked indicates an expected call of ProviderSessionRevoked.
+func (mr *MockLoginSessionStoreMockRecorder) ProviderSessionRevoked(arg0, arg1, arg2 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ProviderSessionRevoked", reflect.TypeOf((*MockLoginSessionStore)(nil).ProviderSessionRevoked), arg0, arg1, arg2)
+}
+
+// RevokeProviderSession mocks base method.
+func (m *MockLoginSessionStore) RevokeProviderSession(arg0 context.Context, arg1 string, arg2 time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RevokeProviderSession", arg0, arg1, arg2)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// RevokeProviderSession indicates an expected call of RevokeProviderSession.
+func (mr *MockLoginSessionStoreMockRecorder) RevokeProviderSession(arg0, arg1, arg2 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RevokeProviderSession", reflect.TypeOf((*MockLoginSessionStore)(nil).RevokeProviderSession), arg0, arg1, arg2)
 }
 
 // TouchLoginSession mocks base method.
@@ -1107,6 +1166,20 @@ func (m *MockLoginSessionStore) UpdateLoginSession(arg0 context.Context, arg1 po
 func (mr *MockLoginSessionStoreMockRecorder) UpdateLoginSession(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UpdateLoginSession", reflect.TypeOf((*MockLoginSessionStore)(nil).UpdateLoginSession), arg0, arg1)
+}
+
+// UseLogoutToken mocks base method.
+func (m *MockLoginSessionStore) UseLogoutToken(arg0 context.Context, arg1 string, arg2, arg3 time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "UseLogoutToken", arg0, arg1, arg2, arg3)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// UseLogoutToken indicates an expected call of UseLogoutToken.
+func (mr *MockLoginSessionStoreMockRecorder) UseLogoutToken(arg0, arg1, arg2, arg3 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UseLogoutToken", reflect.TypeOf((*MockLoginSessionStore)(nil).UseLogoutToken), arg0, arg1, arg2, arg3)
 }
 
 // MockLoginSessionWatcher is a mock of LoginSessionWatcher interface.

@@ -3,6 +3,7 @@ package porttest
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,9 @@ func RunLoginStore(t *testing.T, newStore Factory[LoginStore]) {
 	t.Run("AuthRequestSingleUse", func(t *testing.T) { testAuthRequest(t, newStore(t)) })
 	t.Run("Throttle", func(t *testing.T) { testThrottle(t, newStore(t)) })
 	t.Run("ThrottleForgetsOtherKeys", func(t *testing.T) { testFailuresOfOtherKeysForgotten(t, newStore(t)) })
+	t.Run("SessionsOfProviderSession", func(t *testing.T) { testSessionsOfProviderSession(t, newStore(t)) })
+	t.Run("LogoutTokenSingleUse", func(t *testing.T) { testLogoutTokenSingleUse(t, newStore(t)) })
+	t.Run("ProviderSessionRevocation", func(t *testing.T) { testProviderSessionRevocation(t, newStore(t)) })
 }
 
 // RunSharedLoginStore checks that a session created through one handle is
@@ -60,6 +64,147 @@ func RunSharedLoginStore(t *testing.T, open SharedFactory[LoginStore]) {
 			t.Errorf("a third attempt across instances: got %+v, %v; want refused", res, err)
 		}
 	})
+	t.Run("BackchannelLogoutAcrossInstances", func(t *testing.T) {
+		st := open(t, 2)
+		a, b := st[0], st[1]
+		ctx := ctxFor(t)
+		s := loginSession("bc01")
+		if err := a.CreateLoginSession(ctx, s); err != nil {
+			t.Fatalf("A.CreateLoginSession: %v", err)
+		}
+		if got, err := b.DeleteLoginSessionsOf(ctx, s.ProviderSID, ""); err != nil || !reflect.DeepEqual(got, []string{"bc01"}) {
+			t.Errorf("B.DeleteLoginSessionsOf A's provider session: got %v, %v; want [bc01]", got, err)
+		}
+		if err := a.UseLogoutToken(ctx, "jti-x", base.Add(time.Minute), base); err != nil {
+			t.Fatalf("A.UseLogoutToken: %v", err)
+		}
+		if err := b.UseLogoutToken(ctx, "jti-x", base.Add(time.Minute), base); !errors.Is(err, domain.ErrConflict) {
+			t.Errorf("B.UseLogoutToken of a token A used: got %v, want ErrConflict", err)
+		}
+		if err := a.RevokeProviderSession(ctx, "sid-x", base.Add(time.Hour)); err != nil {
+			t.Fatalf("A.RevokeProviderSession: %v", err)
+		}
+		if revoked, err := b.ProviderSessionRevoked(ctx, "sid-x", base); err != nil || !revoked {
+			t.Errorf("B.ProviderSessionRevoked after A revoked it: got %v, %v; want true", revoked, err)
+		}
+	})
+}
+
+func testSessionsOfProviderSession(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	mk := func(hash, sid, sub string) {
+		s := loginSession(hash)
+		s.ProviderSID, s.Tokens.Subject = sid, sub
+		if err := st.CreateLoginSession(ctx, s); err != nil {
+			t.Fatalf("CreateLoginSession: %v", err)
+		}
+	}
+	mk("a", "sid-x", "alice")
+	mk("b", "sid-x", "alice")
+	mk("c", "sid-y", "alice")
+	mk("d", "", "bob")
+	mk("e", "", "alice")
+	for _, tc := range []struct {
+		sid, sub string
+		want     []string
+	}{
+		{"sid-x", "alice", []string{"a", "b"}}, // the sid decides, not the subject
+		{"sid-x", "alice", nil},                // already gone
+		{"sid-none", "", nil},
+		{"", "", nil}, // neither: nothing, never every session without a sid
+		{"", "alice", []string{"c", "e"}},
+	} {
+		got, err := st.DeleteLoginSessionsOf(ctx, tc.sid, tc.sub)
+		if err != nil {
+			t.Fatalf("DeleteLoginSessionsOf(%q, %q): %v", tc.sid, tc.sub, err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("DeleteLoginSessionsOf(%q, %q) = %v, want %v", tc.sid, tc.sub, got, tc.want)
+		}
+	}
+	if _, err := st.GetLoginSession(ctx, "d"); err != nil {
+		t.Errorf("bob's session was ended too: %v", err)
+	}
+	if _, err := st.GetLoginSession(ctx, "a"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("session of the ended sid: got %v, want ErrNotFound", err)
+	}
+}
+
+func testLogoutTokenSingleUse(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	until := base.Add(2 * time.Minute)
+	// Concurrent uses of one token id: exactly one is accepted.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = st.UseLogoutToken(ctx, "jti-1", until, base) }()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, domain.ErrConflict):
+			t.Fatalf("UseLogoutToken: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("concurrent uses of one logout token: %d accepted, want 1", ok)
+	}
+	if err := st.UseLogoutToken(ctx, "jti-2", until, base); err != nil {
+		t.Errorf("another token id: %v", err)
+	}
+	if err := st.UseLogoutToken(ctx, "jti-1", until.Add(time.Minute), until.Add(-time.Second)); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("replay before the record expires: got %v, want ErrConflict", err)
+	}
+	// Once expired the record may be swept or taken over; the token itself
+	// is no longer accepted by then (its iat is too old).
+	if err := st.UseLogoutToken(ctx, "jti-1", until.Add(time.Hour), until); err != nil {
+		t.Errorf("use after the record expired: %v", err)
+	}
+	if _, err := st.DeleteExpiredLoginSessions(ctx, until.Add(2*time.Hour), base); err != nil {
+		t.Fatalf("DeleteExpiredLoginSessions: %v", err)
+	}
+	if err := st.UseLogoutToken(ctx, "jti-2", until, until.Add(-time.Second)); err != nil {
+		t.Errorf("use after the sweep removed the record: %v", err)
+	}
+}
+
+func testProviderSessionRevocation(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	if revoked, err := st.ProviderSessionRevoked(ctx, "sid-1", base); err != nil || revoked {
+		t.Fatalf("before any revocation: got %v, %v; want false", revoked, err)
+	}
+	until := base.Add(time.Hour)
+	if err := st.RevokeProviderSession(ctx, "sid-1", until); err != nil {
+		t.Fatalf("RevokeProviderSession: %v", err)
+	}
+	if err := st.RevokeProviderSession(ctx, "sid-1", base.Add(time.Minute)); err != nil { // the later end stays
+		t.Fatalf("RevokeProviderSession again: %v", err)
+	}
+	for _, tc := range []struct {
+		sid  string
+		at   time.Time
+		want bool
+	}{
+		{"sid-1", base, true},
+		{"sid-1", until.Add(-time.Second), true},
+		{"sid-1", until, false},
+		{"sid-2", base, false},
+	} {
+		if got, err := st.ProviderSessionRevoked(ctx, tc.sid, tc.at); err != nil || got != tc.want {
+			t.Errorf("ProviderSessionRevoked(%s, %v) = %v, %v; want %v", tc.sid, tc.at, got, err, tc.want)
+		}
+	}
+	if _, err := st.DeleteExpiredLoginSessions(ctx, until, base); err != nil {
+		t.Fatalf("DeleteExpiredLoginSessions: %v", err)
+	}
+	if got, err := st.ProviderSessionRevoked(ctx, "sid-1", base); err != nil || got {
+		t.Errorf("after the sweep past its end: got %v, %v; want false (swept)", got, err)
+	}
 }
 
 func loginSession(hash string) ports.LoginSession {
@@ -73,6 +218,7 @@ func loginSession(hash string) ports.LoginSession {
 			AccessExpiry: base.Add(5 * time.Minute), RefreshExpiry: base.Add(30 * time.Minute),
 		},
 		Version: 1, CreatedAt: base, LastSeen: base, ExpiresAt: base.Add(24 * time.Hour),
+		ProviderSID: "sid-hash-" + hash,
 	}
 }
 

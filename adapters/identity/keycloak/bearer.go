@@ -49,7 +49,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		return domain.Principal{}, err
 	}
 	ex := domain.ExtractRoles(nil, v.claims, a.p.cfg.ClientID, a.p.cfg.RoleMap)
-	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
+	sid, _ := v.claims["sid"].(string)
+	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid}
 	if !a.noCache {
 		a.cache.put(key, p, v.expiry.Add(a.p.cfg.Skew), now)
 	}

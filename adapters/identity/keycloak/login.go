@@ -167,6 +167,7 @@ func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, ref
 		RefreshToken: refresh,
 		IDToken:      id,
 		AccessExpiry: at.expiry,
+		SessionID:    firstString("sid", idClaims, at.claims),
 	}
 	if refreshIn > 0 {
 		ts.RefreshExpiry = p.cfg.Now().Add(time.Duration(refreshIn) * time.Second)

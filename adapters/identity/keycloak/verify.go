@@ -44,35 +44,50 @@ func (p *Provider) verify(ctx context.Context, raw string, kind tokenKind, nonce
 	fail := func(err error) (verified, error) {
 		return verified{}, fmt.Errorf("keycloak: %s: %w: %w", kind, err, domain.ErrUnauthenticated)
 	}
-	if strings.Count(raw, ".") != 2 {
-		return fail(errors.New("not a signed JWT"))
+	claims, headerTyp, err := p.verifySignature(ctx, raw)
+	if errors.Is(err, domain.ErrUnavailable) {
+		return verified{}, err
 	}
-	d := p.disc.Load()
-	if d == nil {
-		return verified{}, p.Ready()
-	}
-	jws, err := jose.ParseSigned(raw, p.keys.allowed())
 	if err != nil {
-		return fail(fmt.Errorf("malformed or disallowed algorithm: %w", err))
-	}
-	if len(jws.Signatures) != 1 {
-		return fail(errors.New("want exactly one signature"))
-	}
-	headerTyp, _ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string)
-	if _, err := d.verifier.Verify(ctx, raw); err != nil { // signature and iss
 		return fail(err)
-	}
-	// The payload was verified above; decode it once more as a generic map
-	// (go-oidc keeps only its own fields).
-	var claims domain.Claims
-	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &claims); err != nil {
-		return fail(fmt.Errorf("claims: %w", err))
 	}
 	v, err := p.checkClaims(claims, headerTyp, kind, nonce)
 	if err != nil {
 		return fail(err)
 	}
 	return v, nil
+}
+
+// verifySignature checks that raw is a JWS with one signature by one of
+// the provider's keys in an allow-listed asymmetric algorithm and that it
+// names our issuer, and returns its claims and header typ. Before
+// discovery it fails with Ready's error.
+func (p *Provider) verifySignature(ctx context.Context, raw string) (domain.Claims, string, error) {
+	if strings.Count(raw, ".") != 2 {
+		return nil, "", errors.New("not a signed JWT")
+	}
+	d := p.disc.Load()
+	if d == nil {
+		return nil, "", p.Ready()
+	}
+	jws, err := jose.ParseSigned(raw, p.keys.allowed())
+	if err != nil {
+		return nil, "", fmt.Errorf("malformed or disallowed algorithm: %w", err)
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, "", errors.New("want exactly one signature")
+	}
+	headerTyp, _ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string)
+	if _, err := d.verifier.Verify(ctx, raw); err != nil { // signature and iss
+		return nil, "", err
+	}
+	// The payload was verified above; decode it once more as a generic map
+	// (go-oidc keeps only its own fields).
+	var claims domain.Claims
+	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &claims); err != nil {
+		return nil, "", fmt.Errorf("claims: %w", err)
+	}
+	return claims, headerTyp, nil
 }
 
 // checkClaims checks everything but the signature; it is pure so that it

@@ -45,10 +45,10 @@ func (s *Store) CreateLoginSession(ctx context.Context, ls ports.LoginSession) e
 	}
 	t := ls.Tokens
 	return s.exec(ctx, domain.LoginChange("start", ls.IDHash, t.Subject), "login session already exists", `INSERT INTO login_sessions
-		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at, provider_sid)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		ls.IDHash, ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
-		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt))
+		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.ProviderSID)
 }
 
 // GetLoginSession reads one session.
@@ -59,9 +59,9 @@ func (s *Store) GetLoginSession(ctx context.Context, idHash string) (ports.Login
 		accessExp, refreshExp, createdAt, lastSeen, expiresAt int64
 	)
 	err := s.pool.QueryRow(ctx, `SELECT id_hash, version, subject, username, roles, access_token, refresh_token, id_token,
-		access_expiry, refresh_expiry, created_at, last_seen, expires_at FROM login_sessions WHERE id_hash = $1`, idHash).
+		access_expiry, refresh_expiry, created_at, last_seen, expires_at, provider_sid FROM login_sessions WHERE id_hash = $1`, idHash).
 		Scan(&ls.IDHash, &ls.Version, &ls.Tokens.Subject, &ls.Tokens.Username, &roles, &ls.Tokens.AccessToken,
-			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt)
+			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt, &ls.ProviderSID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ports.LoginSession{}, fmt.Errorf("login session: %w", domain.ErrNotFound)
 	}
@@ -119,8 +119,14 @@ func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore 
 	if err != nil {
 		return 0, storeErr("delete expired login sessions", err)
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM login_requests WHERE expires_at <= $1`, nanos(now)); err != nil {
-		return 0, storeErr("delete expired login requests", err)
+	for _, q := range []string{
+		`DELETE FROM login_requests WHERE expires_at <= $1`,
+		`DELETE FROM logout_tokens WHERE expires_at <= $1`,
+		`DELETE FROM revoked_provider_sessions WHERE expires_at <= $1`,
+	} {
+		if _, err := s.pool.Exec(ctx, q, nanos(now)); err != nil {
+			return 0, storeErr("delete expired login records", err)
+		}
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -219,4 +225,67 @@ func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 		return storeErr("clear login failures", err)
 	}
 	return nil
+}
+
+// DeleteLoginSessionsOf removes the sessions of a provider session, or of
+// a subject when providerSID is empty. Each deleted row notifies every
+// instance (0006_login_notify.sql), which forgets it from memory.
+func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject string) ([]string, error) {
+	q, arg, what := `DELETE FROM login_sessions WHERE provider_sid = $1 AND provider_sid <> '' RETURNING id_hash`, providerSID,
+		"end the login sessions of provider session "+providerSID[:min(len(providerSID), 12)]
+	if providerSID == "" {
+		q, arg, what = `DELETE FROM login_sessions WHERE subject = $1 RETURNING id_hash`, subject, "end the login sessions of "+subject
+	}
+	var out []string
+	err := s.change(ctx, what, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, q, arg)
+		if err != nil {
+			return storeErr(what, err)
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return storeErr(what, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UseLogoutToken inserts the id, or takes over an expired record of it, in
+// one statement: of two concurrent uses on any instances only one changes
+// a row.
+func (s *Store) UseLogoutToken(ctx context.Context, idHash string, until, now time.Time) error {
+	what := "accept logout token " + idHash[:min(len(idHash), 12)]
+	return s.change(ctx, what, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO logout_tokens (id_hash, expires_at) VALUES ($1, $2)
+			ON CONFLICT (id_hash) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE logout_tokens.expires_at <= $3`,
+			idHash, nanos(until), nanos(now))
+		if err != nil {
+			return storeErr(what, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("logout token already used: %w", domain.ErrConflict)
+		}
+		return nil
+	})
+}
+
+// RevokeProviderSession records the revocation, keeping the later end.
+func (s *Store) RevokeProviderSession(ctx context.Context, sidHash string, until time.Time) error {
+	return s.exec(ctx, "revoke provider session "+sidHash[:min(len(sidHash), 12)], "provider session already revoked",
+		`INSERT INTO revoked_provider_sessions (sid_hash, expires_at) VALUES ($1, $2)
+		ON CONFLICT (sid_hash) DO UPDATE SET expires_at = GREATEST(revoked_provider_sessions.expires_at, EXCLUDED.expires_at)`, sidHash, nanos(until))
+}
+
+// ProviderSessionRevoked reads the revocation of sidHash.
+func (s *Store) ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error) {
+	var revoked bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM revoked_provider_sessions WHERE sid_hash = $1 AND expires_at > $2)`, sidHash, nanos(now)).Scan(&revoked)
+	if err != nil {
+		return false, storeErr("read provider session revocation", err)
+	}
+	return revoked, nil
 }

@@ -51,10 +51,10 @@ func (s *Store) CreateLoginSession(ctx context.Context, ls ports.LoginSession) e
 	}
 	t := ls.Tokens
 	return s.exec(ctx, domain.LoginChange("start", ls.IDHash, t.Subject), "login session already exists", `INSERT INTO login_sessions
-		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id_hash, version, subject, username, roles, access_token, refresh_token, id_token, access_expiry, refresh_expiry, created_at, last_seen, expires_at, provider_sid)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ls.IDHash, ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
-		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt))
+		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.CreatedAt), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.ProviderSID)
 }
 
 // GetLoginSession reads one session.
@@ -65,9 +65,9 @@ func (s *Store) GetLoginSession(ctx context.Context, idHash string) (ports.Login
 		accessExp, refreshExp, createdAt, lastSeen, expiresAt int64
 	)
 	err := s.queryRow(ctx, `SELECT id_hash, version, subject, username, roles, access_token, refresh_token, id_token,
-		access_expiry, refresh_expiry, created_at, last_seen, expires_at FROM login_sessions WHERE id_hash = ?`, idHash).
+		access_expiry, refresh_expiry, created_at, last_seen, expires_at, provider_sid FROM login_sessions WHERE id_hash = ?`, idHash).
 		Scan(&ls.IDHash, &ls.Version, &ls.Tokens.Subject, &ls.Tokens.Username, &roles, &ls.Tokens.AccessToken,
-			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt)
+			&ls.Tokens.RefreshToken, &ls.Tokens.IDToken, &accessExp, &refreshExp, &createdAt, &lastSeen, &expiresAt, &ls.ProviderSID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.LoginSession{}, fmt.Errorf("login session: %w", domain.ErrNotFound)
 	}
@@ -123,8 +123,14 @@ func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore 
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: delete expired login sessions: %w", err)
 	}
-	if _, err := s.write.ExecContext(ctx, `DELETE FROM login_requests WHERE expires_at <= ?`, nanos(now)); err != nil {
-		return 0, fmt.Errorf("sqlite: delete expired login requests: %w", err)
+	for _, q := range []string{
+		`DELETE FROM login_requests WHERE expires_at <= ?`,
+		`DELETE FROM logout_tokens WHERE expires_at <= ?`,
+		`DELETE FROM revoked_provider_sessions WHERE expires_at <= ?`,
+	} {
+		if _, err := s.write.ExecContext(ctx, q, nanos(now)); err != nil {
+			return 0, fmt.Errorf("sqlite: delete expired login records: %w", err)
+		}
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
@@ -227,4 +233,72 @@ func (s *Store) WatchLoginSessions(ctx context.Context, _ func(idHash string), l
 	live(true)
 	<-ctx.Done()
 	live(false)
+}
+
+// DeleteLoginSessionsOf removes the sessions of a provider session, or of
+// a subject when providerSID is empty.
+func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject string) ([]string, error) {
+	q, arg, what := `DELETE FROM login_sessions WHERE provider_sid = ? AND provider_sid <> '' RETURNING id_hash`, providerSID,
+		"end the login sessions of provider session "+providerSID[:min(len(providerSID), 12)]
+	if providerSID == "" {
+		q, arg, what = `DELETE FROM login_sessions WHERE subject = ? RETURNING id_hash`, subject, "end the login sessions of "+subject
+	}
+	var out []string
+	err := s.change(ctx, what, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, q, arg)
+		if err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h string
+			if err := rows.Scan(&h); err != nil {
+				return fmt.Errorf("sqlite: %s: %w", what, err)
+			}
+			out = append(out, h)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UseLogoutToken inserts the id, or takes over an expired record of it, in
+// one statement: of two concurrent uses only one changes a row.
+func (s *Store) UseLogoutToken(ctx context.Context, idHash string, until, now time.Time) error {
+	what := "accept logout token " + idHash[:min(len(idHash), 12)]
+	return s.change(ctx, what, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO logout_tokens (id_hash, expires_at) VALUES (?, ?)
+			ON CONFLICT (id_hash) DO UPDATE SET expires_at = excluded.expires_at WHERE logout_tokens.expires_at <= ?`,
+			idHash, nanos(until), nanos(now))
+		if err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("logout token already used: %w", domain.ErrConflict)
+		}
+		return nil
+	})
+}
+
+// RevokeProviderSession records the revocation, keeping the later end.
+func (s *Store) RevokeProviderSession(ctx context.Context, sidHash string, until time.Time) error {
+	return s.exec(ctx, "revoke provider session "+sidHash[:min(len(sidHash), 12)], "provider session already revoked",
+		`INSERT INTO revoked_provider_sessions (sid_hash, expires_at) VALUES (?, ?)
+		ON CONFLICT (sid_hash) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`, sidHash, nanos(until))
+}
+
+// ProviderSessionRevoked reads the revocation of sidHash.
+func (s *Store) ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT count(*) FROM revoked_provider_sessions WHERE sid_hash = ? AND expires_at > ?`, sidHash, nanos(now)).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: read provider session revocation: %w", err)
+	}
+	return n > 0, nil
 }
