@@ -157,6 +157,12 @@ function main() {
       if (!rs) return sendJson(res, 404, { error: 'Realm does not exist' });
       return sendJson(res, 200, rs.rotateKeys({ dropOld: url.searchParams.get('drop_old') === 'true' }));
     }
+    if (p === '/standin/logout-tokens') {
+      if (req.method !== 'GET') return sendJson(res, 405, { error: 'use GET' });
+      const rs = realms.get(url.searchParams.get('realm') || realm.name);
+      if (!rs) return sendJson(res, 404, { error: 'Realm does not exist' });
+      return sendJson(res, 200, { sent: rs.sentLogoutTokens });
+    }
     if (p === '/health' || p === '/health/ready' || p === '/health/live') {
       return sendJson(res, 200, { status: 'UP', checks: [] });
     }

@@ -72,6 +72,11 @@ export class AdminApi {
         return sendJson(res, 200, realm.userRepresentation(user));
       }
       if (b === 'groups') return this.userGroups(realm, user, method, c, res);
+      if (b === 'logout' && !c) {
+        // Ends every session of the user, with back-channel logouts (Keycloak's "Sign out").
+        if (method !== 'POST') return sendJson(res, 405, { error: 'HTTP 405 Method Not Allowed' });
+        return rs.endUserSessions(user.id).then(() => sendEmpty(res, 204));
+      }
       if (b === 'role-mappings') return this.roleMappings(realm, user, method, c, d, parts[5], body, res);
       return sendJson(res, 404, NOT_FOUND);
     }

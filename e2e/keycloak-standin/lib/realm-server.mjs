@@ -68,6 +68,7 @@ export class RealmServer {
     this.endedSessions = new Set();
     this.revokedAccessTokens = new Map(); // jti -> exp
     this.pendingLogouts = new Map(); // session_code -> { redirect, state, exp }
+    this.sentLogoutTokens = []; // back-channel logouts sent: { clientId, url, sid, sub, status, token }
     this.atInfo = new WeakMap(); // AccessToken model -> { sid, kcScope }
     this.build();
   }
@@ -429,6 +430,62 @@ export class RealmServer {
       }
       await browser.destroy();
     }
+    if (s) await this.backchannelLogout(sid, s);
+  }
+
+  // Every session of a user ends (admin POST users/{id}/logout).
+  async endUserSessions(userId) {
+    const sids = [...this.sessions].filter(([, s]) => s.userId === userId).map(([sid]) => sid);
+    for (const sid of sids) await this.endSession(sid);
+    return sids.length;
+  }
+
+  // Like Keycloak, tell each client of the ended session that has a
+  // back-channel logout URL (client attribute backchannel.logout.url), with
+  // a logout token (OpenID Connect Back-Channel Logout 1.0), and wait for
+  // its answer. The sid is included when the client asks for it
+  // (backchannel.logout.session.required, Keycloak's default "true").
+  async backchannelLogout(sid, s) {
+    for (const clientId of s.clients) {
+      const client = this.realm.client(clientId);
+      const url = client?.attributes?.['backchannel.logout.url'];
+      if (!url) continue;
+      const withSid = (client.attributes['backchannel.logout.session.required'] ?? 'true') === 'true';
+      const token = await this.signLogoutToken({ aud: clientId, sub: s.userId, ...(withSid ? { sid } : {}) });
+      let status = 0;
+      try {
+        const resp = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ logout_token: token }),
+          signal: AbortSignal.timeout(5000),
+        });
+        status = resp.status;
+      } catch (err) {
+        this.log(`back-channel logout of ${clientId} at ${url} failed: ${err.message}`);
+      }
+      this.sentLogoutTokens.push({
+        clientId, url, sid, sub: s.userId, status, token,
+      });
+    }
+  }
+
+  // A logout token as Keycloak signs it: typ "Logout", the back-channel
+  // logout event, a jti, and no nonce.
+  async signLogoutToken(claims) {
+    const key = this.keys.current;
+    const now = epoch();
+    return new jose.SignJWT({
+      ...claims,
+      typ: 'Logout',
+      events: { 'http://schemas.openid.net/event/backchannel-logout': {}, revoke_offline_access: false },
+    })
+      .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
+      .setIssuer(this.issuer)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 120)
+      .setJti(randomUUID())
+      .sign(await jose.importJWK(key, 'RS256'));
   }
 
   async browserSessionUid(req, res) {

@@ -21,7 +21,7 @@ export function stableId(...parts) {
 const truthy = (v) => v === true || v === 'true';
 
 // Moves the loopback URLs of a realm export's clients (redirect URIs, web
-// origins, post-logout redirect URIs) to the port of serviceUrl, so a test
+// origins, post-logout redirect URIs, back-channel logout URL) to the port of serviceUrl, so a test
 // can run the client on a free port although the file names a fixed one.
 // http://127.0.0.1:N and http://localhost:N both keep their host and take
 // the service's port; other URLs stay as they are. Returns a new export.
@@ -37,6 +37,8 @@ export function rebaseLoopbackUrls(rep, serviceUrl) {
     if (c.webOrigins) c.webOrigins = c.webOrigins.map(rebase);
     const logout = c.attributes?.['post.logout.redirect.uris'];
     if (logout) c.attributes['post.logout.redirect.uris'] = logout.split('##').map(rebase).join('##');
+    const backchannel = c.attributes?.['backchannel.logout.url'];
+    if (backchannel) c.attributes['backchannel.logout.url'] = rebase(backchannel);
   }
   return copy;
 }

@@ -12,7 +12,10 @@ describe('rebaseLoopbackUrls', () => {
       clientId: 'agentauth',
       redirectUris: ['http://127.0.0.1:18080/auth/callback', 'http://localhost:18080/auth/callback', 'https://app.example/cb'],
       webOrigins: ['http://127.0.0.1:18080', 'http://localhost:18080', '+'],
-      attributes: { 'post.logout.redirect.uris': 'http://127.0.0.1:18080/*##http://localhost:18080/*##+' },
+      attributes: {
+        'post.logout.redirect.uris': 'http://127.0.0.1:18080/*##http://localhost:18080/*##+',
+        'backchannel.logout.url': 'http://127.0.0.1:18080/auth/backchannel-logout',
+      },
     }, { clientId: 'bare' }],
   };
 
@@ -21,6 +24,7 @@ describe('rebaseLoopbackUrls', () => {
     assert.deepEqual(out.clients[0].redirectUris, ['http://127.0.0.1:41234/auth/callback', 'http://localhost:41234/auth/callback', 'https://app.example/cb']);
     assert.deepEqual(out.clients[0].webOrigins, ['http://127.0.0.1:41234', 'http://localhost:41234', '+']);
     assert.equal(out.clients[0].attributes['post.logout.redirect.uris'], 'http://127.0.0.1:41234/*##http://localhost:41234/*##+');
+    assert.equal(out.clients[0].attributes['backchannel.logout.url'], 'http://127.0.0.1:41234/auth/backchannel-logout');
     assert.deepEqual(out.clients[1], { clientId: 'bare' });
     assert.equal(rep.clients[0].redirectUris[0], 'http://127.0.0.1:18080/auth/callback', 'the input is not changed');
   });
