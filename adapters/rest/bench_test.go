@@ -17,6 +17,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // benchServer serves on an in-memory listener, so the figures are the
@@ -45,7 +46,7 @@ func benchGet(b *testing.B, path, key string, sessions int) {
 	for i := range sessions {
 		s := domain.Session{ID: fmt.Sprintf("sess_%02d", i), Owner: "admin", Title: "bench", Mode: domain.ModeAuto,
 			State: domain.SessionActive, CreatedAt: time.Now().UTC()}
-		if err := store.CreateSession(context.Background(), s); err != nil {
+		if err := store.CreateSession(porttest.Context(b), s); err != nil {
 			b.Fatal(err)
 		}
 	}
