@@ -35,6 +35,13 @@ func (s *Agents) Create(ctx context.Context, p domain.Principal, session string,
 	if _, err := s.sessions.Manageable(ctx, p, session); err != nil {
 		return domain.Agent{}, err
 	}
+	return s.CreateDelegated(ctx, session, in, p.Subject)
+}
+
+// CreateDelegated adds a sub-agent on the authority of its parent's
+// credential (an agent-token exchange; by names who asked), with the same
+// narrowing as Create. The caller has checked that credential.
+func (s *Agents) CreateDelegated(ctx context.Context, session string, in NewAgent, by string) (domain.Agent, error) {
 	req, err := domain.RequestLimits(in.Tools, in.Mode)
 	if err != nil {
 		return domain.Agent{}, err
@@ -52,7 +59,7 @@ func (s *Agents) Create(ctx context.Context, p domain.Principal, session string,
 		}
 		parent = &pa
 	}
-	a, err := domain.ChildAgent(newID("agt_"), session, parent, req, p.Subject, s.clock.Now().UTC())
+	a, err := domain.ChildAgent(newID("agt_"), session, parent, req, by, s.clock.Now().UTC())
 	if err != nil {
 		return domain.Agent{}, err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -21,6 +22,8 @@ type AgentTokenLimits struct {
 // and the session allow.
 type AgentTokens struct {
 	sessions *Sessions
+	store    ports.SessionStore
+	created  *Agents
 	agents   ports.AgentStore
 	catalog  ports.CatalogStore
 	policies *PolicyRules
@@ -31,10 +34,10 @@ type AgentTokens struct {
 }
 
 // NewAgentTokens wires the use case.
-func NewAgentTokens(sessions *Sessions, agents ports.AgentStore, catalog ports.CatalogStore, policies *PolicyRules,
-	authz *domain.Authorizer, signer ports.AgentTokenSigner, clock ports.Clock, limits AgentTokenLimits) *AgentTokens {
-	return &AgentTokens{sessions: sessions, agents: agents, catalog: catalog, policies: policies, authz: authz,
-		signer: signer, clock: clock, limits: limits}
+func NewAgentTokens(sessions *Sessions, store ports.SessionStore, created *Agents, agents ports.AgentStore, catalog ports.CatalogStore,
+	policies *PolicyRules, authz *domain.Authorizer, signer ports.AgentTokenSigner, clock ports.Clock, limits AgentTokenLimits) *AgentTokens {
+	return &AgentTokens{sessions: sessions, store: store, created: created, agents: agents, catalog: catalog, policies: policies,
+		authz: authz, signer: signer, clock: clock, limits: limits}
 }
 
 // MintRequest is what the session's manager asks for.
@@ -108,7 +111,8 @@ func (s *AgentTokens) chain(ctx context.Context, session, agent string) (domain.
 	chain := []string{ag.ID}
 	for cur := ag; cur.Parent != ""; {
 		if len(chain) > domain.MaxAgentDepth || slices.Contains(chain, cur.Parent) {
-			return domain.Agent{}, nil, fmt.Errorf("agent %s: its chain of parents loops or is deeper than %d: %w", agent, domain.MaxAgentDepth, domain.ErrConflict)
+			return domain.Agent{}, nil, domain.RefuseToken(domain.ReasonTokenChainLoop, domain.ErrConflict,
+				"agent %s: its chain of parents loops or is deeper than %d", agent, domain.MaxAgentDepth)
 		}
 		if cur, err = s.agents.GetAgent(ctx, cur.Parent); err != nil {
 			return domain.Agent{}, nil, fmt.Errorf("parent of agent %s: %w", agent, err)
@@ -142,4 +146,83 @@ func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Serve
 		}
 	}
 	return servers[i], offered, nil
+}
+
+// ExchangeRequest is an RFC 8693 token exchange: the parent agent's token
+// for a token of a new sub-agent, never wider.
+type ExchangeRequest struct {
+	SubjectToken string
+	Audience     string   // "": the parent's; another one is refused
+	Tools        []string // nil: the parent's
+	TTL          string   // "": what the parent has left
+}
+
+// Exchanged is the child's token with its parent's grant.
+type Exchanged struct {
+	Minted
+	Parent domain.AgentGrant
+}
+
+// Exchange checks the parent's token and what it names as it stands now
+// (the session, the agent chain), creates the sub-agent as the agents API
+// would, and signs its token: the parent's tools or fewer, the parent's
+// audience and mode, and no later expiry than the parent's.
+func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchanged, error) {
+	parent, err := s.signer.Verify(ctx, in.SubjectToken)
+	if err != nil {
+		return Exchanged{}, err
+	}
+	out := Exchanged{Parent: parent}
+	sess, ag, err := s.live(ctx, parent)
+	if err != nil {
+		return out, err
+	}
+	if ag.Depth+1 > domain.MaxAgentDepth {
+		return out, domain.RefuseToken(domain.ReasonTokenDepth, domain.ErrInvalidInput, "sub-agent chains are limited to %d levels", domain.MaxAgentDepth)
+	}
+	if in.Audience != "" && in.Audience != parent.Audience {
+		return out, domain.RefuseToken(domain.ReasonTokenWider, domain.ErrForbidden, "the parent token is for %s, not %s", parent.Audience, in.Audience)
+	}
+	tools, err := domain.NarrowTools(parent.Tools, in.Tools)
+	if err != nil {
+		return out, err
+	}
+	now := s.clock.Now().UTC().Truncate(time.Second)
+	left := parent.Expires.Sub(now)
+	ttl, err := domain.TokenLifetime(in.TTL, left, left)
+	if err != nil {
+		return out, err
+	}
+	child, err := s.created.CreateDelegated(ctx, sess.ID, NewAgent{Parent: ag.ID, Tools: tools}, "agent:"+ag.ID)
+	if err != nil {
+		return out, err
+	}
+	g := domain.AgentGrant{ID: newID("tok_"), Subject: parent.Subject, Chain: append(slices.Clone(parent.Chain), child.ID),
+		Audience: parent.Audience, Session: parent.Session, Mode: parent.Mode, Tools: tools, IssuedAt: now, Expires: now.Add(ttl)}
+	tok, err := s.signer.Sign(g)
+	if err != nil {
+		return out, err
+	}
+	out.Minted = Minted{Token: tok, Grant: g}
+	return out, nil
+}
+
+// live checks that what a grant names still stands: its session (not
+// deleted, not closed) and its chain of agents as stored.
+func (s *AgentTokens) live(ctx context.Context, g domain.AgentGrant) (domain.Session, domain.Agent, error) {
+	sess, err := s.store.GetSession(ctx, g.Session)
+	if errors.Is(err, domain.ErrNotFound) {
+		return sess, domain.Agent{}, domain.RefuseToken(domain.ReasonTokenRevoked, domain.ErrUnauthenticated, "session %s no longer exists", g.Session)
+	}
+	if err != nil {
+		return sess, domain.Agent{}, err
+	}
+	if sess.State == domain.SessionClosed {
+		return sess, domain.Agent{}, domain.RefuseToken(domain.ReasonSessionClosed, domain.ErrForbidden, "session %s is closed", sess.ID)
+	}
+	ag, chain, err := s.chain(ctx, g.Session, g.Agent())
+	if errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrNotVisible) || (err == nil && !slices.Equal(chain, g.Chain)) {
+		return sess, domain.Agent{}, domain.RefuseToken(domain.ReasonTokenRevoked, domain.ErrUnauthenticated, "the token's chain of agents no longer stands")
+	}
+	return sess, ag, err
 }

@@ -43,7 +43,49 @@ const (
 	ReasonTokenToolOutOfReach  = "token_tool_out_of_reach"
 	ReasonTokenNoTools         = "token_no_tools"
 	ReasonTokenTTL             = "token_ttl_invalid"
+	// ReasonTokenWider: an exchange asked for more than the parent token
+	// holds (a tool it lacks, another audience).
+	ReasonTokenWider = "token_wider_than_parent"
+	// ReasonTokenDepth: the new sub-agent would be deeper than MaxAgentDepth.
+	ReasonTokenDepth = "token_depth_exceeded"
+	// ReasonTokenRevoked: what the token names is gone: its session was
+	// deleted, an agent of its chain removed, or the chain changed.
+	ReasonTokenRevoked = "token_revoked"
+	// ReasonTokenChainLoop: the stored chain of parents loops.
+	ReasonTokenChainLoop = "token_chain_loop"
+	// ReasonTokenGrantType: the token endpoint was asked for another grant.
+	ReasonTokenGrantType = "unsupported_grant_type"
 )
+
+// MethodAgentToken is how a caller that presented an agent token proved
+// who it acts for.
+const MethodAgentToken AuthMethod = "agent_token"
+
+// NarrowTools returns the requested tools (nil: all of the parent's) when
+// each is among the parent's; a wider request is refused, never narrowed
+// in silence.
+func NarrowTools(parent, requested []string) ([]string, error) {
+	if requested == nil {
+		return slices.Clone(parent), nil
+	}
+	out := []string{}
+	for _, r := range requested {
+		c, err := CanonicalToolName(r)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(parent, func(t string) bool { return SameTool(t, c) }) {
+			return nil, RefuseToken(ReasonTokenWider, ErrForbidden, "tool %s is not in the parent token", c)
+		}
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) == 0 {
+		return nil, RefuseToken(ReasonTokenNoTools, ErrInvalidInput, "ask for at least one tool, or none for all of the parent's")
+	}
+	return out, nil
+}
 
 // TokenRefusal is a refused agent-token request with its reason code; Err
 // (ErrInvalidInput, ErrNotFound, ErrForbidden, ErrUnauthenticated) decides

@@ -72,7 +72,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	restAgentTokens := &rest.AgentTokens{
 		Tokens: agentTokens,
 		Keys:   signer,
@@ -210,7 +210,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	restAgentTokens := &rest.AgentTokens{
 		Tokens: agentTokens,
 		Keys:   signer,
@@ -315,7 +315,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	restAgentTokens := &rest.AgentTokens{
 		Tokens: agentTokens,
 		Keys:   signer,
@@ -413,7 +413,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	restAgentTokens := &rest.AgentTokens{
 		Tokens: agentTokens,
 		Keys:   signer,
@@ -511,7 +511,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	restAgentTokens := &rest.AgentTokens{
 		Tokens: agentTokens,
 		Keys:   signer,

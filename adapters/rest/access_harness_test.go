@@ -102,7 +102,8 @@ func axStart(t *testing.T, path string) *axHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, store, rules, authz, keys, clock, app.AgentTokenLimits{MaxTTL: 15 * time.Minute})}
+	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, access.Agents, store, store, rules, authz, keys, clock,
+		app.AgentTokenLimits{MaxTTL: 15 * time.Minute})}
 	srv := New(Config{Access: access, AgentTokens: tokens}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,12 +3,14 @@ package rest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
@@ -86,6 +88,57 @@ func tokenRefused(c *fiber.Ctx, err error) error {
 	return err
 }
 
+// Token exchange (RFC 8693) at the token endpoint.
+const (
+	grantTokenExchange  = "urn:ietf:params:oauth:grant-type:token-exchange"
+	tokenTypeAccess     = "urn:ietf:params:oauth:token-type:access_token"
+	tokenEndpoint       = "/oauth2/token"
+	maxExchangeFormTool = 256
+)
+
+// tokenEndpoints registers the token endpoint: public in the sense that it
+// takes no other credential, because the subject_token (the parent agent's
+// token) is the credential; audited like every request.
+func (s *Server) tokenEndpoints() {
+	if s.cfg.AgentTokens == nil {
+		return
+	}
+	s.app.Post(tokenEndpoint, s.public, s.exchangeToken)
+}
+
+// exchangeToken answers a token exchange with a token for a new sub-agent.
+func (s *Server) exchangeToken(c *fiber.Ctx) error {
+	if gt := c.FormValue("grant_type"); gt != grantTokenExchange {
+		refused(c)
+		return domain.RefuseToken(domain.ReasonTokenGrantType, domain.ErrInvalidInput, "grant_type must be %s", grantTokenExchange)
+	}
+	if tt := c.FormValue("subject_token_type"); tt != tokenTypeJWT && tt != tokenTypeAccess {
+		refused(c)
+		return domain.RefuseToken(agentverify.ReasonMalformed, domain.ErrInvalidInput, "subject_token_type must be %s", tokenTypeJWT)
+	}
+	req := app.ExchangeRequest{SubjectToken: c.FormValue("subject_token"), Audience: c.FormValue("audience"), TTL: c.FormValue("ttl")}
+	// The tools asked for: scope (RFC 8693 §2.1, space-separated) or tools.
+	if scope := c.FormValue("scope") + " " + c.FormValue("tools"); strings.TrimSpace(scope) != "" {
+		req.Tools = strings.FieldsFunc(scope, func(r rune) bool { return r == ' ' || r == ',' })
+		if len(req.Tools) > maxExchangeFormTool {
+			return fmt.Errorf("at most %d tools: %w", maxExchangeFormTool, domain.ErrInvalidInput)
+		}
+	}
+	x, err := s.cfg.AgentTokens.Tokens.Exchange(c.UserContext(), req)
+	if x.Parent.Subject != "" {
+		// The audit record names whom the chain acts for.
+		stateOf(c).principal = domain.Principal{Subject: x.Parent.Subject, Method: domain.MethodAgentToken}
+	}
+	if err != nil {
+		if x.Parent.ID != "" {
+			note(c, "agent token exchange refused; parent: "+x.Parent.Describe())
+		}
+		return tokenRefused(c, err)
+	}
+	note(c, "agent token exchanged: "+x.Grant.Describe()+"; parent jti "+x.Parent.ID)
+	return s.sendToken(c, x.Minted)
+}
+
 // sendToken answers a token: never cached (no-store is on every answer).
 func (s *Server) sendToken(c *fiber.Ctx, m app.Minted) error {
 	c.Set(fiber.HeaderPragma, "no-cache")
@@ -104,6 +157,8 @@ func (s *Server) metadata() map[string]any {
 	return map[string]any{
 		"issuer":                                iss,
 		"jwks_uri":                              base + jwksPath,
+		"token_endpoint":                        base + tokenEndpoint,
+		"grant_types_supported":                 []string{grantTokenExchange},
 		"id_token_signing_alg_values_supported": []string{string(jose.EdDSA)},
 		"response_types_supported":              []string{},
 	}

@@ -3,13 +3,21 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/domain"
@@ -194,4 +202,188 @@ func TestKeysPublished(t *testing.T) {
 			}
 		}
 	}
+}
+
+// axMint mints a token for agent on server fs as uma.
+func axMint(t *testing.T, h *axHarness, session, agent, body string) string {
+	t.Helper()
+	return h.must(t, 200, "uma", "POST", "/api/v2/sessions/"+session+"/agents/"+agent+"/token", body)["access_token"].(string)
+}
+
+// exchange posts a token exchange form; no other credential.
+func (h *axHarness) exchange(t *testing.T, subjectToken string, form url.Values) axResponse {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if !form.Has("grant_type") {
+		form.Set("grant_type", grantTokenExchange)
+	}
+	if !form.Has("subject_token_type") {
+		form.Set("subject_token_type", tokenTypeJWT)
+	}
+	form.Set("subject_token", subjectToken)
+	res, err := http.Post(h.url+tokenEndpoint, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return axResponse{status: res.StatusCode, body: b}
+}
+
+func TestExchangeAgentToken(t *testing.T) {
+	h := axNew(t)
+	session, root, _ := axTokenSession(t, h)
+	parent := axMint(t, h, session, root, `{"audience":"fs","ttl":"10m"}`)
+	v := axVerifier(t, h, "fs")
+	pt, err := v.Verify(context.Background(), parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.exchange(t, parent, url.Values{"audience": {"fs"}, "scope": {"fs.read"}, "ttl": {"2m"}})
+	if r.status != 200 {
+		t.Fatalf("exchange: %d %s", r.status, r.body)
+	}
+	var out tokenResponse
+	r.decode(t, &out)
+	ct, err := v.Verify(context.Background(), out.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct.User != "uma" || len(ct.Agents) != 2 || ct.Agents[0] != root || !slices.Equal(ct.Tools, []string{"fs.read"}) || ct.Mode != pt.Mode ||
+		ct.Expires.After(pt.Expires) || out.IssuedTokenType != tokenTypeJWT {
+		t.Errorf("child %+v of parent %+v", ct, pt)
+	}
+	// The sub-agent exists as the agents API would have made it.
+	var agents struct {
+		Agents []agentJSON `json:"agents"`
+	}
+	h.do(t, "uma", "GET", "/api/v2/sessions/"+session+"/agents", "").decode(t, &agents)
+	if !slices.ContainsFunc(agents.Agents, func(a agentJSON) bool {
+		return a.ID == ct.Agent() && a.Parent == root && a.Depth == 1 && slices.Equal(a.Tools, []string{"fs.read"})
+	}) {
+		t.Errorf("no sub-agent %s of %s with [fs.read] among %+v", ct.Agent(), root, agents.Agents)
+	}
+
+	other := newTestSigner(t, "https://elsewhere.test")
+	otherTok, err := other.Sign(domain.AgentGrant{ID: "x", Subject: "uma", Chain: []string{root}, Audience: "fs", Session: session,
+		Mode: domain.ModeAuto, Tools: []string{"fs.read"}, IssuedAt: time.Now(), Expires: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		token  string
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"a tool the parent lacks", out.AccessToken, url.Values{"scope": {"fs.write"}}, 403, domain.ReasonTokenWider},
+		{"another audience", parent, url.Values{"audience": {"sh"}}, 403, domain.ReasonTokenWider},
+		{"longer than the parent", out.AccessToken, url.Values{"ttl": {"5m"}}, 400, domain.ReasonTokenTTL},
+		{"another issuer's token", otherTok, nil, 401, agentverify.ReasonUnknownKey},
+		{"not a token", "abc", nil, 401, agentverify.ReasonMalformed},
+		{"another grant type", parent, url.Values{"grant_type": {"client_credentials"}}, 400, domain.ReasonTokenGrantType},
+		{"another subject token type", parent, url.Values{"subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"}}, 400, agentverify.ReasonMalformed},
+	}
+	var page struct {
+		Records []auditjson.Record `json:"records"`
+	}
+	for _, tt := range tests {
+		r := h.exchange(t, tt.token, tt.form)
+		if r.status != tt.status || r.errorOf(t).ReasonCode != tt.code {
+			t.Errorf("%s: %d %s, want %d %s", tt.name, r.status, r.body, tt.status, tt.code)
+		}
+		h.do(t, "adm", "GET", "/api/v2/audit?limit=1", "").decode(t, &page) // newest first: the exchange
+		if len(page.Records) != 1 || page.Records[0].Path != tokenEndpoint || page.Records[0].Decision != string(domain.AuditDeny) ||
+			!strings.Contains(page.Records[0].Reason, tt.code) {
+			t.Errorf("%s: audit records %+v, want a denial naming %s", tt.name, page.Records, tt.code)
+		}
+	}
+	// Deleting the session revokes the chain: no more exchanges.
+	h.must(t, 204, "uma", "DELETE", "/api/v2/sessions/"+session, "")
+	if r := h.exchange(t, parent, nil); r.status != 401 || r.errorOf(t).ReasonCode != domain.ReasonTokenRevoked {
+		t.Errorf("after the session's deletion: %d %s, want 401 %s", r.status, r.body, domain.ReasonTokenRevoked)
+	}
+}
+
+// TestExchangeChainsNeverWiden: a random chain of exchanges, each asking
+// for a random set of tools (some the parent lacks) and lifetime, never
+// yields a token wider than its parent, and stops at the depth cap.
+func TestExchangeChainsNeverWiden(t *testing.T) {
+	h := axNew(t)
+	session, root, _ := axTokenSession(t, h)
+	v := axVerifier(t, h, "fs")
+	rng := rand.New(rand.NewPCG(13, 1))
+	every := []string{"fs.read", "fs.write", "fs.delete", "shell.run"}
+	tok := axMint(t, h, session, root, `{"audience":"fs"}`)
+	parent, err := v.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for depth := 1; ; {
+		form := url.Values{}
+		var asked []string
+		if rng.IntN(3) > 0 {
+			for _, tool := range every {
+				if rng.IntN(2) == 0 {
+					asked = append(asked, tool)
+				}
+			}
+			form.Set("scope", strings.Join(asked, " "))
+		}
+		if rng.IntN(2) == 0 {
+			form.Set("ttl", fmt.Sprintf("%ds", 1+rng.IntN(1200)))
+		}
+		r := h.exchange(t, tok, form)
+		if r.status != 200 {
+			code := r.errorOf(t).ReasonCode
+			if code == "" {
+				t.Fatalf("depth %d, %v: %d %s without a reason code", depth, form, r.status, r.body)
+			}
+			if code == domain.ReasonTokenDepth {
+				if depth <= domain.MaxAgentDepth {
+					t.Fatalf("refused at depth %d, below the cap %d", depth, domain.MaxAgentDepth)
+				}
+				return
+			}
+			continue // refused as wider (or empty): ask again
+		}
+		if depth > domain.MaxAgentDepth {
+			t.Fatalf("an exchange at depth %d passed the cap", depth)
+		}
+		var out tokenResponse
+		r.decode(t, &out)
+		child, err := v.Verify(context.Background(), out.AccessToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range child.Tools {
+			if !parent.Permits(tool) {
+				t.Fatalf("depth %d: child tool %s not in parent %v", depth, tool, parent.Tools)
+			}
+		}
+		if child.Expires.After(parent.Expires) || child.Mode != parent.Mode || child.User != parent.User || child.Session != parent.Session ||
+			!slices.Equal(child.Agents[:len(parent.Agents)], parent.Agents) || len(child.Agents) != len(parent.Agents)+1 {
+			t.Fatalf("depth %d: child %+v wider than or unrelated to parent %+v", depth, child, parent)
+		}
+		for _, a := range asked {
+			if !parent.Permits(a) {
+				t.Fatalf("depth %d: asked %v beyond the parent %v and was given %v", depth, asked, parent.Tools, child.Tools)
+			}
+		}
+		tok, parent = out.AccessToken, child
+		depth++
+	}
+}
+
+// newTestSigner is another issuer's signer, with its own key.
+func newTestSigner(t *testing.T, issuer string) *agenttoken.Signer {
+	t.Helper()
+	sg, err := agenttoken.New(agenttoken.Settings{Issuer: issuer, DataDir: t.TempDir()}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sg
 }
