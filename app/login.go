@@ -349,6 +349,21 @@ func (l *Login) Authenticate(ctx context.Context, cookie string) (domain.Princip
 	return principalOf(s.Tokens), nil
 }
 
+// expectEcho and awaitEcho bracket ending a session: see
+// sessionMemory.awaitEcho. Without memory there is nothing to wait for.
+func (l *Login) expectEcho(hash string) chan struct{} {
+	if l.memory == nil {
+		return nil
+	}
+	return l.memory.expect(hash)
+}
+
+func (l *Login) awaitEcho(ctx context.Context, hash string, ch chan struct{}) {
+	if l.memory != nil {
+		l.memory.awaitEcho(ctx, hash, ch)
+	}
+}
+
 // forget drops a session this instance changed or ended from memory.
 func (l *Login) forget(hash string) {
 	if l.memory != nil {
@@ -456,11 +471,15 @@ func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string
 		return "", nil, err
 	}
 	l.forget(s.IDHash)
+	echo := l.expectEcho(s.IDHash)
 	if err := l.sessions.DeleteLoginSession(ctx, s.IDHash); errors.Is(err, domain.ErrNotFound) {
 		return "", nil, errNoSession // a concurrent logout won
 	} else if err != nil {
 		return "", nil, err
 	}
+	// Answer only once every instance has been told, so that the logged-out
+	// cookie is refused everywhere from the next request on.
+	l.awaitEcho(ctx, s.IDHash, echo)
 	if s.Tokens.RefreshToken != "" {
 		providerErr = l.idp.Logout(ctx, s.Tokens.RefreshToken)
 	}

@@ -28,6 +28,9 @@ type sessionMemory struct {
 	// before a change it has not seen is not remembered after it.
 	epoch   uint64
 	entries map[string]*remembered
+	// echoes are the sessions this instance ended and waits to hear of
+	// from the watcher (see awaitEcho).
+	echoes map[string]chan struct{}
 }
 
 type remembered struct {
@@ -42,7 +45,7 @@ type remembered struct {
 }
 
 func newSessionMemory() *sessionMemory {
-	return &sessionMemory{entries: make(map[string]*remembered)}
+	return &sessionMemory{entries: make(map[string]*remembered), echoes: make(map[string]chan struct{})}
 }
 
 // lookup returns the remembered session of hash if it may be served
@@ -94,6 +97,64 @@ func (m *sessionMemory) forget(hash string) {
 	delete(m.entries, hash)
 }
 
+// heard is the watcher's report of a committed change of hash: it forgets
+// the session and releases whoever waits for that report.
+func (m *sessionMemory) heard(hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.epoch++
+	delete(m.entries, hash)
+	if ch, ok := m.echoes[hash]; ok {
+		close(ch)
+		delete(m.echoes, hash)
+	}
+}
+
+// expect registers, before this instance ends the session hash, that it
+// will wait for the watcher to report the change; nil when the watcher is
+// not live (then no report may come).
+func (m *sessionMemory) expect(hash string) chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.live {
+		return nil
+	}
+	ch, ok := m.echoes[hash]
+	if !ok {
+		ch = make(chan struct{})
+		m.echoes[hash] = ch
+	}
+	return ch
+}
+
+// echoWait bounds the wait for the watcher's report of our own change: a
+// report that does not come within it means the watcher is cut off, and it
+// then reports itself not live.
+const echoWait = 2 * time.Second
+
+// awaitEcho waits until the watcher reported the change registered by
+// expect. The watcher hears a change when the database announces it to
+// every instance at once, so once it returns the other instances have been
+// told too, and a logout answered after it is refused everywhere.
+func (m *sessionMemory) awaitEcho(ctx context.Context, hash string, ch chan struct{}) {
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(echoWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	if m.echoes[hash] == ch {
+		delete(m.echoes, hash)
+	}
+	m.mu.Unlock()
+}
+
 // setLive drops everything and serves from memory again only when live:
 // changes made while the watcher was away are unknown.
 func (m *sessionMemory) setLive(live bool) {
@@ -125,7 +186,7 @@ func (l *Login) KeepSessionsInMemory(watch ports.LoginSessionWatcher) (stop func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watch.WatchLoginSessions(ctx, m.forget, m.setLive)
+		watch.WatchLoginSessions(ctx, m.heard, m.setLive)
 	}()
 	return func() { cancel(); <-done }
 }

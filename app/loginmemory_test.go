@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +71,10 @@ func TestSessionsInMemory(t *testing.T) {
 		}, true, true},
 		{"logout here: refused at once", func(t *testing.T, f *loginFixture, w *watcherHandle) {
 			f.sessions.EXPECT().GetLoginSession(gomock.Any(), hash).Return(stored(f, nil), nil)
-			f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), hash).Return(nil)
+			f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), hash).DoAndReturn(func(context.Context, string) error {
+				w.changed(hash) // the store reports its own change
+				return nil
+			})
 			f.idp.EXPECT().Logout(gomock.Any(), "rt").Return(nil)
 			f.idp.EXPECT().EndSessionURL("it").Return("")
 			if _, _, err := f.login.Logout(t.Context(), goodCookie); err != nil {
@@ -137,5 +141,33 @@ func TestSessionReadBeforeAChangeIsNotRemembered(t *testing.T) {
 	f.sessions.EXPECT().GetLoginSession(gomock.Any(), hash).Return(ports.LoginSession{}, domain.ErrNotFound)
 	if _, err := f.login.Authenticate(t.Context(), goodCookie); !errors.Is(err, domain.ErrUnauthenticated) {
 		t.Errorf("second use: %v; want ErrUnauthenticated (not served from memory)", err)
+	}
+}
+
+// TestLogoutAnswersAfterEveryInstanceIsTold: a logout returns only once the
+// watcher has reported the ended session, which the database announces to
+// every instance at once; so the next request on another instance is
+// refused, not served from that instance's memory.
+func TestLogoutAnswersAfterEveryInstanceIsTold(t *testing.T) {
+	hash := app.Digest(goodCookie)
+	f := newLoginFixture(t, loginCfg)
+	w := withMemory(t, f, true)
+	var reported atomic.Bool
+	f.sessions.EXPECT().GetLoginSession(gomock.Any(), hash).Return(stored(f, nil), nil)
+	f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), hash).DoAndReturn(func(context.Context, string) error {
+		go func() { // the notification arrives on the watcher's own connection, later
+			time.Sleep(20 * time.Millisecond)
+			reported.Store(true)
+			w.changed(hash)
+		}()
+		return nil
+	})
+	f.idp.EXPECT().Logout(gomock.Any(), "rt").Return(nil)
+	f.idp.EXPECT().EndSessionURL("it").Return("")
+	if _, _, err := f.login.Logout(t.Context(), goodCookie); err != nil {
+		t.Fatalf("Logout: %v", err)
+	}
+	if !reported.Load() {
+		t.Error("Logout returned before the watcher reported the ended session")
 	}
 }

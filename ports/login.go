@@ -138,7 +138,8 @@ type LoginSessionStore interface {
 type LoginSessionWatcher interface {
 	// WatchLoginSessions runs until ctx ends. It calls live(true) once
 	// every change from then on will be reported, changed(idHash) for each
-	// session updated to a new version or deleted, and live(false) as soon
+	// session updated to a new version or deleted — the changes this
+	// instance made included, once committed — and live(false) as soon
 	// as changes may go unreported (connection lost) and when it returns.
 	WatchLoginSessions(ctx context.Context, changed func(idHash string), live func(bool))
 }

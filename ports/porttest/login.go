@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"slices"
@@ -434,6 +435,53 @@ func testFailuresOfOtherKeysForgotten(t *testing.T, st ports.LoginThrottle) {
 		// window refuses the attempt.
 		if res, err := st.ReserveLoginAttempt(ctx, []ports.LoginLimit{{Key: k, Limit: 1}}, later, time.Unix(0, 1)); err != nil || !res.OK {
 			t.Errorf("%s since ever: got %+v, %v; want its old attempt forgotten", k, res, err)
+		}
+	}
+}
+
+// WatchedLoginStore is a login store whose watcher reports session changes.
+type WatchedLoginStore interface {
+	LoginStore
+	ports.LoginSessionWatcher
+}
+
+// RunLoginSessionWatcher checks that the watcher reports the changes made
+// through the same store too, once committed: a logout waits for that
+// report to know every instance has been told (app.Login.Logout).
+func RunLoginSessionWatcher(t *testing.T, newStore Factory[WatchedLoginStore]) {
+	st := newStore(t)
+	ctx := ctxFor(t)
+	heard := make(chan string, 8)
+	live := make(chan bool, 8)
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.WatchLoginSessions(watchCtx, func(h string) { heard <- h }, func(l bool) { live <- l })
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	if !<-live {
+		t.Fatal("watcher reported not live first")
+	}
+	s := loginSession("ee01")
+	if err := st.CreateLoginSession(ctx, s); err != nil {
+		t.Fatalf("CreateLoginSession: %v", err)
+	}
+	s.Version++
+	if err := st.UpdateLoginSession(ctx, s); err != nil {
+		t.Fatalf("UpdateLoginSession: %v", err)
+	}
+	if err := st.DeleteLoginSession(ctx, s.IDHash); err != nil {
+		t.Fatalf("DeleteLoginSession: %v", err)
+	}
+	for _, what := range []string{"refresh", "delete"} {
+		select {
+		case h := <-heard:
+			if h != s.IDHash {
+				t.Errorf("after the %s the watcher reported %q, want %q", what, h, s.IDHash)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the watcher never reported this store's own %s", what)
 		}
 	}
 }

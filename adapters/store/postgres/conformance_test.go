@@ -53,6 +53,10 @@ func TestLoginStore(t *testing.T) {
 	porttest.RunLoginStore(t, func(t *testing.T) porttest.LoginStore { return newStore(t) })
 }
 
+func TestLoginSessionWatcher(t *testing.T) {
+	porttest.RunLoginSessionWatcher(t, func(t *testing.T) porttest.WatchedLoginStore { return newStore(t) })
+}
+
 func TestSharedLoginStore(t *testing.T) {
 	porttest.RunSharedLoginStore(t, sharedStores[porttest.LoginStore])
 }

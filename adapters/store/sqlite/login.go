@@ -95,6 +95,9 @@ func (s *Store) UpdateLoginSession(ctx context.Context, ls ports.LoginSession) e
 		WHERE id_hash = ? AND version = ?`,
 		ls.Version, t.Subject, t.Username, string(roles), t.AccessToken, t.RefreshToken, t.IDToken,
 		nanos(t.AccessExpiry), nanos(t.RefreshExpiry), nanos(ls.LastSeen), nanos(ls.ExpiresAt), ls.IDHash, ls.Version-1)
+	if err == nil {
+		s.announce(ls.IDHash)
+	}
 	if !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
@@ -111,7 +114,11 @@ func (s *Store) TouchLoginSession(ctx context.Context, idHash string, t time.Tim
 
 // DeleteLoginSession removes one session.
 func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
-	return s.execOne(ctx, domain.LoginChange("end", idHash, ""), "login session", `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
+	err := s.execOne(ctx, domain.LoginChange("end", idHash, ""), "login session", `DELETE FROM login_sessions WHERE id_hash = ?`, idHash)
+	if err == nil {
+		s.announce(idHash)
+	}
+	return err
 }
 
 // DeleteExpiredLoginSessions removes sessions past their absolute end or
@@ -227,12 +234,23 @@ func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 	return nil
 }
 
-// WatchLoginSessions reports nothing: in SQLite mode one process owns the
-// database, and the login use case forgets the sessions it changes itself.
-func (s *Store) WatchLoginSessions(ctx context.Context, _ func(idHash string), live func(bool)) {
+// WatchLoginSessions reports the sessions this store changes or ends, once
+// committed: in SQLite mode one process owns the database, so these are
+// every change there is, as PostgreSQL's notifications are in a cluster.
+func (s *Store) WatchLoginSessions(ctx context.Context, changed func(idHash string), live func(bool)) {
+	s.loginChanged.Store(&changed)
 	live(true)
 	<-ctx.Done()
 	live(false)
+	s.loginChanged.Store(nil)
+}
+
+// announce reports a committed change of the login session idHash to the
+// watcher, if one listens.
+func (s *Store) announce(idHash string) {
+	if f := s.loginChanged.Load(); f != nil {
+		(*f)(idHash)
+	}
 }
 
 // DeleteLoginSessionsOf removes the sessions of a provider session, or of
@@ -264,6 +282,9 @@ func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject 
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, h := range out {
+		s.announce(h)
 	}
 	return out, nil
 }

@@ -45,8 +45,10 @@ type Store struct {
 	auditChunk, auditOne *sql.Stmt
 	// stmts holds the read pool's prepared statements by query text
 	// (database/sql prepares each once per connection and keeps it).
-	stmts     sync.Map // string → *sql.Stmt
-	stmtCount atomic.Int32
+	stmts sync.Map // string → *sql.Stmt
+	// loginChanged is the login-session watcher's callback (login.go).
+	loginChanged atomic.Pointer[func(idHash string)]
+	stmtCount    atomic.Int32
 }
 
 var (
