@@ -12,9 +12,13 @@ import (
 
 // OIDC is the OpenID Connect client (auth.oidc.*).
 type OIDC struct {
-	Enabled  bool   `yaml:"enabled" env:"SERVICE_OIDC_ENABLED"`
-	Issuer   string `yaml:"issuer" env:"SERVICE_OIDC_ISSUER"`
-	ClientID string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
+	Enabled bool   `yaml:"enabled" env:"SERVICE_OIDC_ENABLED"`
+	Issuer  string `yaml:"issuer" env:"SERVICE_OIDC_ISSUER"`
+	// DiscoveryURL is where the service itself reaches the provider
+	// (discovery, keys, token, logout, introspection) when that is not the
+	// public issuer tokens carry: an internal cluster URL. Empty: Issuer.
+	DiscoveryURL string `yaml:"discoveryUrl" env:"SERVICE_OIDC_DISCOVERY_URL"`
+	ClientID     string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
 	// ClientSecret comes from the environment (secret storage).
 	ClientSecret string `yaml:"-" env:"SERVICE_OIDC_CLIENT_SECRET"`
 	// FileClientSecret is auth.oidc.clientSecret of the config file, kept
@@ -153,6 +157,11 @@ func (c Config) validateOIDC() []error {
 	if err := CheckIssuer(o.Issuer); err != nil {
 		bad("auth.oidc.issuer / SERVICE_OIDC_ISSUER: %v", err)
 	}
+	if o.DiscoveryURL != "" {
+		if err := CheckDiscoveryURL(o.DiscoveryURL, o.Issuer); err != nil {
+			bad("auth.oidc.discoveryUrl / SERVICE_OIDC_DISCOVERY_URL: %v", err)
+		}
+	}
 	if o.ClientID == "" {
 		bad("auth.oidc.clientId / SERVICE_OIDC_CLIENT_ID: must be set to the client id configured at the provider")
 	}
@@ -221,6 +230,32 @@ func CheckIssuer(issuer string) error {
 	n := len(parts)
 	if n < 2 || parts[n-2] != "realms" || parts[n-1] == "" || strings.HasSuffix(u.Path, "/") {
 		return fmt.Errorf("%q: want the form https://<idp-host>/realms/<realm> (no trailing slash)", issuer)
+	}
+	return nil
+}
+
+// CheckDiscoveryURL accepts an http(s) URL of the same realm as issuer
+// (…/realms/<realm>), other than issuer. Plain http is allowed on any host:
+// an internal URL inside a cluster network is the case it exists for.
+func CheckDiscoveryURL(raw, issuer string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%q is not an http(s) URL", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: no query, fragment or user info allowed", raw)
+	}
+	if raw == issuer {
+		return fmt.Errorf("%q is the issuer itself; leave it unset", raw)
+	}
+	realm := func(s string) string {
+		if i := strings.LastIndex(s, "/realms/"); i >= 0 && !strings.HasSuffix(s, "/") {
+			return s[i+len("/realms/"):]
+		}
+		return ""
+	}
+	if r := realm(raw); r == "" || strings.Contains(r, "/") || r != realm(issuer) {
+		return fmt.Errorf("%q: want the same realm as the issuer at the internal host, http(s)://<internal-host>/realms/<realm>", raw)
 	}
 	return nil
 }

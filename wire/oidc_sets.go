@@ -41,6 +41,7 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 	}
 	return keycloak.Config{
 		Issuer:       o.Issuer,
+		DiscoveryURL: o.DiscoveryURL,
 		ClientID:     o.ClientID,
 		ClientSecret: secret,
 		RedirectURI:  o.RedirectURI,

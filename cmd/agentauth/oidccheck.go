@@ -108,9 +108,13 @@ func (c *checker) note(format string, args ...any) {
 
 func (c *checker) run(o config.OIDC, username, password string) {
 	secret, _ := o.Secret() // validated above
-	fmt.Fprintf(c.out, "issuer        %s\nclient id     %s\nredirect URI  %s\nCA bundles    %s\n\n",
-		o.Issuer, o.ClientID, o.RedirectURI, strings.Join(append([]string{"system roots"}, o.CAFiles()...), ", "))
-	p, err := keycloak.New(keycloak.Config{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: secret, RedirectURI: o.RedirectURI,
+	discoveryURL := o.DiscoveryURL
+	if discoveryURL == "" {
+		discoveryURL = "the issuer"
+	}
+	fmt.Fprintf(c.out, "issuer        %s\ndiscovery URL %s\nclient id     %s\nredirect URI  %s\nCA bundles    %s\n\n",
+		o.Issuer, discoveryURL, o.ClientID, o.RedirectURI, strings.Join(append([]string{"system roots"}, o.CAFiles()...), ", "))
+	p, err := keycloak.New(keycloak.Config{Issuer: o.Issuer, DiscoveryURL: o.DiscoveryURL, ClientID: o.ClientID, ClientSecret: secret, RedirectURI: o.RedirectURI,
 		CAFiles: o.CAFiles(), RoleMap: o.Roles(), Skew: o.ClockSkew}, zap.NewNop())
 	if err != nil {
 		c.fail("client: %v", err)
@@ -125,13 +129,24 @@ func (c *checker) run(o config.OIDC, username, password string) {
 			c.fail("TLS trust: the provider's certificate is not trusted")
 			c.note("set SERVICE_OIDC_CA_FILE (or NODE_EXTRA_CA_CERTS) to the PEM file of the certificate authority that signed it")
 		}
+		var mismatch *keycloak.IssuerMismatchError
+		if errors.As(err, &mismatch) {
+			c.fail("issuer: the provider says %q, the configuration %q", mismatch.Discovered, mismatch.Configured)
+			c.note("%v", err)
+			return
+		}
 		c.fail("discovery: %v", err)
 		if strings.Contains(err.Error(), "issuer") {
 			c.note("the issuer must be exactly what the provider's discovery document says, e.g. https://<host>/realms/<realm> (no trailing slash, no /auth prefix on Keycloak 17+)")
 		}
 		return
 	}
-	c.pass("TLS trust and discovery: %s/.well-known/openid-configuration names the same issuer", o.Issuer)
+	if o.DiscoveryURL != "" {
+		c.pass("TLS trust and discovery: %s/.well-known/openid-configuration names the issuer %s; the service calls the provider at %s, browsers go to %s",
+			o.DiscoveryURL, o.Issuer, o.DiscoveryURL, o.Issuer)
+	} else {
+		c.pass("TLS trust and discovery: %s/.well-known/openid-configuration names the same issuer", o.Issuer)
+	}
 	c.pass("signature algorithms accepted: %s", strings.Join(p.Algorithms(), ", "))
 	c.pass("JWKS: %d key(s): %s", len(p.KeyIDs()), strings.Join(p.KeyIDs(), ", "))
 	if _, err := p.Introspect(ctx, "agentauth-oidc-check"); err != nil {

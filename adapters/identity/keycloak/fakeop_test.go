@@ -44,6 +44,18 @@ type fakeOP struct {
 	// discoveryIssuer overrides the issuer the discovery document names.
 	discoveryIssuer string
 	roles           []any // realm roles put in tokens
+	// public, when set, is the issuer the provider's tokens and discovery
+	// document name (its public URL), while the server is reached at
+	// issuer (the internal URL).
+	public string
+}
+
+// tokenIssuer is the issuer tokens and the discovery document name.
+func (op *fakeOP) tokenIssuer() string {
+	if op.public != "" {
+		return op.public
+	}
+	return op.issuer
 }
 
 func newFakeOP(t testing.TB) *fakeOP {
@@ -80,11 +92,11 @@ func (op *fakeOP) rotate(keepOld bool) {
 }
 
 func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
-	iss := op.issuer
+	iss := op.tokenIssuer()
 	if op.discoveryIssuer != "" {
 		iss = op.discoveryIssuer
 	}
-	base := op.issuer + "/protocol/openid-connect"
+	base := op.tokenIssuer() + "/protocol/openid-connect"
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"issuer":                                iss,
 		"authorization_endpoint":                base + "/auth",
@@ -152,7 +164,7 @@ func (op *fakeOP) token(w http.ResponseWriter, r *http.Request) {
 func (op *fakeOP) accessClaims() map[string]any {
 	now := op.now
 	return map[string]any{
-		"iss": op.issuer, "sub": "user-alice", "typ": "Bearer", "azp": testClient, "aud": []any{"account"},
+		"iss": op.tokenIssuer(), "sub": "user-alice", "typ": "Bearer", "azp": testClient, "aud": []any{"account"},
 		"exp": now.Add(5 * time.Minute).Unix(), "iat": now.Unix(), "nbf": now.Unix(),
 		"preferred_username": "alice", "realm_access": map[string]any{"roles": op.roles},
 	}

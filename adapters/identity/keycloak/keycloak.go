@@ -40,8 +40,13 @@ import (
 
 // Config is the client's settings (auth.oidc.*).
 type Config struct {
-	// Issuer is https://<host>/realms/<realm>.
-	Issuer       string
+	// Issuer is https://<host>/realms/<realm>: what tokens must carry and
+	// where browsers are sent.
+	Issuer string
+	// DiscoveryURL is where the service itself reaches the provider when
+	// that is not Issuer (an internal URL of the same realm): discovery,
+	// keys, token, logout and introspection go there. Empty: Issuer.
+	DiscoveryURL string
 	ClientID     string
 	ClientSecret string
 	RedirectURI  string
@@ -96,6 +101,15 @@ func (c Config) validate() error {
 	} else if _, _, err := splitIssuer(c.Issuer); err != nil {
 		errs = append(errs, err)
 	}
+	if c.DiscoveryURL != "" {
+		if d, err := url.Parse(c.DiscoveryURL); err != nil || d.Host == "" || (d.Scheme != "https" && d.Scheme != "http") {
+			errs = append(errs, fmt.Errorf("discovery URL %q is not an http(s) URL", c.DiscoveryURL))
+		} else if _, realm, err := splitIssuer(c.DiscoveryURL); err != nil {
+			errs = append(errs, fmt.Errorf("discovery URL: %w", err))
+		} else if _, want, _ := splitIssuer(c.Issuer); realm != want {
+			errs = append(errs, fmt.Errorf("discovery URL %q names realm %q, the issuer %q", c.DiscoveryURL, realm, want))
+		}
+	}
 	if c.ClientID == "" {
 		errs = append(errs, errors.New("client id is empty"))
 	}
@@ -106,6 +120,45 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %w", err, domain.ErrInvalidInput)
 	}
 	return nil
+}
+
+// backChannel is the URL the service reaches the realm at.
+func (c Config) backChannel() string {
+	if c.DiscoveryURL != "" {
+		return c.DiscoveryURL
+	}
+	return c.Issuer
+}
+
+// internal moves an endpoint the discovery document names under the
+// public issuer to the discovery URL, for the calls the service makes
+// itself; other URLs, and every URL without a discovery URL, stay.
+func (c Config) internal(endpoint string) string {
+	if c.DiscoveryURL == "" || !strings.HasPrefix(endpoint, c.Issuer+"/") {
+		return endpoint
+	}
+	return c.DiscoveryURL + endpoint[len(c.Issuer):]
+}
+
+// IssuerMismatchError is a discovery document naming another issuer than
+// the configured one: a configuration error that stops the start.
+type IssuerMismatchError struct {
+	Configured, Discovered string
+	// URL is the document's URL; Split says it came from the discovery URL.
+	URL   string
+	Split bool
+}
+
+func (e *IssuerMismatchError) Error() string {
+	if e.Split {
+		return fmt.Sprintf("the discovery document at %s (auth.oidc.discoveryUrl / SERVICE_OIDC_DISCOVERY_URL) names issuer %q, "+
+			"but auth.oidc.issuer / SERVICE_OIDC_ISSUER is %q: set the issuer to the provider's public issuer, the one its tokens carry "+
+			"(Keycloak: the realm URL under KC_HOSTNAME)", e.URL, e.Discovered, e.Configured)
+	}
+	return fmt.Sprintf("the discovery document at %s names issuer %q, but auth.oidc.issuer / SERVICE_OIDC_ISSUER is %q: "+
+		"set the issuer to exactly what the provider's tokens carry; if the service reaches the provider at another URL than that "+
+		"public one (an internal cluster URL), set auth.oidc.issuer to the public issuer and auth.oidc.discoveryUrl / "+
+		"SERVICE_OIDC_DISCOVERY_URL to the URL the service reaches", e.URL, e.Discovered, e.Configured)
 }
 
 // splitIssuer derives Keycloak's base URL and realm from
@@ -160,7 +213,7 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("keycloak: %w", err)
 	}
-	base, realm, _ := splitIssuer(cfg.Issuer)
+	base, realm, _ := splitIssuer(cfg.backChannel())
 	p := &Provider{cfg: cfg, log: log.Named("keycloak"), base: base, realm: realm}
 	roots, err := rootsWith(cfg.CAFiles)
 	if err != nil {
@@ -175,12 +228,22 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 	return p, nil
 }
 
-// Open builds the provider and starts discovery in the background; the
-// cleanup stops it.
+// Open builds the provider and tries discovery once: a discovery document
+// naming another issuer stops the start (IssuerMismatchError); an
+// unreachable provider does not, discovery is then retried in the
+// background. The cleanup stops it.
 func Open(cfg Config, log *zap.Logger) (*Provider, func(), error) {
 	p, err := New(cfg, log)
 	if err != nil {
 		return nil, nil, err
+	}
+	first := p.Discover(context.Background())
+	var mismatch *IssuerMismatchError
+	if errors.As(first, &mismatch) {
+		return nil, nil, fmt.Errorf("keycloak: %w: %w", first, domain.ErrInvalidInput)
+	}
+	if first == nil {
+		return p, func() {}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -253,19 +316,25 @@ func (p *Provider) Run(ctx context.Context) {
 // an HMAC (whose key would be our client secret).
 var asymmetric = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
-// Discover reads the realm's openid-configuration once, checks that it
-// names our issuer, and loads the JWKS.
+// Discover reads the realm's openid-configuration once (from the
+// discovery URL when set), checks that it names our issuer, and loads the
+// JWKS. With a discovery URL, the endpoints the service calls itself are
+// moved there; the browser's (authorization, end session) stay public.
 func (p *Provider) Discover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.http), p.cfg.HTTPTimeout)
 	defer cancel()
-	op, err := oidc.NewProvider(ctx, p.cfg.Issuer) // fails when the document names another issuer
+	from := p.cfg.backChannel()
+	docURL := from + "/.well-known/openid-configuration"
+	// The document's issuer is checked below, to name both values.
+	op, err := oidc.NewProvider(oidc.InsecureIssuerURLContext(ctx, p.cfg.Issuer), from)
 	telemetry.IdPCalled(telemetry.IdPDiscovery, outcomeOf(err))
 	if err != nil {
-		err = fmt.Errorf("discovery of %s/.well-known/openid-configuration: %w", p.cfg.Issuer, err)
+		err = fmt.Errorf("discovery of %s: %w", docURL, err)
 		p.setStatus(err, nil)
 		return err
 	}
 	var meta struct {
+		Issuer        string   `json:"issuer"`
 		JWKSURI       string   `json:"jwks_uri"`
 		EndSession    string   `json:"end_session_endpoint"`
 		Introspection string   `json:"introspection_endpoint"`
@@ -276,6 +345,14 @@ func (p *Provider) Discover(ctx context.Context) error {
 		p.setStatus(err, nil)
 		return err
 	}
+	if meta.Issuer != p.cfg.Issuer {
+		err := &IssuerMismatchError{Configured: p.cfg.Issuer, Discovered: meta.Issuer, URL: docURL, Split: p.cfg.DiscoveryURL != ""}
+		p.setStatus(err, nil)
+		return err
+	}
+	meta.JWKSURI, meta.Introspection = p.cfg.internal(meta.JWKSURI), p.cfg.internal(meta.Introspection)
+	endpoint := op.Endpoint()
+	endpoint.TokenURL = p.cfg.internal(endpoint.TokenURL)
 	algs := allowedAlgs(meta.Algs)
 	if len(algs) == 0 {
 		err := fmt.Errorf("discovery document advertises no asymmetric signing algorithm (got %q)", meta.Algs)
@@ -294,7 +371,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 		return fmt.Errorf("jwks: %w", jwksErr)
 	}
 	d := &discovery{
-		endpoint:      op.Endpoint(),
+		endpoint:      endpoint,
 		endSession:    meta.EndSession,
 		introspection: meta.Introspection,
 		algs:          algs,
@@ -308,7 +385,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 	}
 	p.disc.Store(d)
 	p.setStatus(nil, nil)
-	p.log.Info("OIDC provider discovered", zap.String("issuer", p.cfg.Issuer), zap.Strings("algorithms", algs))
+	p.log.Info("OIDC provider discovered", zap.String("issuer", p.cfg.Issuer), zap.String("from", docURL), zap.Strings("algorithms", algs))
 	return nil
 }
 
