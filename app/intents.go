@@ -11,21 +11,30 @@ import (
 // IntentRecovery records the changes a store committed without their audit
 // record, when one process is the store's only writer (SQLite: the audit
 // log's lock file keeps a second one out) and the audit records are
-// appended elsewhere (the append-only log). It is safe to run again at any
-// time: a request whose record is in the chain, recovered or not, is only
-// settled, never recorded twice. PostgreSQL, written by many instances,
-// recovers in one transaction of its own instead.
+// appended elsewhere (the append-only log, whose index settles intents).
+// PostgreSQL, written by many instances, recovers in one transaction of its
+// own instead.
+//
+// One case needs care: a record that reached the log before a crash but
+// not the index is indexed again at the next start from the log, which
+// does not keep the intent key, so its intents stay. Intents from before
+// this recovery was made (after that replay) are therefore matched to the
+// chain by request id and settled, not recorded twice.
 type IntentRecovery struct {
 	outbox ports.IntentOutbox
 	audit  ports.AuditStore
 	clock  ports.Clock
+	// started is when the log had been replayed: later intents are
+	// settled only by their own request's record.
+	started time.Time
 }
 
 var _ ports.IntentRecovery = (*IntentRecovery)(nil)
 
-// NewIntentRecovery recovers the intents of outbox into audit.
+// NewIntentRecovery recovers the intents of outbox into audit; make it once
+// audit has replayed what its index lacked.
 func NewIntentRecovery(outbox ports.IntentOutbox, audit ports.AuditStore, clock ports.Clock) *IntentRecovery {
-	return &IntentRecovery{outbox: outbox, audit: audit, clock: clock}
+	return &IntentRecovery{outbox: outbox, audit: audit, clock: clock, started: clock.Now()}
 }
 
 // recoveryPage is how many records one look at the chain's tail reads.
@@ -35,11 +44,25 @@ const recoveryPage = 500
 // written before cutoff and no record in the chain. The store settles the
 // intents when it stores the records.
 func (r *IntentRecovery) RecoverIntents(ctx context.Context, cutoff time.Time) ([]domain.AuditRecord, error) {
+	// A record durable in the log but not yet in its index has not settled
+	// its request's intents yet (the index may be behind for long: a full
+	// disk). A query answers only once the index holds every record durable
+	// when it was asked, so the intents read after it are those of requests
+	// without a record.
+	if _, err := r.audit.QueryAudit(ctx, ports.AuditQuery{Limit: 1}); err != nil {
+		return nil, err
+	}
 	changes, err := r.outbox.PendingChanges(ctx, cutoff)
 	if err != nil || len(changes) == 0 {
 		return nil, err
 	}
-	recorded, err := r.recorded(ctx, changes)
+	var replayed []domain.PendingChange
+	for _, c := range changes {
+		if c.At.Before(r.started) {
+			replayed = append(replayed, c)
+		}
+	}
+	recorded, err := r.recorded(ctx, replayed)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +72,8 @@ func (r *IntentRecovery) RecoverIntents(ctx context.Context, cutoff time.Time) (
 	)
 	now := r.clock.Now()
 	for _, group := range domain.GroupChanges(changes) {
-		if id := group[0].Intent.RequestID; recorded[id] {
-			settled = append(settled, id)
+		if recorded[group[0].Intent.RequestID] {
+			settled = append(settled, group[0].Intent.Key)
 		} else {
 			records = append(records, domain.RecoveredRecord(group, now))
 		}
@@ -75,6 +98,9 @@ func (r *IntentRecovery) PendingIntents(ctx context.Context) (int, error) {
 // chain. A request's record is always later than its changes, so only the
 // tail since the oldest change is read.
 func (r *IntentRecovery) recorded(ctx context.Context, changes []domain.PendingChange) (map[string]bool, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
 	want := map[string]bool{}
 	since := changes[0].At
 	for _, c := range changes {

@@ -47,6 +47,10 @@ type AuditRecord struct {
 	Status     int
 	PrevHash   string
 	Hash       string
+	// IntentKey is not part of the record (neither hashed nor stored): the
+	// key of the audit intents the request left (AuditIntent.Key), which the
+	// transaction storing the record settles.
+	IntentKey string
 }
 
 // GenesisHash is the PrevHash of the first record.

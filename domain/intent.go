@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"crypto/rand"
 	"strings"
 	"time"
 )
@@ -13,6 +14,9 @@ import (
 // committed without its record (the service crashed, or the audit append
 // failed after the change), and recovery turns it into a record.
 type AuditIntent struct {
+	// Key files the request's intents; empty until the request changes
+	// something (EnsureKey).
+	Key        string
 	RequestID  string
 	Subject    string
 	Roles      []Role
@@ -20,6 +24,18 @@ type AuditIntent struct {
 	Client     string // the caller's address, as the edge saw it
 	Method     string // HTTP method
 	Path       string
+}
+
+// EnsureKey returns the intent's key, making one on the request's first
+// change. The key is the server's own random value, unlike the request id,
+// which a caller may choose (X-Request-ID): another request's record, with
+// the same request id, never settles this request's changes. A request
+// that changes nothing costs nothing.
+func (in *AuditIntent) EnsureKey() string {
+	if in.Key == "" {
+		in.Key = rand.Text()
+	}
+	return in.Key
 }
 
 // PendingChange is one intent as stored: the request, the change it made
@@ -55,6 +71,7 @@ func RecoveredRecord(changes []PendingChange, now time.Time) AuditRecord {
 		Method:     first.Intent.Method,
 		Path:       first.Intent.Path,
 		Client:     first.Intent.Client,
+		IntentKey:  first.Intent.Key,
 		Decision:   AuditAllow,
 		Reason: RecoveredPrefix + strings.Join(what, ", ") + " at " + first.At.UTC().Format(time.RFC3339Nano) +
 			"; the change was committed but its answer is unknown (crash or audit failure)",
@@ -62,15 +79,15 @@ func RecoveredRecord(changes []PendingChange, now time.Time) AuditRecord {
 }
 
 // GroupChanges splits pending changes, in the order stored, into one slice
-// per request, in the order each request first appears.
+// per request (per intent key), in the order each request first appears.
 func GroupChanges(changes []PendingChange) [][]PendingChange {
 	index := map[string]int{}
 	var out [][]PendingChange
 	for _, c := range changes {
-		i, ok := index[c.Intent.RequestID]
+		i, ok := index[c.Intent.Key]
 		if !ok {
 			i = len(out)
-			index[c.Intent.RequestID] = i
+			index[c.Intent.Key] = i
 			out = append(out, nil)
 		}
 		out[i] = append(out[i], c)

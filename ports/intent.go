@@ -48,7 +48,8 @@ type IntentOutbox interface {
 	// PendingChanges returns the intents written before cutoff, oldest
 	// first.
 	PendingChanges(ctx context.Context, cutoff time.Time) ([]domain.PendingChange, error)
-	// SettleIntents deletes the intents of requests known to have a record.
-	SettleIntents(ctx context.Context, requestIDs []string) error
+	// SettleIntents deletes the intents filed under keys
+	// (domain.AuditIntent.Key), of requests known to have a record.
+	SettleIntents(ctx context.Context, keys []string) error
 	PendingIntents(ctx context.Context) (int, error)
 }

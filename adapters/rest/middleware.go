@@ -216,6 +216,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Method:     c.Method(),
 		Path:       st.intent.Path,
 		Client:     st.intent.Client,
+		IntentKey:  st.intent.Key,
 		Decision:   domain.AuditDeny,
 		Status:     c.Response().StatusCode(),
 	}

@@ -73,12 +73,12 @@ func account(t *testing.T, st faultStore) ledger {
 		t.Errorf("audit chain broken: %+v", breaks)
 	}
 	l := ledger{sessions: len(sessions), records: len(recs)}
-	seen := map[string]bool{}
+	seen := map[string]domain.AuditRecord{}
 	for _, r := range recs {
-		if seen[r.RequestID] {
-			t.Errorf("request %s has two audit records", r.RequestID)
+		if first, dup := seen[r.RequestID]; dup {
+			t.Errorf("request %s has two audit records: %d %s %d %q and %d %s %d %q", r.RequestID, first.Seq, first.Decision, first.Status, first.Reason, r.Seq, r.Decision, r.Status, r.Reason)
 		}
-		seen[r.RequestID] = true
+		seen[r.RequestID] = r
 		switch {
 		case strings.HasPrefix(r.Reason, domain.RecoveredPrefix+"create session "):
 			l.recovered++
@@ -380,8 +380,13 @@ func TestDiskFullUnderWriteLoad(t *testing.T) {
 	halt := make(chan struct{})
 	ids := createSessions(t, p.URL, halt)
 	awaitStatus(t, "POST", p.URL+"/api/v2/sessions", `{"title":"fault","mode":"ask"}`, 503)
+	// Keep writing on the full disk for a while: some changes then fit in
+	// the database while their records no longer fit in the log.
+	for i := 0; i < 500; i++ {
+		status("POST", p.URL+"/api/v2/sessions", `{"title":"fault","mode":"ask"}`)
+	}
 	close(halt)
-	t.Logf("%d responses until the disk was full", len(<-ids))
+	t.Logf("%d responses under load", len(<-ids))
 
 	st := openSQLiteIndex(t, dir)
 	full := account(t, st)

@@ -28,7 +28,13 @@ func RunIntentStore(t *testing.T, newStore Factory[IntentStore]) {
 	t.Run("RecordSettlesIntents", func(t *testing.T) { testRecordSettlesIntents(t, newStore(t)) })
 	t.Run("RecoveryRecordsEachRequestOnce", func(t *testing.T) { testRecoveryOnce(t, newStore(t)) })
 	t.Run("RecoveryLeavesYoungIntents", func(t *testing.T) { testRecoveryCutoff(t, newStore(t)) })
-	t.Run("RecoverySkipsRecordedRequests", func(t *testing.T) { testRecoverySkipsRecorded(t, newStore(t)) })
+	t.Run("ReusedRequestIDSettlesNothingElse", func(t *testing.T) { testReusedRequestID(t, newStore(t)) })
+}
+
+// recordOf is the audit record of the request whose intent ctx carries.
+func recordOf(ctx context.Context, status int) domain.AuditRecord {
+	in := ports.AuditIntentFrom(ctx)
+	return domain.AuditRecord{Time: time.Now(), RequestID: in.RequestID, IntentKey: in.Key, Decision: domain.AuditAllow, Status: status}
 }
 
 func pending(t *testing.T, st IntentStore, want int) {
@@ -70,11 +76,12 @@ func testRecordSettlesIntents(t *testing.T, st IntentStore) {
 		t.Fatal(err)
 	}
 	pending(t, st, 3)
-	if err := st.AppendAudit(ctx, []domain.AuditRecord{{Time: time.Now(), RequestID: "r1", Decision: domain.AuditAllow, Status: 204}}); err != nil {
+	// A request that changed nothing carries no key and settles nothing.
+	if err := st.AppendAudit(ctx, []domain.AuditRecord{recordOf(ctx, 204), recordOf(withIntent(ctxFor(t), "r3"), 200)}); err != nil {
 		t.Fatal(err)
 	}
 	pending(t, st, 1)
-	if err := st.AppendAudit(ctx, []domain.AuditRecord{{Time: time.Now(), RequestID: "r2", Decision: domain.AuditAllow, Status: 201}}); err != nil {
+	if err := st.AppendAudit(ctx, []domain.AuditRecord{recordOf(other, 201)}); err != nil {
 		t.Fatal(err)
 	}
 	pending(t, st, 0)
@@ -152,20 +159,24 @@ func testRecoveryCutoff(t *testing.T, st IntentStore) {
 	pending(t, st, 1)
 }
 
-// testRecoverySkipsRecordedRequests: an intent whose request already has a
-// record later than the change (a writer that commits records before it
-// settles intents) is claimed without a second record.
-func testRecoverySkipsRecorded(t *testing.T, st IntentStore) {
-	rec := domain.AuditRecord{Time: time.Now().Add(time.Minute), RequestID: "r1", Decision: domain.AuditAllow, Status: 201}
-	if err := st.AppendAudit(ctxFor(t), []domain.AuditRecord{rec}); err != nil {
+// testReusedRequestID: a caller may choose its request id (X-Request-ID).
+// A second request with the id of one whose record was lost must not
+// settle the first one's changes with its own record.
+func testReusedRequestID(t *testing.T, st IntentStore) {
+	first, second := withIntent(ctxFor(t), "same-id"), withIntent(ctxFor(t), "same-id")
+	if err := st.CreateSession(first, session("s1", "alice", base)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateSession(withIntent(ctxFor(t), "r1"), session("s1", "alice", base)); err != nil {
+	if err := st.CreateSession(second, session("s2", "alice", base)); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.AppendAudit(second, []domain.AuditRecord{recordOf(second, 201)}); err != nil {
+		t.Fatal(err)
+	}
+	pending(t, st, 1)
 	recs, err := st.RecoverIntents(ctxFor(t), time.Now().Add(time.Minute))
-	if err != nil || len(recs) != 0 {
-		t.Errorf("RecoverIntents of a recorded request: %d records, %v; want none", len(recs), err)
+	if err != nil || len(recs) != 1 || !strings.Contains(recs[0].Reason, "create session s1") {
+		t.Fatalf("RecoverIntents = %+v, %v; want one record of the first request's change", recs, err)
 	}
 	pending(t, st, 0)
 }

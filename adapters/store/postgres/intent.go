@@ -27,8 +27,8 @@ func (s *Store) change(ctx context.Context, what string, fn func(tx pgx.Tx) erro
 		if err := fn(tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO audit_intents (request_id, at, subject, roles, auth_method, client, method, path, change)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, text(in.RequestID), time.Now().UnixMicro(), text(in.Subject),
+		_, err := tx.Exec(ctx, `INSERT INTO audit_intents (key, request_id, at, subject, roles, auth_method, client, method, path, change)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, in.EnsureKey(), text(in.RequestID), time.Now().UnixMicro(), text(in.Subject),
 			text(domain.JoinRoles(in.Roles)), string(in.AuthMethod), text(in.Client), text(in.Method), text(in.Path), text(what))
 		if err != nil {
 			return storeErr("record the intent of "+what, err)
@@ -75,11 +75,16 @@ func (s *Store) exec(ctx context.Context, what, dup, query string, args ...any) 
 // audit records tx commits: once the record is durable the change is
 // accounted for.
 func settleIntents(ctx context.Context, tx pgx.Tx, records []domain.AuditRecord) error {
-	ids := make([]string, len(records))
+	var keys []string
 	for i := range records {
-		ids[i] = records[i].RequestID
+		if k := records[i].IntentKey; k != "" {
+			keys = append(keys, k)
+		}
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM audit_intents WHERE request_id = ANY($1)`, ids); err != nil {
+	if len(keys) == 0 {
+		return nil // a batch of requests that changed nothing
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM audit_intents WHERE key = ANY($1)`, keys); err != nil {
 		return fmt.Errorf("settle audit intents: %w", err)
 	}
 	return nil
@@ -87,8 +92,9 @@ func settleIntents(ctx context.Context, tx pgx.Tx, records []domain.AuditRecord)
 
 // RecoverIntents claims the intents written before cutoff and appends one
 // recovered record per request, all in one transaction under the chain-head
-// lock, so that two instances recovering at once claim each intent once. A
-// request that already has a record in the chain gets none.
+// lock, so that two instances recovering at once claim each intent once.
+// An intent left means its request has no record: the transaction storing
+// a record settles its request's intents.
 func (s *Store) RecoverIntents(ctx context.Context, cutoff time.Time) ([]domain.AuditRecord, error) {
 	var records []domain.AuditRecord
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -102,15 +108,9 @@ func (s *Store) RecoverIntents(ctx context.Context, cutoff time.Time) ([]domain.
 		if err != nil || len(changes) == 0 {
 			return err
 		}
-		recorded, err := recordedSince(ctx, tx, changes)
-		if err != nil {
-			return err
-		}
 		now := time.Now()
 		for _, group := range domain.GroupChanges(changes) {
-			if !recorded[group[0].Intent.RequestID] {
-				records = append(records, domain.RecoveredRecord(group, now))
-			}
+			records = append(records, domain.RecoveredRecord(group, now))
 		}
 		return appendAudit(ctx, tx, records)
 	})
@@ -124,8 +124,8 @@ func (s *Store) RecoverIntents(ctx context.Context, cutoff time.Time) ([]domain.
 // oldest first.
 func claimIntents(ctx context.Context, tx pgx.Tx, cutoff time.Time) ([]domain.PendingChange, error) {
 	rows, _ := tx.Query(ctx, `WITH claimed AS (DELETE FROM audit_intents WHERE at < $1
-			RETURNING id, request_id, at, subject, roles, auth_method, client, method, path, change)
-		SELECT request_id, at, subject, roles, auth_method, client, method, path, change FROM claimed ORDER BY id`, cutoff.UnixMicro())
+			RETURNING id, key, request_id, at, subject, roles, auth_method, client, method, path, change)
+		SELECT key, request_id, at, subject, roles, auth_method, client, method, path, change FROM claimed ORDER BY id`, cutoff.UnixMicro())
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PendingChange, error) {
 		var (
 			c             domain.PendingChange
@@ -133,35 +133,12 @@ func claimIntents(ctx context.Context, tx pgx.Tx, cutoff time.Time) ([]domain.Pe
 			roles, method string
 		)
 		in := &c.Intent
-		err := row.Scan(&in.RequestID, &at, &in.Subject, &roles, &method, &in.Client, &in.Method, &in.Path, &c.Change)
+		err := row.Scan(&in.Key, &in.RequestID, &at, &in.Subject, &roles, &method, &in.Client, &in.Method, &in.Path, &c.Change)
 		in.Roles, in.AuthMethod, c.At = domain.SplitRoles(roles), domain.AuthMethod(method), time.UnixMicro(at).UTC()
 		return c, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim audit intents: %w", err)
-	}
-	return out, nil
-}
-
-// recordedSince returns which of the changes' requests have a record in the
-// chain: a request's record is always later than its changes.
-func recordedSince(ctx context.Context, tx pgx.Tx, changes []domain.PendingChange) (map[string]bool, error) {
-	since := changes[0].At
-	ids := make([]string, len(changes))
-	for i, c := range changes {
-		if c.At.Before(since) {
-			since = c.At
-		}
-		ids[i] = c.Intent.RequestID
-	}
-	rows, _ := tx.Query(ctx, `SELECT request_id FROM audit WHERE time >= $1 AND request_id = ANY($2)`, since.UnixMicro(), ids)
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read the audit tail: %w", err)
-	}
-	out := make(map[string]bool, len(found))
-	for _, id := range found {
-		out[id] = true
 	}
 	return out, nil
 }

@@ -30,8 +30,8 @@ func (s *Store) change(ctx context.Context, what string, fn func(tx *sql.Tx) err
 	if err := fn(tx); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO audit_intents (request_id, at, subject, roles, auth_method, client, method, path, change)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.RequestID, time.Now().UnixMicro(), in.Subject, domain.JoinRoles(in.Roles),
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit_intents (key, request_id, at, subject, roles, auth_method, client, method, path, change)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.EnsureKey(), in.RequestID, time.Now().UnixMicro(), in.Subject, domain.JoinRoles(in.Roles),
 		string(in.AuthMethod), in.Client, in.Method, in.Path, what)
 	if err != nil {
 		return fmt.Errorf("sqlite: record the intent of %s: %w", what, err)
@@ -44,39 +44,41 @@ func (s *Store) change(ctx context.Context, what string, fn func(tx *sql.Tx) err
 
 // settleIntents deletes, inside tx, the intents of the requests whose
 // audit records tx stores: once the record is durable the change is
-// accounted for. Whatever stores audit records calls it in its transaction.
+// accounted for. Whatever stores audit records calls it in its transaction;
+// a batch of requests that changed nothing costs no statement.
 func settleIntents(ctx context.Context, tx *sql.Tx, records []domain.AuditRecord) error {
-	ids := make([]string, len(records))
+	var keys []any
 	for i := range records {
-		ids[i] = records[i].RequestID
+		if k := records[i].IntentKey; k != "" {
+			keys = append(keys, k)
+		}
 	}
-	return settleRequests(ctx, tx, ids)
+	return settleKeys(ctx, tx, keys)
 }
 
-func settleRequests(ctx context.Context, tx *sql.Tx, requestIDs []string) error {
-	args := make([]any, 0, min(len(requestIDs), auditChunk))
-	for start := 0; start < len(requestIDs); start += auditChunk {
-		chunk := requestIDs[start:min(start+auditChunk, len(requestIDs))]
-		args = args[:0]
-		for _, id := range chunk {
-			args = append(args, id)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM audit_intents WHERE request_id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...); err != nil {
+func settleKeys(ctx context.Context, tx *sql.Tx, keys []any) error {
+	for start := 0; start < len(keys); start += auditChunk {
+		chunk := keys[start:min(start+auditChunk, len(keys))]
+		if _, err := tx.ExecContext(ctx, `DELETE FROM audit_intents WHERE key IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, chunk...); err != nil {
 			return fmt.Errorf("sqlite: settle audit intents: %w", err)
 		}
 	}
 	return nil
 }
 
-// SettleIntents deletes the intents of requests whose records are known to
-// be in the chain.
-func (s *Store) SettleIntents(ctx context.Context, requestIDs []string) error {
+// SettleIntents deletes the intents filed under keys, of requests whose
+// records are known to be in the chain.
+func (s *Store) SettleIntents(ctx context.Context, keys []string) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin settling audit intents: %w", err)
 	}
 	defer tx.Rollback()
-	if err := settleRequests(ctx, tx, requestIDs); err != nil {
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	if err := settleKeys(ctx, tx, args); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -87,7 +89,7 @@ func (s *Store) SettleIntents(ctx context.Context, requestIDs []string) error {
 
 // PendingChanges returns the intents written before cutoff, oldest first.
 func (s *Store) PendingChanges(ctx context.Context, cutoff time.Time) ([]domain.PendingChange, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT request_id, at, subject, roles, auth_method, client, method, path, change
+	rows, err := s.read.QueryContext(ctx, `SELECT key, request_id, at, subject, roles, auth_method, client, method, path, change
 		FROM audit_intents WHERE at < ? ORDER BY id`, cutoff.UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read audit intents: %w", err)
@@ -101,7 +103,7 @@ func (s *Store) PendingChanges(ctx context.Context, cutoff time.Time) ([]domain.
 			roles, method string
 		)
 		in := &c.Intent
-		if err := rows.Scan(&in.RequestID, &at, &in.Subject, &roles, &method, &in.Client, &in.Method, &in.Path, &c.Change); err != nil {
+		if err := rows.Scan(&in.Key, &in.RequestID, &at, &in.Subject, &roles, &method, &in.Client, &in.Method, &in.Path, &c.Change); err != nil {
 			return nil, fmt.Errorf("sqlite: scan audit intent: %w", err)
 		}
 		in.Roles, in.AuthMethod, c.At = domain.SplitRoles(roles), domain.AuthMethod(method), time.UnixMicro(at).UTC()
