@@ -44,6 +44,9 @@ type Claims struct {
 	Session string   `json:"session_id"`
 	Mode    string   `json:"mode"`
 	Tools   []string `json:"tools"`
+	// Ask are the tools among Tools whose calls need approval (a tool
+	// server asks agentauth for the live decision of those).
+	Ask []string `json:"ask_tools,omitempty"`
 }
 
 // Actor is one agent of the delegation chain.
@@ -71,10 +74,12 @@ type Token struct {
 	User string
 	// Agents is the delegation chain, the session's root agent first and
 	// the acting agent last.
-	Agents   []string
-	Session  string
-	Mode     string
-	Tools    []string
+	Agents  []string
+	Session string
+	Mode    string
+	Tools   []string
+	// Ask are the tools that need approval: ask agentauth before calling.
+	Ask      []string
 	IssuedAt time.Time
 	Expires  time.Time
 }
@@ -262,5 +267,5 @@ func tokenOf(c Claims) (Token, error) {
 		tools = []string{}
 	}
 	return Token{ID: c.ID, Issuer: c.Issuer, Audience: c.Audience, User: c.Subject, Agents: agents, Session: c.Session,
-		Mode: c.Mode, Tools: tools, IssuedAt: c.IssuedAt.Time(), Expires: c.Expiry.Time()}, nil
+		Mode: c.Mode, Tools: tools, Ask: c.Ask, IssuedAt: c.IssuedAt.Time(), Expires: c.Expiry.Time()}, nil
 }

@@ -84,13 +84,13 @@ func (s *AgentTokens) Mint(ctx context.Context, p domain.Principal, session, age
 	if sess.Project != "" {
 		subj.Projects = []string{sess.Project}
 	}
-	tools, err := domain.TokenTools(domain.TokenToolsInput{Offered: offered, Agent: ag, Session: sess, Policy: policy, Subject: subj, Requested: in.Tools})
+	tools, ask, err := domain.TokenToolsAsk(domain.TokenToolsInput{Offered: offered, Agent: ag, Session: sess, Policy: policy, Subject: subj, Requested: in.Tools})
 	if err != nil {
 		return Minted{}, err
 	}
 	now := s.clock.Now().UTC().Truncate(time.Second)
 	g := domain.AgentGrant{ID: newID("tok_"), Subject: sess.Owner, Chain: chain, Audience: server.Name, Session: sess.ID,
-		Mode: sess.Mode, Tools: tools, IssuedAt: now, Expires: now.Add(ttl)}
+		Mode: sess.Mode, Tools: tools, Ask: ask, IssuedAt: now, Expires: now.Add(ttl)}
 	tok, err := s.signer.Sign(g)
 	if err != nil {
 		return Minted{}, err
@@ -198,7 +198,7 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 		return out, err
 	}
 	g := domain.AgentGrant{ID: newID("tok_"), Subject: parent.Subject, Chain: append(slices.Clone(parent.Chain), child.ID),
-		Audience: parent.Audience, Session: parent.Session, Mode: parent.Mode, Tools: tools, IssuedAt: now, Expires: now.Add(ttl)}
+		Audience: parent.Audience, Session: parent.Session, Mode: parent.Mode, Tools: tools, Ask: domain.Among(parent.Ask, tools), IssuedAt: now, Expires: now.Add(ttl)}
 	tok, err := s.signer.Sign(g)
 	if err != nil {
 		return out, err
@@ -225,4 +225,69 @@ func (s *AgentTokens) live(ctx context.Context, g domain.AgentGrant) (domain.Ses
 		return sess, domain.Agent{}, domain.RefuseToken(domain.ReasonTokenRevoked, domain.ErrUnauthenticated, "the token's chain of agents no longer stands")
 	}
 	return sess, ag, err
+}
+
+// Authenticate accepts an agent token as the credential of a request: its
+// signature and lifetime, and what it names as it stands now.
+func (s *AgentTokens) Authenticate(ctx context.Context, token string) (domain.AgentGrant, error) {
+	g, err := s.signer.Verify(ctx, token)
+	if err != nil {
+		return g, err
+	}
+	_, _, err = s.live(ctx, g)
+	return g, err
+}
+
+// Introspection is the answer of RFC 7662: the grant as it stands now, or
+// why it is no longer active.
+type Introspection struct {
+	Active bool
+	Grant  domain.AgentGrant
+	// Reason is the code of an inactive token.
+	Reason string
+}
+
+// Introspect answers whether token is active now: signed by this service,
+// unexpired, its session present and open, its agent chain as stored, and
+// at least one of its tools not denied by a rule that holds whatever the
+// roles (for the owner or the session's project). The tools such a rule
+// now denies are left out of the answer.
+func (s *AgentTokens) Introspect(ctx context.Context, token string) (Introspection, error) {
+	g, err := s.signer.Verify(ctx, token)
+	if err == nil {
+		var sess domain.Session
+		if sess, _, err = s.live(ctx, g); err == nil {
+			g.Tools, err = s.stillAllowed(ctx, sess, g)
+		}
+	}
+	var tr *domain.TokenRefusal
+	if errors.As(err, &tr) {
+		return Introspection{Grant: g, Reason: tr.Code}, nil
+	}
+	if err != nil {
+		return Introspection{}, err
+	}
+	g.Ask = domain.Among(g.Ask, g.Tools)
+	return Introspection{Active: true, Grant: g}, nil
+}
+
+// stillAllowed returns the grant's tools that no deny rule for the owner
+// or the session's project now covers.
+func (s *AgentTokens) stillAllowed(ctx context.Context, sess domain.Session, g domain.AgentGrant) ([]string, error) {
+	policy, err := s.policies.Index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Policy: policy}
+	var out []string
+	for _, t := range g.Tools {
+		in.Tool = t
+		if d := domain.RecheckApproval(in); d == nil || d.Reason != domain.ReasonPolicyDeny {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, domain.RefuseToken(domain.ReasonPolicyDeny, domain.ErrForbidden, "policy now denies every tool of the token")
+	}
+	return out, nil
 }

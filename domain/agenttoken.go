@@ -19,6 +19,10 @@ type AgentGrant struct {
 	Session  string
 	Mode     SessionMode
 	Tools    []string // canonical, sorted
+	// Ask are the tools among Tools whose calls a policy rule for the
+	// minter's roles asks approval for (the role-bound part of policy,
+	// fixed at minting; see DecideAgentCall).
+	Ask      []string
 	IssuedAt time.Time
 	Expires  time.Time
 }
@@ -133,38 +137,49 @@ type TokenToolsInput struct {
 	Requested []string
 }
 
-// TokenTools returns the tools a token may carry: the server's tools that
+// TokenTools is TokenToolsAsk without the tools that need approval.
+func TokenTools(in TokenToolsInput) ([]string, error) {
+	tools, _, err := TokenToolsAsk(in)
+	return tools, err
+}
+
+// TokenToolsAsk returns the tools a token may carry: the server's tools that
 // the agent's limits permit, that a policy rule allows (or asks for) the
 // subject, and, when the session or the agent is read-only, only the
 // read-only ones. A requested tool outside that set is refused, never
 // dropped; so is a token that would carry no tool.
-func TokenTools(in TokenToolsInput) ([]string, error) {
+func TokenToolsAsk(in TokenToolsInput) (tools, ask []string, err error) {
 	reach := []string{}
 	readOnly := in.Session.Mode == ModeReadonly || in.Agent.Limits.ReadOnly
 	for _, t := range in.Offered {
 		if !in.Agent.Limits.PermitsTool(t.Name) || (readOnly && !t.ReadOnly) {
 			continue
 		}
-		if out := in.Policy.Evaluate(in.Subject, t.Name); out.Rule == "" || out.Effect == EffectDeny {
+		out := in.Policy.Evaluate(in.Subject, t.Name)
+		if out.Rule == "" || out.Effect == EffectDeny {
 			continue
 		}
 		reach = append(reach, t.Name)
+		if out.Effect == EffectAsk {
+			ask = append(ask, t.Name)
+		}
 	}
 	slices.Sort(reach)
+	slices.Sort(ask)
 	if in.Requested == nil {
 		if len(reach) == 0 {
-			return nil, RefuseToken(ReasonTokenNoTools, ErrForbidden, "agent %s may use none of the tools of this server", in.Agent.ID)
+			return nil, nil, RefuseToken(ReasonTokenNoTools, ErrForbidden, "agent %s may use none of the tools of this server", in.Agent.ID)
 		}
-		return reach, nil
+		return reach, ask, nil
 	}
 	out := []string{}
 	for _, r := range in.Requested {
 		c, err := CanonicalToolName(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !slices.ContainsFunc(reach, func(t string) bool { return SameTool(t, c) }) {
-			return nil, RefuseToken(ReasonTokenToolOutOfReach, ErrForbidden,
+			return nil, nil, RefuseToken(ReasonTokenToolOutOfReach, ErrForbidden,
 				"tool %s is not within the reach of agent %s on this server (its limits, the policy, the session's mode and the server's tools)", c, in.Agent.ID)
 		}
 		out = append(out, c)
@@ -172,7 +187,58 @@ func TokenTools(in TokenToolsInput) ([]string, error) {
 	slices.Sort(out)
 	out = slices.Compact(out)
 	if len(out) == 0 {
-		return nil, RefuseToken(ReasonTokenNoTools, ErrInvalidInput, "tools: ask for at least one tool, or leave tools out for all")
+		return nil, nil, RefuseToken(ReasonTokenNoTools, ErrInvalidInput, "tools: ask for at least one tool, or leave tools out for all")
 	}
-	return out, nil
+	return out, Among(ask, out), nil
+}
+
+// Among returns the members of list that are in set, in list's order.
+func Among(list, set []string) []string {
+	var out []string
+	for _, t := range list {
+		if slices.ContainsFunc(set, func(s string) bool { return SameTool(s, t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Reason codes of tool calls asked for with an agent token.
+const (
+	ReasonTokenToolNotGranted = "token_tool_not_granted"
+	ReasonTokenPolicyAsk      = "token_policy_ask"
+	ReasonTokenPolicyAllow    = "token_policy_allow"
+	// ReasonAgentTokenRoute: an agent token was presented to an endpoint
+	// it does not open.
+	ReasonAgentTokenRoute = "agent_token_not_accepted_here"
+	// ReasonTokenOtherSession: the call names a session or agent other
+	// than the token's.
+	ReasonTokenOtherSession = "token_session_mismatch"
+)
+
+// DecideAgentCall decides a tool call asked for with an agent token. The
+// role-bound part of policy was evaluated when the token was minted and is
+// fixed in it (Tools, Ask), for the token's short life; every other step
+// is taken as things stand now: session state, the security gateway, deny
+// rules for the owner or the session's project, the session's mode and the
+// agent's limits (as RecheckApproval does). in.Principal.Subject is the
+// session's owner.
+func DecideAgentCall(in ToolCallInput, g AgentGrant) ToolDecision {
+	if !slices.ContainsFunc(g.Tools, func(t string) bool { return SameTool(t, in.Tool) }) {
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonTokenToolNotGranted, Message: "the agent token does not grant tool " + in.Tool}
+	}
+	if d := RecheckApproval(in); d != nil {
+		return *d
+	}
+	readOnly := in.Registered != nil && in.Registered.ReadOnly
+	steps := append(modeStep(in.Session.Mode, readOnly, in.Tool), agentSteps(in.Agent, readOnly, in.Tool)...)
+	if slices.ContainsFunc(g.Ask, func(t string) bool { return SameTool(t, in.Tool) }) {
+		steps = append([]ToolDecision{{Effect: EffectAsk, Reason: ReasonTokenPolicyAsk, Message: "policy requires approval for tool " + in.Tool + " (fixed in the agent token)"}}, steps...)
+	}
+	for i := range steps {
+		if steps[i].Effect == EffectAsk {
+			return steps[i]
+		}
+	}
+	return ToolDecision{Effect: EffectAllow, Reason: ReasonTokenPolicyAllow, Message: "the agent token grants tool " + in.Tool + " and nothing now denies it"}
 }

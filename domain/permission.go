@@ -32,6 +32,7 @@ const (
 
 	PermAgentsWrite      Permission = "agents:write"      // create agents in sessions one manages
 	PermAgentsToken      Permission = "agents:token"      // mint agent tokens in sessions one manages
+	PermTokensIntrospect Permission = "tokens:introspect" // ask whether an agent token is active (tool servers)
 	PermToolCallsWrite   Permission = "toolcalls:write"   // ask for tool-call decisions
 	PermToolCallsApprove Permission = "toolcalls:approve" // approve or reject calls of sessions one manages
 
@@ -56,7 +57,7 @@ func AllPermissions() []Permission {
 		PermSessionsRead, PermSessionsWrite, PermSessionsAudit, PermSessionsManage, PermSessionsTeam,
 		PermProjectsRead, PermProjectsCreate, PermProjectsWrite, PermProjectsAudit, PermProjectsManage,
 		PermToolsRead, PermToolsWrite, PermServersRead, PermServersWrite,
-		PermAgentsWrite, PermAgentsToken, PermToolCallsWrite, PermToolCallsApprove,
+		PermAgentsWrite, PermAgentsToken, PermTokensIntrospect, PermToolCallsWrite, PermToolCallsApprove,
 		PermPoliciesRead, PermPoliciesWrite,
 		PermSettingsRead, PermSettingsWrite,
 		PermDashboardRead,
@@ -112,6 +113,7 @@ var permissionText = map[Permission]string{
 	PermServersWrite:     "register and remove tool servers",
 	PermAgentsWrite:      "create agents and sub-agents in sessions one manages",
 	PermAgentsToken:      "mint agent tokens for tool servers in sessions one manages",
+	PermTokensIntrospect: "introspect agent tokens (RFC 7662): give it to tool servers' credentials",
 	PermToolCallsWrite:   "ask for tool-call decisions in sessions one manages",
 	PermToolCallsApprove: "approve or reject pending tool calls of sessions one manages",
 	PermPoliciesRead:     "read tool policies",

@@ -166,7 +166,7 @@ func (s *Signer) Sign(g domain.AgentGrant) (string, error) {
 	c := agentverify.Claims{
 		Claims: jwt.Claims{Issuer: s.issuer, Subject: g.Subject, Audience: jwt.Audience{g.Audience}, ID: g.ID,
 			IssuedAt: jwt.NewNumericDate(g.IssuedAt), NotBefore: jwt.NewNumericDate(g.IssuedAt), Expiry: jwt.NewNumericDate(g.Expires)},
-		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: string(g.Mode), Tools: g.Tools,
+		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: string(g.Mode), Tools: g.Tools, Ask: g.Ask,
 	}
 	tok, err := jwt.Signed(s.signer).Claims(c).Serialize()
 	if err != nil {
@@ -194,5 +194,5 @@ func (s *Signer) Verify(ctx context.Context, token string) (domain.AgentGrant, e
 		aud = t.Audience[0]
 	}
 	return domain.AgentGrant{ID: t.ID, Subject: t.User, Chain: t.Agents, Audience: aud, Session: t.Session, Mode: mode,
-		Tools: t.Tools, IssuedAt: t.IssuedAt, Expires: t.Expires}, nil
+		Tools: t.Tools, Ask: t.Ask, IssuedAt: t.IssuedAt, Expires: t.Expires}, nil
 }

@@ -412,11 +412,21 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	tc, err := s.cfg.Access.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
+	var tc domain.ToolCall
+	var err error
+	if g := stateOf(c).agent; g != nil {
+		tc, err = s.cfg.Access.ToolCalls.DecideWithToken(c.UserContext(), *g, c.Params("id"), req.Agent, req.Tool)
+	} else {
+		tc, err = s.cfg.Access.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
+	}
 	if err != nil {
 		return err
 	}
-	note(c, "tool call "+tc.ID+" "+tc.Tool+": "+string(tc.Decision.Effect)+" ("+tc.Decision.Reason+")")
+	prev := stateOf(c).note // an agent token's chain
+	if prev != "" {
+		prev += "; "
+	}
+	note(c, prev+"tool call "+tc.ID+" "+tc.Tool+": "+string(tc.Decision.Effect)+" ("+tc.Decision.Reason+")")
 	if tc.Decision.Effect == domain.EffectDeny {
 		refused(c)
 	}

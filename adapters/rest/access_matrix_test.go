@@ -66,6 +66,7 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"PUT /api/v2/admin/settings":                         `{"security_gateway":true,"default_session_mode":"auto"}`,
 		"POST /api/v2/sessions/:id/agents/:agent/token":      fmt.Sprintf(`{"audience":"srv-%d"}`, n),
 		"POST /api/v2/sessions/:id/tool-calls/:call/approve": "",
+		"POST /oauth2/introspect":                            `{"token":"not-a-token"}`,
 		"POST /api/v2/sessions/:id/tool-calls/:call/reject":  "",
 	}
 	body, ok = bodies[r.method+" "+r.path]
@@ -166,6 +167,7 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /metrics":                                       domain.PermMetricsRead,
 		"POST /api/v2/sessions/:id/agents/:agent/token":      domain.PermAgentsToken,
 		"GET /.well-known/jwks.json":                         domain.PermMeRead,
+		"POST /oauth2/introspect":                            domain.PermTokensIntrospect,
 		"GET /.well-known/oauth-authorization-server":        domain.PermMeRead,
 	}
 	h := axNew(t)

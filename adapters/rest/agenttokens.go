@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // AgentTokens serves agent credentials: minting tokens for a session's
@@ -48,6 +49,7 @@ func (s *Server) agentTokenRoutes() []route {
 		// Any authenticated caller: every built-in role holds me:read.
 		{fiber.MethodGet, jwksPath, domain.PermMeRead, s.serveJWKS},
 		{fiber.MethodGet, metadataPath, domain.PermMeRead, s.serveMetadata},
+		{fiber.MethodPost, introspectionEndpoint, domain.PermTokensIntrospect, s.introspect},
 	}
 }
 
@@ -87,6 +89,64 @@ func tokenRefused(c *fiber.Ctx, err error) error {
 	}
 	return err
 }
+
+// agentTokenRoute is the one endpoint an agent token opens.
+const agentTokenRoute = fiber.MethodPost + " /api/v2/sessions/:id/tool-calls"
+
+// isAgentToken reports whether a Bearer credential is a JWS signed under
+// one of this service's agent-token keys (by its kid): such a credential
+// is checked here, any other goes to the identity adapters.
+func (s *Server) isAgentToken(cred ports.Credential) bool {
+	if s.cfg.AgentTokens == nil || cred.Kind != ports.CredentialBearer || strings.Count(cred.Value, ".") != 2 {
+		return false
+	}
+	jws, err := jose.ParseSignedCompact(cred.Value, []jose.SignatureAlgorithm{agentverify.Algorithm})
+	if err != nil || len(jws.Signatures) != 1 {
+		return false
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	for _, k := range s.cfg.AgentTokens.Keys.JWKS().Keys {
+		if k.KeyID == kid {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticateAgent accepts an agent token: valid, and naming a session
+// and agent chain that still stand.
+func (s *Server) authenticateAgent(c *fiber.Ctx, token string) error {
+	g, err := s.cfg.AgentTokens.Tokens.Authenticate(c.UserContext(), token)
+	st := stateOf(c)
+	if g.Subject != "" {
+		st.principal = domain.Principal{Subject: g.Subject, Method: domain.MethodAgentToken}
+		st.intent.Subject, st.intent.AuthMethod = g.Subject, domain.MethodAgentToken
+		note(c, "agent token: "+g.Describe())
+	}
+	if err != nil {
+		refused(c)
+		return err
+	}
+	st.agent, st.authenticated = &g, true
+	return c.Next()
+}
+
+// requireAgent lets an agent token through to the one endpoint it opens
+// and refuses it everywhere else.
+func (s *Server) requireAgent(c *fiber.Ctx, need domain.Permission) error {
+	st := stateOf(c)
+	if c.Method()+" "+c.Route().Path != agentTokenRoute {
+		refused(c)
+		return domain.RefuseToken(domain.ReasonAgentTokenRoute, domain.ErrForbidden,
+			"an agent token opens POST /api/v2/sessions/{id}/tool-calls only; use the caller's own credential here")
+	}
+	st.decision, st.decided = domain.Decision{Allowed: true, Permission: need, Role: roleAgentToken}, true
+	return c.Next()
+}
+
+// roleAgentToken names, in the audit reason, what granted an agent
+// token's tool-call request.
+const roleAgentToken domain.Role = "agent token"
 
 // Token exchange (RFC 8693) at the token endpoint.
 const (
@@ -158,6 +218,7 @@ func (s *Server) metadata() map[string]any {
 		"issuer":                                iss,
 		"jwks_uri":                              base + jwksPath,
 		"token_endpoint":                        base + tokenEndpoint,
+		"introspection_endpoint":                base + introspectionEndpoint,
 		"grant_types_supported":                 []string{grantTokenExchange},
 		"id_token_signing_alg_values_supported": []string{string(jose.EdDSA)},
 		"response_types_supported":              []string{},
@@ -178,4 +239,59 @@ func (s *Server) managementKeys(mux *http.ServeMux) {
 	}
 	mux.Handle("GET "+jwksPath, serve(func() any { return s.cfg.AgentTokens.Keys.JWKS() }))
 	mux.Handle("GET "+metadataPath, serve(func() any { return s.metadata() }))
+}
+
+// introspectionEndpoint answers RFC 7662 introspection to holders of
+// tokens:introspect (a tool server's own credential).
+const introspectionEndpoint = "/oauth2/introspect"
+
+// introspection is RFC 7662's answer; an inactive token has only Active.
+type introspection struct {
+	Active    bool               `json:"active"`
+	Issuer    string             `json:"iss,omitempty"`
+	Subject   string             `json:"sub,omitempty"`
+	Audience  string             `json:"aud,omitempty"`
+	Act       *agentverify.Actor `json:"act,omitempty"`
+	Session   string             `json:"session_id,omitempty"`
+	Mode      domain.SessionMode `json:"mode,omitempty"`
+	Tools     []string           `json:"tools,omitempty"`
+	Ask       []string           `json:"ask_tools,omitempty"`
+	ID        string             `json:"jti,omitempty"`
+	IssuedAt  int64              `json:"iat,omitempty"`
+	Expires   int64              `json:"exp,omitempty"`
+	TokenType string             `json:"token_type,omitempty"`
+}
+
+func (s *Server) introspect(c *fiber.Ctx) error {
+	// RFC 7662 posts a form; a JSON body {"token": …} is taken too.
+	token := c.FormValue("token")
+	if c.Is("json") {
+		var req struct {
+			Token string `json:"token"`
+		}
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+		token = req.Token
+	}
+	if token == "" {
+		return fmt.Errorf("token: required (form field): %w", domain.ErrInvalidInput)
+	}
+	in, err := s.cfg.AgentTokens.Tokens.Introspect(c.UserContext(), token)
+	if err != nil {
+		return err
+	}
+	if !in.Active {
+		msg := "token introspected: inactive (" + in.Reason + ")"
+		if in.Grant.ID != "" {
+			msg += "; " + in.Grant.Describe()
+		}
+		note(c, msg)
+		return c.JSON(introspection{})
+	}
+	g := in.Grant
+	note(c, "token introspected: active; "+g.Describe())
+	return c.JSON(introspection{Active: true, Issuer: s.cfg.AgentTokens.Keys.Issuer(), Subject: g.Subject, Audience: g.Audience,
+		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: g.Mode, Tools: g.Tools, Ask: g.Ask, ID: g.ID,
+		IssuedAt: g.IssuedAt.Unix(), Expires: g.Expires.Unix(), TokenType: "Bearer"})
 }

@@ -387,3 +387,133 @@ func newTestSigner(t *testing.T, issuer string) *agenttoken.Signer {
 	}
 	return sg
 }
+
+// doToken sends a request with an agent token as the Bearer credential.
+func (h *axHarness) doToken(t *testing.T, token, method, path, body string) axResponse {
+	t.Helper()
+	req, err := http.NewRequest(method, h.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return axResponse{status: res.StatusCode, body: b}
+}
+
+func (h *axHarness) introspect(t *testing.T, subject, token string) map[string]any {
+	t.Helper()
+	return h.must(t, 200, subject, "POST", introspectionEndpoint, `{"token":"`+token+`"}`)
+}
+
+// TestAgentTokenAsksAndRevokes: an agent token asks for live decisions on
+// its session's tool-calls endpoint and opens nothing else; introspection
+// and decisions follow policy changes and the session's deletion at once.
+func TestAgentTokenAsksAndRevokes(t *testing.T) {
+	h := axNew(t)
+	session, root, child := axTokenSession(t, h)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)
+	tok := axMint(t, h, session, root, `{"audience":"fs"}`)
+	calls := "/api/v2/sessions/" + session + "/tool-calls"
+	decisions := []struct {
+		name, body       string
+		status           int
+		decision, reason string
+	}{
+		{"granted tool", `{"tool":"fs.read"}`, 201, "allow", domain.ReasonTokenPolicyAllow},
+		{"the token's agent named", `{"agent":"` + root + `","tool":"fs.read"}`, 201, "allow", domain.ReasonTokenPolicyAllow},
+		{"policy asks (fixed at minting)", `{"tool":"fs.write"}`, 201, "ask", domain.ReasonTokenPolicyAsk},
+		{"tool not in the token", `{"tool":"shell.run"}`, 201, "deny", domain.ReasonTokenToolNotGranted},
+		{"another agent", `{"agent":"` + child + `","tool":"fs.read"}`, 403, "", domain.ReasonTokenOtherSession},
+	}
+	for _, tt := range decisions {
+		r := h.doToken(t, tok, "POST", calls, tt.body)
+		if r.status != tt.status {
+			t.Errorf("%s: %d %s", tt.name, r.status, r.body)
+			continue
+		}
+		if tt.status != 201 {
+			if e := r.errorOf(t); e.ReasonCode != tt.reason {
+				t.Errorf("%s: %+v, want %s", tt.name, e, tt.reason)
+			}
+			continue
+		}
+		var tc toolCallJSON
+		r.decode(t, &tc)
+		if tc.Decision != tt.decision || tc.Reason != tt.reason || tc.RequestedBy != "agent:"+root {
+			t.Errorf("%s: %+v, want %s/%s", tt.name, tc, tt.decision, tt.reason)
+		}
+	}
+	// Nowhere else: the token authenticates that one endpoint.
+	for _, ep := range []struct{ method, path, body string }{
+		{"GET", "/api/v2/me", ""},
+		{"GET", "/api/v2/sessions", ""},
+		{"GET", calls, ""},
+		{"POST", "/api/v2/sessions/" + session + "/agents", `{}`},
+		{"POST", "/api/v2/sessions/" + session + "/agents/" + root + "/token", `{"audience":"fs"}`},
+		{"POST", introspectionEndpoint, `{"token":"x"}`},
+		{"GET", jwksPath, ""},
+	} {
+		r := h.doToken(t, tok, ep.method, ep.path, ep.body)
+		if r.status != 403 || r.errorOf(t).ReasonCode != domain.ReasonAgentTokenRoute {
+			t.Errorf("%s %s with an agent token: %d %s, want 403 %s", ep.method, ep.path, r.status, r.body, domain.ReasonAgentTokenRoute)
+		}
+	}
+	// Who introspects: holders of tokens:introspect (ADMIN by default, a
+	// tool server's role), not the session's user.
+	h.must(t, 403, "uma", "POST", introspectionEndpoint, `{"token":"`+tok+`"}`)
+	if in := h.introspect(t, "adm", tok); in["active"] != true || in["sub"] != "uma" || in["aud"] != "fs" || in["session_id"] != session {
+		t.Errorf("introspect: %v", in)
+	}
+	if in := h.introspect(t, "adm", "not-a-token"); len(in) != 1 || in["active"] != false {
+		t.Errorf("introspect garbage: %v", in)
+	}
+	// A deny rule for the owner takes effect at once: decisions deny, the
+	// tool leaves the introspected set; with every tool denied the token
+	// is inactive.
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.read","scope":"subject","value":"uma"}`)
+	r := h.doToken(t, tok, "POST", calls, `{"tool":"fs.read"}`)
+	var tc toolCallJSON
+	r.decode(t, &tc)
+	if tc.Decision != "deny" || tc.Reason != domain.ReasonPolicyDeny {
+		t.Errorf("after the deny rule: %+v", tc)
+	}
+	if in := h.introspect(t, "adm", tok); in["active"] != true || fmt.Sprint(in["tools"]) != "[fs.write]" {
+		t.Errorf("introspect after the deny rule: %v", in)
+	}
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.*","scope":"subject","value":"uma"}`)
+	if in := h.introspect(t, "adm", tok); in["active"] != false {
+		t.Errorf("introspect with every tool denied: %v", in)
+	}
+	// Deleting the session ends the token: inactive, and refused as a
+	// credential.
+	h.must(t, 204, "uma", "DELETE", "/api/v2/sessions/"+session, "")
+	if in := h.introspect(t, "adm", tok); in["active"] != false {
+		t.Errorf("introspect after deletion: %v", in)
+	}
+	if r := h.doToken(t, tok, "POST", calls, `{"tool":"fs.read"}`); r.status != 401 || r.errorOf(t).ReasonCode != domain.ReasonTokenRevoked {
+		t.Errorf("replayed after revocation: %d %s, want 401 %s", r.status, r.body, domain.ReasonTokenRevoked)
+	}
+	// Every use is audited with the chain and the audience.
+	var page struct {
+		Records []auditjson.Record `json:"records"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
+	uses, introspections := 0, 0
+	for _, rec := range page.Records {
+		if rec.AuthMethod == domain.MethodAgentToken && strings.Contains(rec.Reason, "uma → "+root) && strings.Contains(rec.Reason, "audience fs") {
+			uses++
+		}
+		if rec.Path == introspectionEndpoint && strings.Contains(rec.Reason, "token introspected") {
+			introspections++
+		}
+	}
+	if uses < len(decisions)+8 || introspections < 5 {
+		t.Errorf("%d token uses and %d introspections audited with the chain", uses, introspections)
+	}
+}

@@ -61,6 +61,9 @@ type reqState struct {
 	public bool
 	// refused: the request was answered, but what it asked for was refused.
 	refused bool
+	// agent is the grant of an agent token that authenticated the
+	// request; nil for every other credential.
+	agent *domain.AgentGrant
 	// reason is the code of an error answer, for the access log (a
 	// constant: reason_code of a 403, else the error code).
 	reason string
@@ -314,6 +317,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	case cred.Value == "":
 		return fmt.Errorf("malformed Authorization header: %w", domain.ErrUnauthenticated)
 	}
+	if s.isAgentToken(cred) {
+		return s.authenticateAgent(c, cred.Value)
+	}
 	p, err := s.authn.Authenticate(c.UserContext(), cred)
 	if err != nil {
 		return err
@@ -344,6 +350,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 func (s *Server) require(need domain.Permission) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		st := stateOf(c)
+		if st.agent != nil {
+			return s.requireAgent(c, need)
+		}
 		st.decision = s.authz.Decide(st.principal.Roles, need)
 		st.decided = true
 		if !st.decision.Allowed {

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// DecideWithToken decides and stores one tool call asked for with an agent
+// token (see domain.DecideAgentCall): only for the token's session and
+// agent; agent "" is the token's. The caller has authenticated the token
+// (AgentTokens.Authenticate).
+func (s *ToolCalls) DecideWithToken(ctx context.Context, g domain.AgentGrant, session, agent, tool string) (domain.ToolCall, error) {
+	if agent == "" {
+		agent = g.Agent()
+	}
+	if session != g.Session || agent != g.Agent() {
+		return domain.ToolCall{}, domain.RefuseToken(domain.ReasonTokenOtherSession, domain.ErrForbidden,
+			"the agent token is for agent %s of session %s", g.Agent(), g.Session)
+	}
+	tool, err := domain.CanonicalToolName(tool)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	sess, err := s.sessions.store.GetSession(ctx, session)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	ag, err := s.agents.GetAgent(ctx, agent)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Agent: ag, Tool: tool}
+	switch t, err := s.catalog.GetTool(ctx, tool); {
+	case err == nil:
+		in.Registered = &t
+	case !errors.Is(err, domain.ErrNotFound):
+		return domain.ToolCall{}, err
+	}
+	st, err := s.settings.GetSettings(ctx)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	in.Gateway = st.SecurityGateway
+	if in.Policy, err = s.policies.Index(ctx); err != nil {
+		return domain.ToolCall{}, err
+	}
+	d := domain.DecideAgentCall(in, g)
+	call := domain.ToolCall{ID: newID("call_"), Session: session, Agent: agent, Tool: tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: "agent:" + agent, CreatedAt: s.clock.Now().UTC()}
+	if err := s.store.CreateToolCall(ctx, call); err != nil {
+		return domain.ToolCall{}, err
+	}
+	return call, nil
+}
