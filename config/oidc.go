@@ -18,7 +18,11 @@ type OIDC struct {
 	// (discovery, keys, token, logout, introspection) when that is not the
 	// public issuer tokens carry: an internal cluster URL. Empty: Issuer.
 	DiscoveryURL string `yaml:"discoveryUrl" env:"SERVICE_OIDC_DISCOVERY_URL"`
-	ClientID     string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
+	// AdditionalIssuers are further issuers (another realm, say for
+	// machine clients) whose access tokens are accepted as Bearer tokens;
+	// logins stay on Issuer. Config file only.
+	AdditionalIssuers []TrustedIssuer `yaml:"additionalIssuers"`
+	ClientID          string          `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
 	// ClientSecret comes from the environment (secret storage).
 	ClientSecret string `yaml:"-" env:"SERVICE_OIDC_CLIENT_SECRET"`
 	// FileClientSecret is auth.oidc.clientSecret of the config file, kept
@@ -146,6 +150,18 @@ func (o OIDC) Roles() map[string]domain.Role {
 	return m
 }
 
+// TrustedIssuer is one of auth.oidc.additionalIssuers.
+type TrustedIssuer struct {
+	Issuer string `yaml:"issuer"`
+	// ClientID is the client id (azp) or audience (aud) its access tokens
+	// must name.
+	ClientID     string `yaml:"clientId"`
+	DiscoveryURL string `yaml:"discoveryUrl"`
+	// CAFile is a PEM bundle trusted for this issuer, with the system roots
+	// and auth.oidc.caFile.
+	CAFile string `yaml:"caFile"`
+}
+
 // validateOIDC checks auth.oidc.* when OIDC is on.
 func (c Config) validateOIDC() []error {
 	o := c.Auth.OIDC
@@ -160,6 +176,29 @@ func (c Config) validateOIDC() []error {
 	if o.DiscoveryURL != "" {
 		if err := CheckDiscoveryURL(o.DiscoveryURL, o.Issuer); err != nil {
 			bad("auth.oidc.discoveryUrl / SERVICE_OIDC_DISCOVERY_URL: %v", err)
+		}
+	}
+	seen := map[string]bool{o.Issuer: true}
+	for i, a := range o.AdditionalIssuers {
+		name := fmt.Sprintf("auth.oidc.additionalIssuers[%d]", i)
+		if err := CheckIssuer(a.Issuer); err != nil {
+			bad("%s.issuer: %v", name, err)
+		} else if seen[a.Issuer] {
+			bad("%s.issuer: %q is named twice (or is auth.oidc.issuer)", name, a.Issuer)
+		}
+		seen[a.Issuer] = true
+		if a.ClientID == "" {
+			bad("%s.clientId: must name the client id (azp) or audience (aud) this issuer's tokens carry", name)
+		}
+		if a.DiscoveryURL != "" {
+			if err := CheckDiscoveryURL(a.DiscoveryURL, a.Issuer); err != nil {
+				bad("%s.discoveryUrl: %v", name, err)
+			}
+		}
+		if a.CAFile != "" {
+			if _, err := os.Stat(a.CAFile); err != nil {
+				bad("%s.caFile: %v", name, err)
+			}
 		}
 	}
 	if o.ClientID == "" {

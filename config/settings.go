@@ -132,6 +132,8 @@ var Settings = []Setting{
 		Help: "The realm's issuer URL: what tokens carry and where browsers are sent."},
 	{Key: "auth.oidc.discoveryUrl", Env: "SERVICE_OIDC_DISCOVERY_URL", Flag: "oidc-discovery-url", Default: "the issuer", Accepts: "http(s)://<internal-host>/realms/<realm> (same realm)",
 		Help: "Where the service itself reaches the provider (discovery, keys, token, logout, introspection) when not at the issuer, e.g. an internal cluster URL; browsers still go to the issuer's URLs."},
+	{Key: "auth.oidc.additionalIssuers", Default: "none", Accepts: "a list of {issuer, clientId, discoveryUrl, caFile} (config file only)",
+		Help: "Further issuers (another realm, e.g. for machine clients) whose access tokens are accepted as Bearer tokens, roles taken the same way; logins stay on auth.oidc.issuer."},
 	{Key: "auth.oidc.clientId", Env: "SERVICE_OIDC_CLIENT_ID", Flag: "oidc-client-id", Default: "none", Accepts: "the client id at the provider",
 		Help: "The service's client at the provider."},
 	{Env: "SERVICE_OIDC_CLIENT_SECRET", Default: "none", Accepts: "the client secret",

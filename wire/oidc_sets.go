@@ -39,7 +39,16 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 	if err != nil {
 		return keycloak.Config{}, err
 	}
+	var extra []keycloak.Trusted
+	for _, a := range o.AdditionalIssuers {
+		t := keycloak.Trusted{Issuer: a.Issuer, DiscoveryURL: a.DiscoveryURL, ClientID: a.ClientID}
+		if a.CAFile != "" {
+			t.CAFiles = []string{a.CAFile}
+		}
+		extra = append(extra, t)
+	}
 	return keycloak.Config{
+		Additional:   extra,
 		Issuer:       o.Issuer,
 		DiscoveryURL: o.DiscoveryURL,
 		ClientID:     o.ClientID,

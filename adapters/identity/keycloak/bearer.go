@@ -3,7 +3,10 @@ package keycloak
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,13 +15,17 @@ import (
 )
 
 // Authenticator accepts Bearer access tokens of the realm issued to our
-// client. Verified tokens are cached under their SHA-256 until they expire,
+// client, and of each additional issuer issued to its client id: a token
+// is verified by exactly the issuer its iss claim names (that issuer's
+// keys, iss, audience), and a token naming an issuer not configured is
+// refused. Verified tokens are cached under their SHA-256 until they expire,
 // so a token seen before costs a hash and a map look-up; failures are
 // never cached, and the provider is never called for a token whose key is
 // in the cached JWKS.
 type Authenticator struct {
-	p     *Provider
-	cache *tokenCache
+	p        *Provider
+	byIssuer map[string]*Provider
+	cache    *tokenCache
 	// noCache turns the cache off (benchmarks).
 	noCache bool
 }
@@ -27,7 +34,11 @@ var _ ports.Authenticator = (*Authenticator)(nil)
 
 // NewAuthenticator builds the Bearer authenticator of p.
 func NewAuthenticator(p *Provider) *Authenticator {
-	return &Authenticator{p: p, cache: newTokenCache(p.cfg.CacheSize)}
+	byIssuer := map[string]*Provider{p.cfg.Issuer: p}
+	for _, q := range p.extra {
+		byIssuer[q.cfg.Issuer] = q
+	}
+	return &Authenticator{p: p, byIssuer: byIssuer, cache: newTokenCache(p.cfg.CacheSize)}
 }
 
 // Authenticate verifies a Bearer access token and returns its principal
@@ -44,17 +55,46 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 			return p, nil
 		}
 	}
-	v, err := a.p.verify(ctx, cred.Value, kindAccess, "")
+	q := a.p
+	if iss, ok := unverifiedIssuer(cred.Value); ok && len(a.byIssuer) > 1 {
+		if q, ok = a.byIssuer[iss]; !ok {
+			return domain.Principal{}, fmt.Errorf("keycloak: access token of issuer %q, which is not trusted (auth.oidc.issuer, auth.oidc.additionalIssuers): %w", iss, domain.ErrUnauthenticated)
+		}
+	}
+	v, err := q.verify(ctx, cred.Value, kindAccess, "")
 	if err != nil {
 		return domain.Principal{}, err
 	}
-	ex := domain.ExtractRoles(nil, v.claims, a.p.cfg.ClientID, a.p.cfg.RoleMap)
-	sid, _ := v.claims["sid"].(string)
-	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid}
+	ex := domain.ExtractRoles(nil, v.claims, q.cfg.ClientID, q.cfg.RoleMap)
+	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
+	if q == a.p {
+		// Back-channel logouts come from the primary issuer only.
+		p.SessionID, _ = v.claims["sid"].(string)
+	}
 	if !a.noCache {
 		a.cache.put(key, p, v.expiry.Add(a.p.cfg.Skew), now)
 	}
 	return p, nil
+}
+
+// unverifiedIssuer reads the iss claim of a JWS without verifying it, only
+// to pick the issuer that must verify it.
+func unverifiedIssuer(raw string) (string, bool) {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", false
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if json.Unmarshal(payload, &c) != nil || c.Iss == "" {
+		return "", false
+	}
+	return c.Iss, true
 }
 
 // tokenCache is a bounded map of verified tokens. When full it drops

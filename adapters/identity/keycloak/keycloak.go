@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,23 @@ type Config struct {
 	CacheSize int
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+	// Additional are further issuers whose access tokens the Bearer
+	// authenticator accepts; logins stay on Issuer.
+	Additional []Trusted
+
+	// bearerOnly: an issuer of Additional, used only to verify access
+	// tokens (no client secret).
+	bearerOnly bool
+}
+
+// Trusted is one further issuer of Bearer access tokens.
+type Trusted struct {
+	Issuer       string
+	DiscoveryURL string
+	// ClientID is the azp, or a member of aud, its tokens must name.
+	ClientID string
+	// CAFiles are added to the primary's CAFiles for this issuer.
+	CAFiles []string
 }
 
 // Defaults.
@@ -113,7 +131,7 @@ func (c Config) validate() error {
 	if c.ClientID == "" {
 		errs = append(errs, errors.New("client id is empty"))
 	}
-	if c.ClientSecret == "" {
+	if c.ClientSecret == "" && !c.bearerOnly {
 		errs = append(errs, errors.New("client secret is empty"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -180,6 +198,8 @@ type Provider struct {
 	realm string
 	kc    *gocloak.GoCloak
 	keys  *keySet
+	// extra are the providers of cfg.Additional (Bearer tokens only).
+	extra []*Provider
 
 	disc atomic.Pointer[discovery]
 
@@ -225,6 +245,15 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 	p.kc = gocloak.NewClient(base)
 	p.kc.SetRestyClient(resty.NewWithClient(p.http))
 	p.keys = newKeySet(p.http, cfg.KeyRefetch, cfg.Now)
+	for _, t := range cfg.Additional {
+		q, err := New(Config{Issuer: t.Issuer, DiscoveryURL: t.DiscoveryURL, ClientID: t.ClientID, CAFiles: append(slices.Clone(cfg.CAFiles), t.CAFiles...),
+			RoleMap: cfg.RoleMap, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
+			bearerOnly: true}, log)
+		if err != nil {
+			return nil, fmt.Errorf("additional issuer %s: %w", t.Issuer, err)
+		}
+		p.extra = append(p.extra, q)
+	}
 	return p, nil
 }
 
@@ -237,13 +266,33 @@ func Open(cfg Config, log *zap.Logger) (*Provider, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	var stops []func()
+	stop := func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	for _, q := range append([]*Provider{p}, p.extra...) {
+		s, err := q.start()
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		stops = append(stops, s)
+	}
+	return p, stop, nil
+}
+
+// start discovers once and, if that failed for any reason but an issuer
+// mismatch, keeps trying in the background until the returned stop.
+func (p *Provider) start() (func(), error) {
 	first := p.Discover(context.Background())
 	var mismatch *IssuerMismatchError
 	if errors.As(first, &mismatch) {
-		return nil, nil, fmt.Errorf("keycloak: %w: %w", first, domain.ErrInvalidInput)
+		return nil, fmt.Errorf("keycloak: %w: %w", first, domain.ErrInvalidInput)
 	}
 	if first == nil {
-		return p, func() {}, nil
+		return func() {}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -251,7 +300,7 @@ func Open(cfg Config, log *zap.Logger) (*Provider, func(), error) {
 		defer close(done)
 		p.Run(ctx)
 	}()
-	return p, func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }, nil
 }
 
 // rootsWith returns the system roots plus every certificate of files.
