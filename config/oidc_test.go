@@ -71,6 +71,16 @@ func TestValidateOIDC(t *testing.T) {
 		{name: "skew too large", env: oidcEnv(map[string]string{"SERVICE_OIDC_CLOCK_SKEW": "1h"}), wantErr: "SERVICE_OIDC_CLOCK_SKEW"},
 		{name: "refetch too often", env: oidcEnv(map[string]string{"SERVICE_OIDC_JWKS_REFETCH": "10ms"}), wantErr: "SERVICE_OIDC_JWKS_REFETCH"},
 		{name: "OIDC off: nothing checked", env: map[string]string{"SERVICE_OIDC_ISSUER": "ftp://x"}},
+		{name: "internal discovery URL", env: oidcEnv(map[string]string{"SERVICE_OIDC_DISCOVERY_URL": "http://keycloak.auth:8080/realms/agents"})},
+		{name: "discovery URL of another realm", env: oidcEnv(map[string]string{"SERVICE_OIDC_DISCOVERY_URL": "http://keycloak.auth:8080/realms/other"}), wantErr: "SERVICE_OIDC_DISCOVERY_URL"},
+		{name: "discovery URL equal to the issuer", env: oidcEnv(map[string]string{"SERVICE_OIDC_DISCOVERY_URL": "https://kc.example.com/realms/agents"}), wantErr: "leave it unset"},
+		{name: "additional issuer", yaml: "auth:\n  oidc:\n    additionalIssuers:\n      - issuer: https://kc.example.com/realms/machines\n        clientId: robots\n        discoveryUrl: http://keycloak.auth:8080/realms/machines\n", env: oidcEnv(nil)},
+		{name: "additional issuer without client id", yaml: "auth:\n  oidc:\n    additionalIssuers:\n      - issuer: https://kc.example.com/realms/machines\n", env: oidcEnv(nil),
+			wantErr: "auth.oidc.additionalIssuers[0].clientId"},
+		{name: "additional issuer equal to the primary", yaml: "auth:\n  oidc:\n    additionalIssuers:\n      - issuer: https://kc.example.com/realms/agents\n        clientId: x\n", env: oidcEnv(nil),
+			wantErr: "named twice"},
+		{name: "additional issuer with a missing CA file", yaml: "auth:\n  oidc:\n    additionalIssuers:\n      - issuer: https://kc.example.com/realms/machines\n        clientId: x\n        caFile: /nonexistent/ca.pem\n", env: oidcEnv(nil),
+			wantErr: "additionalIssuers[0].caFile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
