@@ -187,8 +187,20 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 	if err != nil {
 		return out, err
 	}
-	now := s.clock.Now().UTC().Truncate(time.Second)
-	left := parent.Expires.Sub(now)
+	// A deny rule made since the parent was minted holds for the child.
+	allowed, err := s.stillAllowed(ctx, sess, domain.AgentGrant{Subject: parent.Subject, Tools: tools})
+	if err != nil {
+		return out, err
+	}
+	if len(allowed) != len(tools) {
+		return out, domain.RefuseToken(domain.ReasonPolicyDeny, domain.ErrForbidden, "policy now denies some of the tools %v (allowed: %v)", tools, allowed)
+	}
+	at := s.clock.Now().UTC().Truncate(time.Second)
+	left := parent.Expires.Sub(at)
+	if left < time.Second {
+		// Verification tolerates clock skew; a child must still live.
+		return out, domain.RefuseToken(domain.ReasonTokenExpired, domain.ErrUnauthenticated, "the parent token expires in under a second")
+	}
 	ttl, err := domain.TokenLifetime(in.TTL, left, left)
 	if err != nil {
 		return out, err
@@ -198,7 +210,7 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 		return out, err
 	}
 	g := domain.AgentGrant{ID: newID("tok_"), Subject: parent.Subject, Chain: append(slices.Clone(parent.Chain), child.ID),
-		Audience: parent.Audience, Session: parent.Session, Mode: parent.Mode, Tools: tools, Ask: domain.Among(parent.Ask, tools), IssuedAt: now, Expires: now.Add(ttl)}
+		Audience: parent.Audience, Session: parent.Session, Mode: parent.Mode, Tools: tools, Ask: domain.Among(parent.Ask, tools), IssuedAt: at, Expires: at.Add(ttl)}
 	tok, err := s.signer.Sign(g)
 	if err != nil {
 		return out, err

@@ -55,6 +55,8 @@ const (
 	// ReasonTokenRevoked: what the token names is gone: its session was
 	// deleted, an agent of its chain removed, or the chain changed.
 	ReasonTokenRevoked = "token_revoked"
+	// ReasonTokenExpired is agentverify's code of an expired token.
+	ReasonTokenExpired = "token_expired"
 	// ReasonTokenChainLoop: the stored chain of parents loops.
 	ReasonTokenChainLoop = "token_chain_loop"
 	// ReasonTokenGrantType: the token endpoint was asked for another grant.

@@ -301,6 +301,16 @@ func TestExchangeAgentToken(t *testing.T) {
 			t.Errorf("%s: audit records %+v, want a denial naming %s", tt.name, page.Records, tt.code)
 		}
 	}
+	// A deny rule made after the parent was minted holds for the child.
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.write","scope":"subject","value":"uma"}`)
+	for _, form := range []url.Values{{"scope": {"fs.write"}}, nil} {
+		if r := h.exchange(t, parent, form); r.status != 403 || r.errorOf(t).ReasonCode != domain.ReasonPolicyDeny {
+			t.Errorf("exchange %v after a deny rule: %d %s, want 403 %s", form, r.status, r.body, domain.ReasonPolicyDeny)
+		}
+	}
+	if r := h.exchange(t, parent, url.Values{"scope": {"fs.read"}}); r.status != 200 {
+		t.Errorf("exchange of a tool still allowed: %d %s", r.status, r.body)
+	}
 	// Deleting the session revokes the chain: no more exchanges.
 	h.must(t, 204, "uma", "DELETE", "/api/v2/sessions/"+session, "")
 	if r := h.exchange(t, parent, nil); r.status != 401 || r.errorOf(t).ReasonCode != domain.ReasonTokenRevoked {
