@@ -65,7 +65,7 @@ type axHarness struct {
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
 // file at path (created when absent).
-func axStart(t *testing.T, path string) *axHarness {
+func axStart(t testing.TB, path string) *axHarness {
 	t.Helper()
 	log := zap.NewNop()
 	store, closeStore, err := sqlite.Open(sqlite.Path(path), log)
