@@ -41,6 +41,9 @@ type Settings struct {
 	// PreviousUntil.
 	PreviousKey   string
 	PreviousUntil time.Time
+	// Shared: several instances serve one database (PostgreSQL), so they
+	// must sign with one configured key.
+	Shared bool
 	// Now replaces time.Now, for tests.
 	Now func() time.Time
 }
@@ -76,8 +79,9 @@ func New(s Settings, log *zap.Logger) (*Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if created {
-		log.Warn("created the agent-token signing key; several instances must share one key (auth.agentTokens.signingKeyFile)", zap.String("path", path))
+	if s.Shared && s.Key == "" {
+		log.Warn("agent tokens are signed with this instance's own key; instances sharing the database must share one key (SERVICE_AGENT_TOKENS_SIGNING_KEY or auth.agentTokens.signingKeyFile, from a Secret), or each refuses the others' tokens as token_key_unknown",
+			zap.String("key_file", path), zap.Bool("created", created))
 	}
 	cur, err := publicJWK(priv)
 	if err != nil {
