@@ -22,7 +22,13 @@ type OIDC struct {
 	// machine clients) whose access tokens are accepted as Bearer tokens;
 	// logins stay on Issuer. Config file only.
 	AdditionalIssuers []TrustedIssuer `yaml:"additionalIssuers"`
-	ClientID          string          `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
+	// Provider is "keycloak" (the default: the issuer must be a Keycloak
+	// realm URL) or "generic" (any OpenID provider).
+	Provider string `yaml:"provider" env:"SERVICE_OIDC_PROVIDER"`
+	// RolesClaim is the dotted path of the claim that holds role names;
+	// empty: Keycloak's realm_access and resource_access.<clientId>.
+	RolesClaim string `yaml:"rolesClaim" env:"SERVICE_OIDC_ROLES_CLAIM"`
+	ClientID   string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
 	// ClientSecret comes from the environment (secret storage).
 	ClientSecret string `yaml:"-" env:"SERVICE_OIDC_CLIENT_SECRET"`
 	// FileClientSecret is auth.oidc.clientSecret of the config file, kept
@@ -170,18 +176,31 @@ func (c Config) validateOIDC() []error {
 	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if err := CheckIssuer(o.Issuer); err != nil {
+	generic := o.Provider == ProviderGeneric
+	switch o.Provider {
+	case "", ProviderKeycloak, ProviderGeneric:
+	default:
+		bad("auth.oidc.provider / SERVICE_OIDC_PROVIDER: %q is not keycloak or generic", o.Provider)
+	}
+	checkIssuer := CheckIssuer
+	if generic {
+		checkIssuer = CheckGenericIssuer
+	}
+	if err := checkIssuer(o.Issuer); err != nil {
 		bad("auth.oidc.issuer / SERVICE_OIDC_ISSUER: %v", err)
 	}
+	if o.RolesClaim != "" && (strings.HasPrefix(o.RolesClaim, ".") || strings.HasSuffix(o.RolesClaim, ".") || strings.Contains(o.RolesClaim, "..")) {
+		bad("auth.oidc.rolesClaim / SERVICE_OIDC_ROLES_CLAIM: %q: want a dotted claim path such as groups or resource_access.agent-service.roles", o.RolesClaim)
+	}
 	if o.DiscoveryURL != "" {
-		if err := CheckDiscoveryURL(o.DiscoveryURL, o.Issuer); err != nil {
+		if err := CheckDiscoveryURL(o.DiscoveryURL, o.Issuer, generic); err != nil {
 			bad("auth.oidc.discoveryUrl / SERVICE_OIDC_DISCOVERY_URL: %v", err)
 		}
 	}
 	seen := map[string]bool{o.Issuer: true}
 	for i, a := range o.AdditionalIssuers {
 		name := fmt.Sprintf("auth.oidc.additionalIssuers[%d]", i)
-		if err := CheckIssuer(a.Issuer); err != nil {
+		if err := checkIssuer(a.Issuer); err != nil {
 			bad("%s.issuer: %v", name, err)
 		} else if seen[a.Issuer] {
 			bad("%s.issuer: %q is named twice (or is auth.oidc.issuer)", name, a.Issuer)
@@ -191,7 +210,7 @@ func (c Config) validateOIDC() []error {
 			bad("%s.clientId: must name the client id (azp) or audience (aud) this issuer's tokens carry", name)
 		}
 		if a.DiscoveryURL != "" {
-			if err := CheckDiscoveryURL(a.DiscoveryURL, a.Issuer); err != nil {
+			if err := CheckDiscoveryURL(a.DiscoveryURL, a.Issuer, generic); err != nil {
 				bad("%s.discoveryUrl: %v", name, err)
 			}
 		}
@@ -273,10 +292,37 @@ func CheckIssuer(issuer string) error {
 	return nil
 }
 
-// CheckDiscoveryURL accepts an http(s) URL of the same realm as issuer
-// (…/realms/<realm>), other than issuer. Plain http is allowed on any host:
-// an internal URL inside a cluster network is the case it exists for.
-func CheckDiscoveryURL(raw, issuer string) error {
+// Values of auth.oidc.provider.
+const (
+	ProviderKeycloak = "keycloak"
+	ProviderGeneric  = "generic"
+)
+
+// CheckGenericIssuer accepts the issuer of any OpenID provider: an https
+// URL (plain http only on a loopback host) without query, fragment, user
+// info or trailing slash.
+func CheckGenericIssuer(issuer string) error {
+	if issuer == "" {
+		return fmt.Errorf("must be set to the provider's issuer URL")
+	}
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", issuer, err)
+	}
+	if err := checkScheme(u); err != nil {
+		return fmt.Errorf("%q: %v", issuer, err)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(u.Path, "/") {
+		return fmt.Errorf("%q: no query, fragment, user info or trailing slash allowed", issuer)
+	}
+	return nil
+}
+
+// CheckDiscoveryURL accepts an http(s) URL other than issuer; for Keycloak
+// (not generic) of the same realm (…/realms/<realm>). Plain http is allowed
+// on any host: an internal URL inside a cluster network is the case it
+// exists for.
+func CheckDiscoveryURL(raw, issuer string, generic bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return fmt.Errorf("%q is not an http(s) URL", raw)
@@ -293,7 +339,7 @@ func CheckDiscoveryURL(raw, issuer string) error {
 		}
 		return ""
 	}
-	if r := realm(raw); r == "" || strings.Contains(r, "/") || r != realm(issuer) {
+	if r := realm(raw); !generic && (r == "" || strings.Contains(r, "/") || r != realm(issuer)) {
 		return fmt.Errorf("%q: want the same realm as the issuer at the internal host, http(s)://<internal-host>/realms/<realm>", raw)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Token names used in role-extraction reports.
@@ -62,6 +63,66 @@ func ExtractRoles(idToken, accessToken Claims, clientID string, roleMap map[stri
 		names = ex.collect(TokenAccess, accessToken, clientID)
 		source = TokenAccess
 	}
+	ex.recognise(names, source, roleMap)
+	return ex
+}
+
+// ExtractRolesAt is ExtractRoles for a provider that says where its roles
+// are (auth.oidc.rolesClaim): steps 1 and 2 read the string array (or
+// single string) at the dotted path claim, such as "groups" or
+// "resource_access.agent-service.roles", instead of Keycloak's two claims;
+// steps 3 and 4 are the same.
+func ExtractRolesAt(idToken, accessToken Claims, claim string, roleMap map[string]Role) RoleExtraction {
+	var ex RoleExtraction
+	names := ex.collectAt(TokenID, idToken, claim)
+	source := TokenID
+	if len(names) == 0 {
+		names = ex.collectAt(TokenAccess, accessToken, claim)
+		source = TokenAccess
+	}
+	ex.recognise(names, source, roleMap)
+	return ex
+}
+
+// collectAt reads the role names at the dotted path claim of claims.
+func (ex *RoleExtraction) collectAt(token string, claims Claims, claim string) []RoleFinding {
+	var v any = map[string]any(claims)
+	for _, seg := range strings.Split(claim, ".") {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			if v != nil {
+				ex.Ignored = append(ex.Ignored, token+" "+claim+": a part of the path is not an object")
+			}
+			return nil
+		}
+		if v, ok = obj[seg]; !ok {
+			return nil
+		}
+	}
+	var list []any
+	switch x := v.(type) {
+	case string:
+		list = []any{x}
+	case []any:
+		list = x
+	default:
+		ex.Ignored = append(ex.Ignored, token+" "+claim+": not an array of strings")
+		return nil
+	}
+	var out []RoleFinding
+	for _, e := range list {
+		name, ok := e.(string)
+		if !ok {
+			ex.Ignored = append(ex.Ignored, token+" "+claim+": an entry is not a string")
+			continue
+		}
+		out = append(out, RoleFinding{Token: token, Claim: claim, Name: name})
+	}
+	return out
+}
+
+// recognise applies steps 3 and 4 to the names found in source.
+func (ex *RoleExtraction) recognise(names []RoleFinding, source string, roleMap map[string]Role) {
 	for _, f := range names {
 		f.Role, f.Dropped = recognise(f.Name, roleMap)
 		if f.Role != "" && !slices.Contains(ex.Roles, f.Role) {
@@ -74,7 +135,6 @@ func ExtractRoles(idToken, accessToken Claims, clientID string, roleMap map[stri
 		ex.Roles = []Role{RoleUser}
 		ex.Source = "default"
 	}
-	return ex
 }
 
 func (ex *RoleExtraction) collect(token string, claims Claims, clientID string) []RoleFinding {

@@ -210,3 +210,36 @@ func checkExtraction(t *testing.T, ex RoleExtraction) {
 		t.Fatalf("default source with roles %v", ex.Roles)
 	}
 }
+
+func TestExtractRolesAt(t *testing.T) {
+	groups := func(v any) Claims { return Claims{"groups": v} }
+	tests := []struct {
+		name          string
+		id, access    Claims
+		claim         string
+		roleMap       map[string]Role
+		want          []Role
+		source        string
+		ignoredPrefix string
+	}{
+		{name: "array in the id token", id: groups([]any{"lead", "ops"}), claim: "groups", want: []Role{RoleLead}, source: TokenID},
+		{name: "single string", id: groups("auditor"), claim: "groups", want: []Role{RoleAuditor}, source: TokenID},
+		{name: "nested path", access: clientRoles("agent-service", "admin"), claim: "resource_access.agent-service.roles", want: []Role{RoleAdmin}, source: TokenAccess},
+		{name: "id token without it: the access token", id: realm("admin"), access: groups([]any{"lead"}), claim: "groups", want: []Role{RoleLead}, source: TokenAccess},
+		{name: "Keycloak's claims are not read", id: realm("admin"), claim: "groups", want: []Role{RoleUser}, source: "default"},
+		{name: "wrong type ignored", id: groups(42.0), claim: "groups", want: []Role{RoleUser}, source: "default", ignoredPrefix: "id_token groups: not an array"},
+		{name: "a path through a non-object", id: Claims{"resource_access": "x"}, claim: "resource_access.a.roles", want: []Role{RoleUser}, source: "default", ignoredPrefix: "id_token resource_access.a.roles: a part"},
+		{name: "role map", id: groups([]any{"platform-admins"}), claim: "groups", roleMap: map[string]Role{"platform-admins": RoleAdmin}, want: []Role{RoleAdmin}, source: TokenID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := ExtractRolesAt(tt.id, tt.access, tt.claim, tt.roleMap)
+			if !slices.Equal(ex.Roles, tt.want) || ex.Source != tt.source {
+				t.Errorf("got %v from %s, want %v from %s (%+v)", ex.Roles, ex.Source, tt.want, tt.source, ex)
+			}
+			if tt.ignoredPrefix != "" && (len(ex.Ignored) == 0 || !strings.HasPrefix(ex.Ignored[0], tt.ignoredPrefix)) {
+				t.Errorf("Ignored %q, want %q…", ex.Ignored, tt.ignoredPrefix)
+			}
+		})
+	}
+}

@@ -49,6 +49,8 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 	}
 	return keycloak.Config{
 		Additional:   extra,
+		Generic:      o.Provider == config.ProviderGeneric,
+		RolesClaim:   o.RolesClaim,
 		Issuer:       o.Issuer,
 		DiscoveryURL: o.DiscoveryURL,
 		ClientID:     o.ClientID,

@@ -114,7 +114,7 @@ func (c *checker) run(o config.OIDC, username, password string) {
 	}
 	fmt.Fprintf(c.out, "issuer        %s\ndiscovery URL %s\nclient id     %s\nredirect URI  %s\nCA bundles    %s\n\n",
 		o.Issuer, discoveryURL, o.ClientID, o.RedirectURI, strings.Join(append([]string{"system roots"}, o.CAFiles()...), ", "))
-	p, err := keycloak.New(keycloak.Config{Issuer: o.Issuer, DiscoveryURL: o.DiscoveryURL, ClientID: o.ClientID, ClientSecret: secret, RedirectURI: o.RedirectURI,
+	p, err := keycloak.New(keycloak.Config{Issuer: o.Issuer, DiscoveryURL: o.DiscoveryURL, Generic: o.Provider == config.ProviderGeneric, RolesClaim: o.RolesClaim, ClientID: o.ClientID, ClientSecret: secret, RedirectURI: o.RedirectURI,
 		CAFiles: o.CAFiles(), RoleMap: o.Roles(), Skew: o.ClockSkew}, zap.NewNop())
 	if err != nil {
 		c.fail("client: %v", err)

@@ -65,7 +65,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	if err != nil {
 		return domain.Principal{}, err
 	}
-	ex := domain.ExtractRoles(nil, v.claims, q.cfg.ClientID, q.cfg.RoleMap)
+	ex := q.roles(nil, v.claims)
 	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
 	if q == a.p {
 		// Back-channel logouts come from the primary issuer only.

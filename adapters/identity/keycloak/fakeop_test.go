@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -44,6 +45,8 @@ type fakeOP struct {
 	// discoveryIssuer overrides the issuer the discovery document names.
 	discoveryIssuer string
 	roles           []any // realm roles put in tokens
+	// extra claims put in every token
+	extra map[string]any
 	// public, when set, is the issuer the provider's tokens and discovery
 	// document name (its public URL), while the server is reached at
 	// issuer (the internal URL).
@@ -60,16 +63,23 @@ func (op *fakeOP) tokenIssuer() string {
 
 func newFakeOP(t testing.TB) *fakeOP {
 	t.Helper()
+	return newFakeOPAt(t, "/realms/agents")
+}
+
+// newFakeOPAt serves the provider with issuer path path (Keycloak's
+// /realms/<realm>, or any other for a generic provider).
+func newFakeOPAt(t testing.TB, path string) *fakeOP {
+	t.Helper()
 	op := &fakeOP{t: t, now: time.Now(), roles: []any{"admin"}}
 	op.rotate(false)
 	mux := http.NewServeMux()
 	op.srv = httptest.NewServer(mux)
 	t.Cleanup(op.srv.Close)
-	op.issuer = op.srv.URL + "/realms/agents"
-	mux.HandleFunc("/realms/agents/.well-known/openid-configuration", op.discovery)
-	mux.HandleFunc("/realms/agents/protocol/openid-connect/certs", op.certs)
-	mux.HandleFunc("/realms/agents/protocol/openid-connect/token", op.token)
-	mux.HandleFunc("/realms/agents/protocol/openid-connect/logout", func(w http.ResponseWriter, r *http.Request) {
+	op.issuer = op.srv.URL + path
+	mux.HandleFunc(path+"/.well-known/openid-configuration", op.discovery)
+	mux.HandleFunc(path+"/protocol/openid-connect/certs", op.certs)
+	mux.HandleFunc(path+"/protocol/openid-connect/token", op.token)
+	mux.HandleFunc(path+"/protocol/openid-connect/logout", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return op
@@ -163,11 +173,13 @@ func (op *fakeOP) token(w http.ResponseWriter, r *http.Request) {
 
 func (op *fakeOP) accessClaims() map[string]any {
 	now := op.now
-	return map[string]any{
+	c := map[string]any{
 		"iss": op.tokenIssuer(), "sub": "user-alice", "typ": "Bearer", "azp": testClient, "aud": []any{"account"},
 		"exp": now.Add(5 * time.Minute).Unix(), "iat": now.Unix(), "nbf": now.Unix(),
 		"preferred_username": "alice", "realm_access": map[string]any{"roles": op.roles},
 	}
+	maps.Copy(c, op.extra)
+	return c
 }
 
 func (op *fakeOP) idClaims(nonce string) map[string]any {

@@ -7,6 +7,10 @@
 // exchanges authorization codes with PKCE through golang.org/x/oauth2
 // (gocloak has no code_verifier).
 //
+// With Config.Generic it is a client of any OpenID provider instead: the
+// issuer may have any form and the grants, revocation and introspection use
+// the discovery document's endpoints through golang.org/x/oauth2.
+//
 // Provider implements ports.IdentityProvider for the login use case;
 // Authenticator implements ports.Authenticator for Bearer access tokens and
 // never calls the provider for a token it has already verified.
@@ -69,6 +73,15 @@ type Config struct {
 	// Additional are further issuers whose access tokens the Bearer
 	// authenticator accepts; logins stay on Issuer.
 	Additional []Trusted
+	// Generic: the provider is any OpenID provider, not Keycloak. The
+	// issuer may have any form, and the password grant, refresh, logout
+	// (revocation) and introspection use the endpoints of the discovery
+	// document instead of Keycloak's URL layout.
+	Generic bool
+	// RolesClaim is the dotted path of the claim holding role names
+	// (domain.ExtractRolesAt); empty: Keycloak's realm_access and
+	// resource_access.<clientId> (domain.ExtractRoles).
+	RolesClaim string
 
 	// bearerOnly: an issuer of Additional, used only to verify access
 	// tokens (no client secret).
@@ -116,16 +129,18 @@ func (c Config) validate() error {
 	u, err := url.Parse(c.Issuer)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		errs = append(errs, fmt.Errorf("issuer %q is not an http(s) URL", c.Issuer))
-	} else if _, _, err := splitIssuer(c.Issuer); err != nil {
+	} else if _, _, err := splitIssuer(c.Issuer); err != nil && !c.Generic {
 		errs = append(errs, err)
 	}
 	if c.DiscoveryURL != "" {
 		if d, err := url.Parse(c.DiscoveryURL); err != nil || d.Host == "" || (d.Scheme != "https" && d.Scheme != "http") {
 			errs = append(errs, fmt.Errorf("discovery URL %q is not an http(s) URL", c.DiscoveryURL))
-		} else if _, realm, err := splitIssuer(c.DiscoveryURL); err != nil {
-			errs = append(errs, fmt.Errorf("discovery URL: %w", err))
-		} else if _, want, _ := splitIssuer(c.Issuer); realm != want {
-			errs = append(errs, fmt.Errorf("discovery URL %q names realm %q, the issuer %q", c.DiscoveryURL, realm, want))
+		} else if !c.Generic { // a generic provider's URLs may have any form
+			if _, realm, err := splitIssuer(c.DiscoveryURL); err != nil {
+				errs = append(errs, fmt.Errorf("discovery URL: %w", err))
+			} else if _, want, _ := splitIssuer(c.Issuer); realm != want {
+				errs = append(errs, fmt.Errorf("discovery URL %q names realm %q, the issuer %q", c.DiscoveryURL, realm, want))
+			}
 		}
 	}
 	if c.ClientID == "" {
@@ -218,6 +233,7 @@ type discovery struct {
 	endpoint      oauth2.Endpoint
 	endSession    string
 	introspection string
+	revocation    string
 	algs          []string
 	verifier      *oidc.IDTokenVerifier
 }
@@ -242,12 +258,14 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	p.http = &http.Client{Timeout: cfg.HTTPTimeout, Transport: &trustTransport{next: tr, p: p}}
-	p.kc = gocloak.NewClient(base)
-	p.kc.SetRestyClient(resty.NewWithClient(p.http))
+	if !cfg.Generic { // Keycloak's URL layout; a generic provider uses its discovery document
+		p.kc = gocloak.NewClient(base)
+		p.kc.SetRestyClient(resty.NewWithClient(p.http))
+	}
 	p.keys = newKeySet(p.http, cfg.KeyRefetch, cfg.Now)
 	for _, t := range cfg.Additional {
 		q, err := New(Config{Issuer: t.Issuer, DiscoveryURL: t.DiscoveryURL, ClientID: t.ClientID, CAFiles: append(slices.Clone(cfg.CAFiles), t.CAFiles...),
-			RoleMap: cfg.RoleMap, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
+			RoleMap: cfg.RoleMap, RolesClaim: cfg.RolesClaim, Generic: cfg.Generic, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
 			bearerOnly: true}, log)
 		if err != nil {
 			return nil, fmt.Errorf("additional issuer %s: %w", t.Issuer, err)
@@ -387,6 +405,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 		JWKSURI       string   `json:"jwks_uri"`
 		EndSession    string   `json:"end_session_endpoint"`
 		Introspection string   `json:"introspection_endpoint"`
+		Revocation    string   `json:"revocation_endpoint"`
 		Algs          []string `json:"id_token_signing_alg_values_supported"`
 	}
 	if err := op.Claims(&meta); err != nil {
@@ -399,7 +418,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 		p.setStatus(err, nil)
 		return err
 	}
-	meta.JWKSURI, meta.Introspection = p.cfg.internal(meta.JWKSURI), p.cfg.internal(meta.Introspection)
+	meta.JWKSURI, meta.Introspection, meta.Revocation = p.cfg.internal(meta.JWKSURI), p.cfg.internal(meta.Introspection), p.cfg.internal(meta.Revocation)
 	endpoint := op.Endpoint()
 	endpoint.TokenURL = p.cfg.internal(endpoint.TokenURL)
 	algs := allowedAlgs(meta.Algs)
@@ -423,6 +442,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 		endpoint:      endpoint,
 		endSession:    meta.EndSession,
 		introspection: meta.Introspection,
+		revocation:    meta.Revocation,
 		algs:          algs,
 		verifier: oidc.NewVerifier(p.cfg.Issuer, p.keys, &oidc.Config{
 			SupportedSigningAlgs: algs,

@@ -69,6 +69,11 @@ func (p *Provider) PasswordGrant(ctx context.Context, username, password string)
 	if err := p.Ready(); err != nil {
 		return ports.TokenSet{}, err
 	}
+	if p.cfg.Generic {
+		return p.genericGrant(ctx, telemetry.IdPPasswordGrant, "password grant", "", func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
+			return c.PasswordCredentialsToken(ctx, username, password)
+		})
+	}
 	jwt, err := p.kc.Login(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, username, password)
 	telemetry.IdPCalled(telemetry.IdPPasswordGrant, outcomeOf(err))
 	if err != nil {
@@ -83,6 +88,11 @@ func (p *Provider) PasswordGrant(ctx context.Context, username, password string)
 func (p *Provider) Refresh(ctx context.Context, refreshToken string) (ports.TokenSet, error) {
 	if err := p.Ready(); err != nil {
 		return ports.TokenSet{}, err
+	}
+	if p.cfg.Generic {
+		return p.genericGrant(ctx, telemetry.IdPRefresh, "refresh", refreshToken, func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
+			return c.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
+		})
 	}
 	jwt, err := p.kc.RefreshToken(ctx, refreshToken, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
 	telemetry.IdPCalled(telemetry.IdPRefresh, outcomeOf(err))
@@ -102,6 +112,9 @@ func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
 	if err := p.Ready(); err != nil {
 		return err
 	}
+	if p.cfg.Generic {
+		return p.genericRevoke(ctx, refreshToken)
+	}
 	err := p.kc.Logout(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, refreshToken)
 	telemetry.IdPCalled(telemetry.IdPLogout, outcomeOf(err))
 	if err != nil {
@@ -113,6 +126,9 @@ func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
 // Introspect asks the provider whether a token is active (agentauth oidc
 // check uses it; request authentication never does).
 func (p *Provider) Introspect(ctx context.Context, token string) (bool, error) {
+	if p.cfg.Generic {
+		return p.genericIntrospect(ctx, token)
+	}
 	res, err := p.kc.RetrospectToken(ctx, token, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
 	telemetry.IdPCalled(telemetry.IdPIntrospection, outcomeOf(err))
 	if err != nil {
@@ -162,7 +178,7 @@ func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, ref
 	ts := ports.TokenSet{
 		Subject:      at.subject,
 		Username:     firstString("preferred_username", idClaims, at.claims),
-		Roles:        domain.ExtractRoles(idClaims, at.claims, p.cfg.ClientID, p.cfg.RoleMap),
+		Roles:        p.roles(idClaims, at.claims),
 		AccessToken:  access,
 		RefreshToken: refresh,
 		IDToken:      id,
