@@ -84,7 +84,17 @@ func (s *AgentTokens) Mint(ctx context.Context, p domain.Principal, session, age
 	if sess.Project != "" {
 		subj.Projects = []string{sess.Project}
 	}
-	tools, ask, err := domain.TokenToolsAsk(domain.TokenToolsInput{Offered: offered, Agent: ag, Session: sess, Policy: policy, Subject: subj, Requested: in.Tools})
+	input := domain.TokenToolsInput{Offered: offered, Agent: ag, Session: sess, Policy: policy, Subject: subj, Requested: in.Tools}
+	if p.Subject != sess.Owner {
+		// Another manager mints: the session's owner bounds the token too.
+		if len(sess.OwnerRoles) == 0 {
+			return Minted{}, domain.RefuseToken(domain.ReasonTokenOwnerRolesUnknown, domain.ErrForbidden,
+				"session %s was created before its owner's roles were recorded; only its owner may mint tokens for it", sess.ID)
+		}
+		owner := domain.Subject{Subject: sess.Owner, Roles: s.authz.PolicyRoles(sess.OwnerRoles), Projects: subj.Projects}
+		input.Owner = &owner
+	}
+	tools, ask, err := domain.TokenToolsAsk(input)
 	if err != nil {
 		return Minted{}, err
 	}

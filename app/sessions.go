@@ -81,13 +81,14 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		}
 	}
 	sess := domain.Session{
-		ID:        newID("ses_"),
-		Owner:     p.Subject,
-		Project:   project,
-		Title:     title,
-		Mode:      mode,
-		State:     domain.SessionActive,
-		CreatedAt: s.clock.Now().UTC(),
+		ID:         newID("ses_"),
+		Owner:      p.Subject,
+		Project:    project,
+		Title:      title,
+		Mode:       mode,
+		State:      domain.SessionActive,
+		CreatedAt:  s.clock.Now().UTC(),
+		OwnerRoles: p.Roles,
 	}
 	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return domain.Session{}, fmt.Errorf("create session: %w", err)

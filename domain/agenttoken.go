@@ -47,6 +47,9 @@ const (
 	ReasonTokenToolOutOfReach  = "token_tool_out_of_reach"
 	ReasonTokenNoTools         = "token_no_tools"
 	ReasonTokenTTL             = "token_ttl_invalid"
+	// ReasonTokenOwnerRolesUnknown: a manager other than the owner mints
+	// for a session that predates recording its owner's roles.
+	ReasonTokenOwnerRolesUnknown = "token_owner_roles_unknown"
 	// ReasonTokenWider: an exchange asked for more than the parent token
 	// holds (a tool it lacks, another audience).
 	ReasonTokenWider = "token_wider_than_parent"
@@ -135,6 +138,10 @@ type TokenToolsInput struct {
 	Policy  *PolicyIndex
 	// Subject is whom policy is evaluated for, as in a tool-call decision.
 	Subject Subject
+	// Owner, when set, is the session's owner with the roles it created the
+	// session with: a tool must be allowed for it too, so that a token
+	// minted by a LEAD or an ADMIN is never wider than the session.
+	Owner *Subject
 	// Requested is the caller's subset; nil: all of them.
 	Requested []string
 }
@@ -158,6 +165,9 @@ func TokenToolsAsk(in TokenToolsInput) (tools, ask []string, err error) {
 			continue
 		}
 		out := in.Policy.Evaluate(in.Subject, t.Name)
+		if in.Owner != nil {
+			out = stricter(out, in.Policy.Evaluate(*in.Owner, t.Name))
+		}
 		if out.Rule == "" || out.Effect == EffectDeny {
 			continue
 		}
@@ -243,4 +253,24 @@ func DecideAgentCall(in ToolCallInput, g AgentGrant) ToolDecision {
 		}
 	}
 	return ToolDecision{Effect: EffectAllow, Reason: ReasonTokenPolicyAllow, Message: "the agent token grants tool " + in.Tool + " and nothing now denies it"}
+}
+
+// stricter returns the outcome that allows less: no rule, then deny, then
+// ask, then allow.
+func stricter(a, b PolicyOutcome) PolicyOutcome {
+	rank := func(o PolicyOutcome) int {
+		switch {
+		case o.Rule == "":
+			return 0
+		case o.Effect == EffectDeny:
+			return 1
+		case o.Effect == EffectAsk:
+			return 2
+		}
+		return 3
+	}
+	if rank(b) < rank(a) {
+		return b
+	}
+	return a
 }

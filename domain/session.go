@@ -42,6 +42,11 @@ type Session struct {
 	Mode      SessionMode
 	State     SessionState
 	CreatedAt time.Time
+	// OwnerRoles are the roles the owner held when it created the session:
+	// what the session may do is bounded by them, whoever manages it (an
+	// agent token minted by a LEAD or an ADMIN is never wider). Empty for
+	// sessions created before they were recorded.
+	OwnerRoles []Role
 }
 
 // SessionScope is how much of a table a principal may see.

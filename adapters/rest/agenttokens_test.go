@@ -527,3 +527,24 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 		t.Errorf("%d token uses and %d introspections audited with the chain", uses, introspections)
 	}
 }
+
+// TestMintByAnotherManagerIsBoundedByTheOwner: an ADMIN (or a project's
+// LEAD) may mint for a session it manages, but the token never carries a
+// tool the session's owner may not use, however wide the minter's own rules.
+func TestMintByAnotherManagerIsBoundedByTheOwner(t *testing.T) {
+	h := axNew(t)
+	session, root, _ := axTokenSession(t, h)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"ADMIN"}`)
+	out := h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/agents/"+root+"/token", `{"audience":"fs"}`)
+	tok, err := axVerifier(t, h, "fs").Verify(context.Background(), out["access_token"].(string))
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if want := []string{"fs.read", "fs.write"}; !slices.Equal(tok.Tools, want) {
+		t.Errorf("ADMIN minted tools %v for a USER's session, want %v (fs.delete is denied to the owner)", tok.Tools, want)
+	}
+	r := h.do(t, "adm", "POST", "/api/v2/sessions/"+session+"/agents/"+root+"/token", `{"audience":"fs","tools":["fs.delete"]}`)
+	if r.status != 403 || r.errorOf(t).ReasonCode != domain.ReasonTokenToolOutOfReach {
+		t.Errorf("ADMIN asking for fs.delete in a USER's session: %d %s, want 403 %s", r.status, r.body, domain.ReasonTokenToolOutOfReach)
+	}
+}

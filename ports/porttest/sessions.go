@@ -26,12 +26,13 @@ func RunSessionStore(t *testing.T, newStore Factory[ports.SessionStore]) {
 
 func session(id, owner string, created time.Time) domain.Session {
 	return domain.Session{ID: id, Owner: owner, Project: "p-" + id, Title: "title of " + id,
-		Mode: domain.ModeAsk, State: domain.SessionActive, CreatedAt: created}
+		Mode: domain.ModeAsk, State: domain.SessionActive, CreatedAt: created, OwnerRoles: []domain.Role{domain.RoleUser, "SRE"}}
 }
 
 func sameSession(a, b domain.Session) bool {
 	return a.ID == b.ID && a.Owner == b.Owner && a.Project == b.Project && a.Title == b.Title &&
-		a.Mode == b.Mode && a.State == b.State && a.CreatedAt.Equal(b.CreatedAt)
+		a.Mode == b.Mode && a.State == b.State && a.CreatedAt.Equal(b.CreatedAt) &&
+		domain.JoinRoles(a.OwnerRoles) == domain.JoinRoles(b.OwnerRoles)
 }
 
 func testSessionRoundTrip(t *testing.T, st ports.SessionStore) {

@@ -15,11 +15,11 @@ import (
 // CreateSession inserts s.
 func (s *Store) CreateSession(ctx context.Context, sess domain.Session) error {
 	return s.exec(ctx, "create session "+sess.ID, "session "+sess.ID+" already exists",
-		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano())
+		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at, owner_roles) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano(), domain.JoinRoles(sess.OwnerRoles))
 }
 
-const sessionColumns = `id, owner, project, title, mode, state, created_at`
+const sessionColumns = `id, owner, project, title, mode, state, created_at, owner_roles`
 
 // GetSession reads one session.
 func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, error) {
@@ -78,11 +78,13 @@ func scanSession(row scanner) (domain.Session, error) {
 		sess        domain.Session
 		mode, state string
 		created     int64
+		roles       string
 	)
-	if err := row.Scan(&sess.ID, &sess.Owner, &sess.Project, &sess.Title, &mode, &state, &created); err != nil {
+	if err := row.Scan(&sess.ID, &sess.Owner, &sess.Project, &sess.Title, &mode, &state, &created, &roles); err != nil {
 		return domain.Session{}, err
 	}
 	sess.Mode, sess.State = domain.SessionMode(mode), domain.SessionState(state)
+	sess.OwnerRoles = domain.SplitRoles(roles)
 	sess.CreatedAt = time.Unix(0, created).UTC()
 	return sess, nil
 }
