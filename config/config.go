@@ -90,6 +90,9 @@ type Server struct {
 	Host            string        `yaml:"host" env:"SERVICE_HOST"`
 	Port            int           `yaml:"port" env:"SERVICE_PORT"`
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"SERVICE_SHUTDOWN_TIMEOUT"`
+	// BasePath is the path prefix every route is served under (a
+	// deployment at https://host/agentauth); empty: the root.
+	BasePath string `yaml:"basePath" env:"SERVICE_BASE_PATH"`
 	// TrustedProxies are the CIDRs of the proxies whose X-Forwarded-For is
 	// believed (see TrustedProxies).
 	TrustedProxies []string `yaml:"trustedProxies" env:"SERVICE_TRUSTED_PROXIES" envSeparator:","`
@@ -286,6 +289,9 @@ func (c Config) Validate() error {
 	if _, err := c.TrustedProxies(); err != nil {
 		errs = append(errs, err)
 	}
+	if bp := c.Server.BasePath; bp != "" && !validBasePath(bp) {
+		bad("%s: %q: want a path such as /agentauth (a leading slash, no trailing slash, letters, digits and - . _ ~ between slashes)", names("server.basePath"), bp)
+	}
 	if c.Audit.BatchWait < 0 || c.Audit.BatchWait > 10*time.Millisecond {
 		bad("audit.batchWait / SERVICE_AUDIT_BATCH_WAIT: %v is outside 0 to 10ms", c.Audit.BatchWait)
 	}
@@ -368,4 +374,22 @@ func IsLoopback(host string) bool {
 func validSeed(s string) bool {
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(s), "="))
 	return err == nil && len(b) == 32
+}
+
+// validBasePath accepts /seg[/seg...] with unreserved URL characters.
+func validBasePath(p string) bool {
+	if len(p) < 2 || p[0] != '/' || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
+		return false
+	}
+	for _, r := range p {
+		if !(r == '/' || r == '-' || r == '.' || r == '_' || r == '~' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }

@@ -236,7 +236,7 @@ func (c Config) validateOIDC() []error {
 			bad("%v", err)
 		}
 	}
-	if err := CheckRedirectURI(o.RedirectURI); err != nil {
+	if err := CheckRedirectURI(o.RedirectURI, c.Server.BasePath); err != nil {
 		bad("auth.oidc.redirectUri / SERVICE_OIDC_REDIRECT_URI: %v", err)
 	}
 	for _, f := range o.CAFiles() {
@@ -345,11 +345,12 @@ func CheckDiscoveryURL(raw, issuer string, generic bool) error {
 	return nil
 }
 
-// CheckRedirectURI accepts an absolute https URL ending in /auth/callback
-// (http only on a loopback host).
-func CheckRedirectURI(raw string) error {
+// CheckRedirectURI accepts an absolute https URL whose path is
+// basePath/auth/callback (http only on a loopback host).
+func CheckRedirectURI(raw, basePath string) error {
+	want := "https://<service-host>" + basePath + "/auth/callback"
 	if raw == "" {
-		return fmt.Errorf("must be set, in the form https://<service-host>/auth/callback")
+		return fmt.Errorf("must be set, in the form %s", want)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -358,8 +359,11 @@ func CheckRedirectURI(raw string) error {
 	if err := checkScheme(u); err != nil {
 		return fmt.Errorf("%q: %v", raw, err)
 	}
-	if u.Path != "/auth/callback" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q: want the form https://<service-host>/auth/callback", raw)
+	if u.Path != basePath+"/auth/callback" || u.RawQuery != "" || u.Fragment != "" {
+		if basePath != "" {
+			return fmt.Errorf("%q: want the form %s (the callback is served under server.basePath)", raw, want)
+		}
+		return fmt.Errorf("%q: want the form %s", raw, want)
 	}
 	return nil
 }

@@ -64,6 +64,8 @@ var Settings = []Setting{
 		Help: "Listen port of the API; 0 picks a free one (the log says which)."},
 	{Key: "server.shutdownTimeout", Env: "SERVICE_SHUTDOWN_TIMEOUT", Flag: "shutdown-timeout", Default: "30s", Accepts: acceptsDuration,
 		Help: "How long SIGTERM waits for in-flight requests."},
+	{Key: "server.basePath", Env: "SERVICE_BASE_PATH", Flag: "base-path", Default: "none (the root)", Accepts: "a path such as /agentauth",
+		Help: "Serve every route, the login callback included, under this path prefix (behind a proxy that forwards /agentauth/... unchanged)."},
 	{Key: "server.trustedProxies", Env: "SERVICE_TRUSTED_PROXIES", Flag: "trusted-proxies", Default: "none",
 		Accepts: "CIDRs such as 10.0.0.0/8 or IP addresses, comma-separated in the variable and the flag, a list in the file",
 		Help:    "Proxies whose X-Forwarded-For is believed for the client address (login limits, logs); none: the connection's address."},

@@ -100,7 +100,7 @@ func newLogin(cfg app.LoginConfig, idp ports.IdentityProvider, sessions ports.Lo
 }
 
 func restLoginConfig(cfg config.Config) rest.LoginConfig {
-	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI}
+	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI, BasePath: cfg.Server.BasePath}
 }
 
 func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks) (rest.Config, error) {

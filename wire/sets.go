@@ -67,7 +67,8 @@ func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens
 		return rest.Config{}, err
 	}
 	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), Debug: cfg.Mode() == config.ModeDebug,
-		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Ready: ready}, nil
+		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Ready: ready,
+		BasePath: cfg.Server.BasePath}, nil
 }
 
 // readyChecks are what requests need besides the identity provider: the

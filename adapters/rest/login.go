@@ -29,6 +29,9 @@ type LoginConfig struct {
 	// public origin (CSRF checks) and its scheme decides the cookie's
 	// Secure attribute.
 	RedirectURI string
+	// BasePath scopes the session cookie (server.basePath); empty: the
+	// root. (Redirects are prefixed by the server, see underBasePath.)
+	BasePath string
 }
 
 // Login serves the OIDC login endpoints (OIDC mode only).
@@ -40,6 +43,7 @@ type Login struct {
 	// callbackPath is the path of the redirect URI, where the cookie that
 	// binds a login's state to the browser is sent.
 	callbackPath string
+	basePath     string
 	log          *zap.Logger
 }
 
@@ -56,7 +60,7 @@ func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Log
 	if callbackPath == "" {
 		callbackPath = "/"
 	}
-	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, callbackPath: callbackPath, log: log.Named("login")}, nil
+	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, callbackPath: callbackPath, basePath: cfg.BasePath, log: log.Named("login")}, nil
 }
 
 func isLoopbackHost(h string) bool {
@@ -295,11 +299,19 @@ func (l *Login) backchannelLogout(c *fiber.Ctx) error {
 	return c.JSON(backchannelLogoutResponse{SessionsEnded: n})
 }
 
+// cookiePath scopes the session cookie to the base path.
+func (l *Login) cookiePath() string {
+	if l.basePath == "" {
+		return "/"
+	}
+	return l.basePath
+}
+
 func (l *Login) setCookie(c *fiber.Ctx, res app.LoginResult) {
 	c.Cookie(&fiber.Cookie{
 		Name:     SessionCookie,
 		Value:    res.Cookie,
-		Path:     "/",
+		Path:     l.cookiePath(),
 		Expires:  res.Session.ExpiresAt,
 		Secure:   l.secure,
 		HTTPOnly: true,
@@ -311,7 +323,7 @@ func (l *Login) clearCookie(c *fiber.Ctx) {
 	c.Cookie(&fiber.Cookie{
 		Name:     SessionCookie,
 		Value:    "",
-		Path:     "/",
+		Path:     l.cookiePath(),
 		Expires:  time.Unix(0, 0),
 		MaxAge:   -1,
 		Secure:   l.secure,

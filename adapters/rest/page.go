@@ -70,7 +70,7 @@ func (s *Server) writePage(c *fiber.Ctx, p problem) error {
 		pg.Title = "Sign-in did not complete"
 	}
 	if s.cfg.Login != nil {
-		pg.LoginURL = "/auth/login"
+		pg.LoginURL = s.cfg.BasePath + "/auth/login"
 		if c.Method() == fiber.MethodGet && !strings.HasPrefix(c.Path(), "/auth/") {
 			pg.LoginURL += "?return_to=" + url.QueryEscape(c.Path())
 		}

@@ -43,6 +43,9 @@ type Config struct {
 	// Ready are the readiness checks (database, audit log); the identity
 	// provider's come with Login.
 	Ready ReadyChecks
+	// BasePath is the path prefix every route is served under
+	// (server.basePath, e.g. /agentauth); empty: the root.
+	BasePath string
 }
 
 // Server is the Fiber application with its dependencies.
@@ -118,6 +121,11 @@ func (s *Server) apiRoutes() []route {
 
 func (s *Server) routes() {
 	s.app.Use(s.withRequestID, s.accessLog)
+	if s.cfg.BasePath != "" {
+		// Only global stages come before it, so that routing goes on from
+		// the same place in the route tree of the rewritten path.
+		s.app.Use(s.underBasePath)
+	}
 	s.healthRoutes()
 	s.app.Use(s.audit, s.recoverPanic)
 	s.loginRoutes() // public, but audited: logins and CSRF refusals are access decisions
