@@ -47,18 +47,7 @@ func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, age
 		return domain.ToolCall{}, fmt.Errorf("agent of this session: %w", err)
 	}
 	in := domain.ToolCallInput{Principal: p, Session: sess, Agent: ag, Tool: tool}
-	switch t, err := s.catalog.GetTool(ctx, tool); {
-	case err == nil:
-		in.Registered = &t
-	case !errors.Is(err, domain.ErrNotFound):
-		return domain.ToolCall{}, err
-	}
-	st, err := s.settings.GetSettings(ctx)
-	if err != nil {
-		return domain.ToolCall{}, err
-	}
-	in.Gateway = st.SecurityGateway
-	if in.Policy, err = s.policies.Index(ctx); err != nil {
+	if err := s.withCatalogAndPolicy(ctx, &in); err != nil {
 		return domain.ToolCall{}, err
 	}
 	d := s.authz.DecideToolCall(in)
@@ -135,4 +124,23 @@ func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domai
 		return fmt.Errorf("tool call %s can no longer be approved: %s (%s): %w", call.ID, d.Message, d.Reason, domain.ErrConflict)
 	}
 	return nil
+}
+
+// withCatalogAndPolicy completes a decision's input with what the service
+// knows about the tool: whether a server registered it, the security
+// gateway, and the compiled policy.
+func (s *ToolCalls) withCatalogAndPolicy(ctx context.Context, in *domain.ToolCallInput) error {
+	switch t, err := s.catalog.GetTool(ctx, in.Tool); {
+	case err == nil:
+		in.Registered = &t
+	case !errors.Is(err, domain.ErrNotFound):
+		return err
+	}
+	st, err := s.settings.GetSettings(ctx)
+	if err != nil {
+		return err
+	}
+	in.Gateway = st.SecurityGateway
+	in.Policy, err = s.policies.Index(ctx)
+	return err
 }

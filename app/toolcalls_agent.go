@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 
 	"github.com/agentauth/agentauth/domain"
 )
@@ -32,18 +31,7 @@ func (s *ToolCalls) DecideWithToken(ctx context.Context, g domain.AgentGrant, se
 		return domain.ToolCall{}, err
 	}
 	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Agent: ag, Tool: tool}
-	switch t, err := s.catalog.GetTool(ctx, tool); {
-	case err == nil:
-		in.Registered = &t
-	case !errors.Is(err, domain.ErrNotFound):
-		return domain.ToolCall{}, err
-	}
-	st, err := s.settings.GetSettings(ctx)
-	if err != nil {
-		return domain.ToolCall{}, err
-	}
-	in.Gateway = st.SecurityGateway
-	if in.Policy, err = s.policies.Index(ctx); err != nil {
+	if err := s.withCatalogAndPolicy(ctx, &in); err != nil {
 		return domain.ToolCall{}, err
 	}
 	d := domain.DecideAgentCall(in, g)
