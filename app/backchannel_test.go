@@ -102,3 +102,43 @@ func TestBearerOfEndedProviderSessionRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestBearerRevocationsFromMemory: with login sessions kept in memory, a
+// Bearer token's provider session is checked without a store read: the
+// revocations are loaded when the watcher goes live and each later one is
+// reported by it (from any instance); while it is not live the store answers.
+func TestBearerRevocationsFromMemory(t *testing.T) {
+	c := gomock.NewController(t)
+	jwt := mocks.NewMockAuthenticator(c)
+	bearer := ports.Credential{Kind: ports.CredentialBearer, Value: "at"}
+	for _, tc := range []struct {
+		name string
+		// loaded are the revocations stored when the watcher went live;
+		// then runs after that.
+		loaded  []string
+		then    func(w *watcherHandle)
+		store   bool // the store is asked (the mock fails the test otherwise)
+		wantErr error
+	}{
+		{name: "not revoked: no read", then: func(*watcherHandle) {}},
+		{name: "revoked before: loaded", loaded: []string{app.Digest("s1")}, then: func(*watcherHandle) {}, wantErr: domain.ErrUnauthenticated},
+		{name: "revoked on another instance: reported", then: func(w *watcherHandle) { w.changed(ports.RevokedSessionKey(app.Digest("s1"))) }, wantErr: domain.ErrUnauthenticated},
+		{name: "another session revoked", then: func(w *watcherHandle) { w.changed(ports.RevokedSessionKey(app.Digest("s2"))) }},
+		{name: "watcher not live: the store answers", then: func(w *watcherHandle) { w.live(false) }, store: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newLoginFixture(t, loginCfg)
+			f.sessions.EXPECT().RevokedProviderSessions(gomock.Any(), gomock.Any()).Return(tc.loaded, nil)
+			w := withMemory(t, f, true)
+			tc.then(w)
+			if tc.store {
+				f.sessions.EXPECT().ProviderSessionRevoked(gomock.Any(), app.Digest("s1"), f.now).Return(false, nil)
+			}
+			jwt.EXPECT().Authenticate(gomock.Any(), bearer).Return(domain.Principal{Subject: "alice", SessionID: "s1"}, nil)
+			creds := &app.Credentials{Login: f.login, Bearer: []ports.Authenticator{jwt}}
+			if _, err := creds.Authenticate(t.Context(), bearer); !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("Authenticate: %v; want %v", err, tc.wantErr)
+			}
+		})
+	}
+}

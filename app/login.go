@@ -512,6 +512,9 @@ func (l *Login) BackchannelLogout(ctx context.Context, rawToken string) (int, er
 		if err := l.sessions.RevokeProviderSession(ctx, sidHash, now.Add(l.cfg.SessionMax)); err != nil {
 			return 0, err
 		}
+		if l.memory != nil {
+			l.memory.heard(ports.RevokedSessionKey(sidHash)) // here at once; the others hear the store
+		}
 	}
 	ended, err := l.sessions.DeleteLoginSessionsOf(ctx, sidHash, lt.Subject)
 	for _, h := range ended {
@@ -522,8 +525,15 @@ func (l *Login) BackchannelLogout(ctx context.Context, rawToken string) (int, er
 
 // providerSessionEnded reports whether a back-channel logout ended the
 // provider session sid.
+// With sessions kept in memory the revocations are in memory too.
 func (l *Login) providerSessionEnded(ctx context.Context, sid string) (bool, error) {
-	return l.sessions.ProviderSessionRevoked(ctx, Digest(sid), l.clock.Now())
+	h := Digest(sid)
+	if l.memory != nil {
+		if ended, known := l.memory.revokedKnown(h); known {
+			return ended, nil
+		}
+	}
+	return l.sessions.ProviderSessionRevoked(ctx, h, l.clock.Now())
 }
 
 // Sweep deletes expired sessions; the server calls it now and then.

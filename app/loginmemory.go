@@ -31,6 +31,10 @@ type sessionMemory struct {
 	// echoes are the sessions this instance ended and waits to hear of
 	// from the watcher (see awaitEcho).
 	echoes map[string]chan struct{}
+	// revoked holds the hashes of the provider sessions a back-channel
+	// logout ended, loaded when the watcher went live and kept current by
+	// its reports, so a Bearer token is checked without a read.
+	revoked map[string]struct{}
 }
 
 type remembered struct {
@@ -45,7 +49,7 @@ type remembered struct {
 }
 
 func newSessionMemory() *sessionMemory {
-	return &sessionMemory{entries: make(map[string]*remembered), echoes: make(map[string]chan struct{})}
+	return &sessionMemory{entries: make(map[string]*remembered), echoes: make(map[string]chan struct{}), revoked: make(map[string]struct{})}
 }
 
 // lookup returns the remembered session of hash if it may be served
@@ -102,6 +106,10 @@ func (m *sessionMemory) forget(hash string) {
 func (m *sessionMemory) heard(hash string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if sid, ok := ports.RevokedSessionOf(hash); ok {
+		m.revoked[sid] = struct{}{}
+		return
+	}
 	m.epoch++
 	delete(m.entries, hash)
 	if ch, ok := m.echoes[hash]; ok {
@@ -156,13 +164,32 @@ func (m *sessionMemory) awaitEcho(ctx context.Context, hash string, ch chan stru
 }
 
 // setLive drops everything and serves from memory again only when live:
-// changes made while the watcher was away are unknown.
-func (m *sessionMemory) setLive(live bool) {
+// changes made while the watcher was away are unknown. Going live, it
+// takes the provider sessions revoked so far, read after the watcher
+// started listening (later ones it reports).
+func (m *sessionMemory) setLive(live bool, revoked []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.epoch++
 	m.live = live
 	clear(m.entries)
+	clear(m.revoked)
+	for _, h := range revoked {
+		m.revoked[h] = struct{}{}
+	}
+}
+
+// revokedKnown reports whether the provider session sidHash was revoked,
+// and whether memory knows: not while the watcher is not live, nor past
+// maxRemembered revocations (then the store answers).
+func (m *sessionMemory) revokedKnown(sidHash string) (revoked, known bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.live || len(m.revoked) >= maxRemembered {
+		return false, false
+	}
+	_, revoked = m.revoked[sidHash]
+	return revoked, true
 }
 
 // prune drops the sessions past their end or idle limit at now.
@@ -186,7 +213,17 @@ func (l *Login) KeepSessionsInMemory(watch ports.LoginSessionWatcher) (stop func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watch.WatchLoginSessions(ctx, m.heard, m.setLive)
+		watch.WatchLoginSessions(ctx, m.heard, func(live bool) {
+			if !live {
+				m.setLive(false, nil)
+				return
+			}
+			revoked, err := l.sessions.RevokedProviderSessions(ctx, l.clock.Now())
+			if err != nil {
+				return // not live: sessions and revocations are read from the store
+			}
+			m.setLive(true, revoked)
+		})
 	}()
 	return func() { cancel(); <-done }
 }

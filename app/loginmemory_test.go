@@ -28,6 +28,8 @@ func withMemory(t *testing.T, f *loginFixture, startLive bool) *watcherHandle {
 	t.Helper()
 	w := mocks.NewMockLoginSessionWatcher(gomock.NewController(t))
 	h := &watcherHandle{}
+	// Going live, the memory takes the revocations made so far.
+	f.sessions.EXPECT().RevokedProviderSessions(gomock.Any(), gomock.Any()).Return(nil, nil).AnyTimes()
 	ready := make(chan struct{})
 	w.EXPECT().WatchLoginSessions(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
 		func(ctx context.Context, changed func(string), live func(bool)) {

@@ -125,3 +125,7 @@ func (s *sealedSessions) RevokeProviderSession(ctx context.Context, sidHash stri
 func (s *sealedSessions) ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error) {
 	return s.next.ProviderSessionRevoked(ctx, sidHash, now)
 }
+
+func (s *sealedSessions) RevokedProviderSessions(ctx context.Context, now time.Time) ([]string, error) {
+	return s.next.RevokedProviderSessions(ctx, now)
+}

@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -130,7 +131,24 @@ type LoginSessionStore interface {
 	// ProviderSessionRevoked reports whether sidHash was revoked and the
 	// record has not expired at now.
 	ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error)
+	// RevokedProviderSessions lists the revocations not expired at now, for
+	// an instance that keeps them in memory (the watcher then reports each
+	// new one as changed("sid:"+sidHash)).
+	RevokedProviderSessions(ctx context.Context, now time.Time) ([]string, error)
 }
+
+// RevokedSessionKey is what a LoginSessionWatcher reports for a provider
+// session revoked by a back-channel logout: "sid:" and its hash, apart
+// from the login sessions' id hashes.
+func RevokedSessionKey(sidHash string) string { return revokedPrefix + sidHash }
+
+// RevokedSessionOf returns the provider session hash of a key made by
+// RevokedSessionKey.
+func RevokedSessionOf(key string) (sidHash string, ok bool) {
+	return strings.CutPrefix(key, revokedPrefix)
+}
+
+const revokedPrefix = "sid:"
 
 // LoginSessionWatcher reports the login sessions changed (refreshed) or
 // ended on any instance sharing the store, so that an instance keeping

@@ -1140,6 +1140,21 @@ func (mr *MockLoginSessionStoreMockRecorder) RevokeProviderSession(arg0, arg1, a
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RevokeProviderSession", reflect.TypeOf((*MockLoginSessionStore)(nil).RevokeProviderSession), arg0, arg1, arg2)
 }
 
+// RevokedProviderSessions mocks base method.
+func (m *MockLoginSessionStore) RevokedProviderSessions(arg0 context.Context, arg1 time.Time) ([]string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RevokedProviderSessions", arg0, arg1)
+	ret0, _ := ret[0].([]string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// RevokedProviderSessions indicates an expected call of RevokedProviderSessions.
+func (mr *MockLoginSessionStoreMockRecorder) RevokedProviderSessions(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RevokedProviderSessions", reflect.TypeOf((*MockLoginSessionStore)(nil).RevokedProviderSessions), arg0, arg1)
+}
+
 // TouchLoginSession mocks base method.
 func (m *MockLoginSessionStore) TouchLoginSession(arg0 context.Context, arg1 string, arg2 time.Time) error {
 	m.ctrl.T.Helper()

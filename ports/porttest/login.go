@@ -474,14 +474,29 @@ func RunLoginSessionWatcher(t *testing.T, newStore Factory[WatchedLoginStore]) {
 	if err := st.DeleteLoginSession(ctx, s.IDHash); err != nil {
 		t.Fatalf("DeleteLoginSession: %v", err)
 	}
-	for _, what := range []string{"refresh", "delete"} {
+	// A back-channel logout's revocation is reported too, apart.
+	if err := st.RevokeProviderSession(ctx, "sidhash-ee01", base.Add(time.Hour)); err != nil {
+		t.Fatalf("RevokeProviderSession: %v", err)
+	}
+	for _, want := range []struct{ what, key string }{
+		{"refresh", s.IDHash}, {"delete", s.IDHash}, {"revocation", ports.RevokedSessionKey("sidhash-ee01")},
+	} {
 		select {
 		case h := <-heard:
-			if h != s.IDHash {
-				t.Errorf("after the %s the watcher reported %q, want %q", what, h, s.IDHash)
+			if h != want.key {
+				t.Errorf("after the %s the watcher reported %q, want %q", want.what, h, want.key)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("the watcher never reported this store's own %s", what)
+			t.Fatalf("the watcher never reported this store's own %s", want.what)
+		}
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want []string
+	}{{base, []string{"sidhash-ee01"}}, {base.Add(time.Hour), []string{}}} {
+		got, err := st.RevokedProviderSessions(ctx, tc.at)
+		if err != nil || !slices.Equal(got, tc.want) && len(got)+len(tc.want) > 0 {
+			t.Errorf("RevokedProviderSessions at %v: %v, %v; want %v", tc.at, got, err, tc.want)
 		}
 	}
 }

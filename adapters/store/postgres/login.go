@@ -280,6 +280,16 @@ func (s *Store) RevokeProviderSession(ctx context.Context, sidHash string, until
 		ON CONFLICT (sid_hash) DO UPDATE SET expires_at = GREATEST(revoked_provider_sessions.expires_at, EXCLUDED.expires_at)`, sidHash, nanos(until))
 }
 
+// RevokedProviderSessions lists the revocations not expired at now.
+func (s *Store) RevokedProviderSessions(ctx context.Context, now time.Time) ([]string, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT sid_hash FROM revoked_provider_sessions WHERE expires_at > $1`, nanos(now))
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, storeErr("list provider session revocations", err)
+	}
+	return out, nil
+}
+
 // ProviderSessionRevoked reads the revocation of sidHash.
 func (s *Store) ProviderSessionRevoked(ctx context.Context, sidHash string, now time.Time) (bool, error) {
 	var revoked bool

@@ -309,9 +309,31 @@ func (s *Store) UseLogoutToken(ctx context.Context, idHash string, until, now ti
 
 // RevokeProviderSession records the revocation, keeping the later end.
 func (s *Store) RevokeProviderSession(ctx context.Context, sidHash string, until time.Time) error {
-	return s.exec(ctx, "revoke provider session "+sidHash[:min(len(sidHash), 12)], "provider session already revoked",
+	err := s.exec(ctx, "revoke provider session "+sidHash[:min(len(sidHash), 12)], "provider session already revoked",
 		`INSERT INTO revoked_provider_sessions (sid_hash, expires_at) VALUES (?, ?)
 		ON CONFLICT (sid_hash) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`, sidHash, nanos(until))
+	if err == nil {
+		s.announce(ports.RevokedSessionKey(sidHash))
+	}
+	return err
+}
+
+// RevokedProviderSessions lists the revocations not expired at now.
+func (s *Store) RevokedProviderSessions(ctx context.Context, now time.Time) ([]string, error) {
+	rows, err := s.queryRows(ctx, `SELECT sid_hash FROM revoked_provider_sessions WHERE expires_at > ?`, nanos(now))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list provider session revocations: %w", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("sqlite: list provider session revocations: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
 }
 
 // ProviderSessionRevoked reads the revocation of sidHash.
