@@ -107,6 +107,10 @@ type AuditCheckpointStore interface {
 	Checkpoints(ctx context.Context, after int64, limit int) ([]domain.AuditCheckpoint, error)
 	// LastCheckpoint returns the checkpoint with the highest Seq.
 	LastCheckpoint(ctx context.Context) (domain.AuditCheckpoint, bool, error)
+	// NewestCheckpointThrough returns the checkpoint with the highest Seq
+	// at most seq: the one a checkpoint after seq must link to, and where
+	// retention may cut the chain.
+	NewestCheckpointThrough(ctx context.Context, seq int64) (domain.AuditCheckpoint, bool, error)
 }
 
 // AuditObserver is told the head of the audit chain after every durable

@@ -270,6 +270,22 @@ func (mr *MockAuditCheckpointStoreMockRecorder) LastCheckpoint(arg0 interface{})
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "LastCheckpoint", reflect.TypeOf((*MockAuditCheckpointStore)(nil).LastCheckpoint), arg0)
 }
 
+// NewestCheckpointThrough mocks base method.
+func (m *MockAuditCheckpointStore) NewestCheckpointThrough(arg0 context.Context, arg1 int64) (domain.AuditCheckpoint, bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "NewestCheckpointThrough", arg0, arg1)
+	ret0, _ := ret[0].(domain.AuditCheckpoint)
+	ret1, _ := ret[1].(bool)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// NewestCheckpointThrough indicates an expected call of NewestCheckpointThrough.
+func (mr *MockAuditCheckpointStoreMockRecorder) NewestCheckpointThrough(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "NewestCheckpointThrough", reflect.TypeOf((*MockAuditCheckpointStore)(nil).NewestCheckpointThrough), arg0, arg1)
+}
+
 // MockAuditObserver is a mock of AuditObserver interface.
 type MockAuditObserver struct {
 	ctrl     *gomock.Controller

@@ -90,6 +90,17 @@ func testCheckpointAppend(t *testing.T, st ports.AuditCheckpointStore) {
 	if err != nil || !ok || last.Seq != 35 || last.Signature != stored[2].Signature {
 		t.Errorf("LastCheckpoint = %+v, %v, %v; want the one at 35", last, ok, err)
 	}
+	for _, tt := range []struct {
+		seq, want int64 // 0: none
+	}{{9, 0}, {10, 10}, {19, 10}, {20, 20}, {34, 20}, {35, 35}, {1 << 40, 35}} {
+		cp, ok, err := st.NewestCheckpointThrough(ctx, tt.seq)
+		if err != nil || ok != (tt.want != 0) || cp.Seq != tt.want {
+			t.Errorf("NewestCheckpointThrough(%d) = seq %d, %v, %v; want %d", tt.seq, cp.Seq, ok, err, tt.want)
+		}
+	}
+	if cp, _, _ := st.NewestCheckpointThrough(ctx, 20); cp.Signature != stored[1].Signature || cp.Prev != stored[1].Prev {
+		t.Errorf("NewestCheckpointThrough(20) = %+v, want %+v", cp, stored[1])
+	}
 }
 
 func testCheckpointConcurrent(t *testing.T, handles []ports.AuditCheckpointStore) {

@@ -70,6 +70,19 @@ func (s *Store) LastCheckpoint(ctx context.Context) (domain.AuditCheckpoint, boo
 	return cps[0], true, nil
 }
 
+// NewestCheckpointThrough returns the checkpoint with the highest seq at
+// most seq.
+func (s *Store) NewestCheckpointThrough(ctx context.Context, seq int64) (domain.AuditCheckpoint, bool, error) {
+	cps, err := queryCheckpoints(ctx, s.pool, `SELECT `+checkpointColumns+` FROM audit_checkpoint WHERE seq <= $1 ORDER BY seq DESC LIMIT 1`, seq)
+	if err != nil {
+		return domain.AuditCheckpoint{}, false, storeErr("query checkpoints", err)
+	}
+	if len(cps) == 0 {
+		return domain.AuditCheckpoint{}, false, nil
+	}
+	return cps[0], true, nil
+}
+
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
