@@ -7,7 +7,8 @@
 // A crash can leave a torn frame at the end of the newest segment; Open cuts
 // it off (it was never acknowledged). A bad frame anywhere else is damage
 // and Open refuses the log. Segments are named after their first entry's
-// number, so finding where an entry lives needs no index.
+// number, so finding the segment an entry lives in needs no index; the
+// audit index keeps each entry's Pos to read it directly (Fetch).
 //
 // Measured here against the kept libraries (CPU per 370-byte entry, batches
 // of 64, write + sync): these frames 2.2 µs, hashicorp/raft-wal 3.1 µs
@@ -50,6 +51,17 @@ const (
 var segmentSize int64 = 64 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Pos is where an entry's frame starts: its segment (named after the
+// segment's first entry) and the byte offset in that file.
+type Pos struct {
+	Segment uint64
+	Offset  int64
+}
+
+// FrameSize is the room an entry of n bytes takes in a segment; the entries
+// of one Append follow each other.
+func FrameSize(n int) int64 { return frameHeader + int64(n) }
 
 // Log is an open log. Append is not safe for concurrent use (the audit
 // writer is its only caller); Read may run alongside it.
@@ -245,38 +257,40 @@ func (l *Log) First() uint64 {
 }
 
 // Append writes entries numbered Last()+1, … and returns once they are
-// durable. On error nothing was appended.
-func (l *Log) Append(entries [][]byte) error {
+// durable, with where the first one starts (the others follow it, each
+// FrameSize after the one before). On error nothing was appended.
+func (l *Log) Append(entries [][]byte) (Pos, error) {
 	if l.broken {
-		return ErrBroken
+		return Pos{}, ErrBroken
 	}
 	if len(entries) == 0 {
-		return nil
+		return Pos{}, nil
 	}
 	if l.f == nil || l.size >= segmentSize {
 		if err := l.rotate(); err != nil {
-			return err
+			return Pos{}, err
 		}
 	}
+	at := Pos{Segment: l.segments[len(l.segments)-1], Offset: l.size}
 	l.buf = l.buf[:0]
 	for _, e := range entries {
 		if len(e) == 0 || len(e) > MaxEntry {
-			return fmt.Errorf("wal: entry of %d bytes (1 to %d allowed)", len(e), MaxEntry)
+			return Pos{}, fmt.Errorf("wal: entry of %d bytes (1 to %d allowed)", len(e), MaxEntry)
 		}
 		l.buf = binary.LittleEndian.AppendUint32(l.buf, uint32(len(e)))
 		l.buf = binary.LittleEndian.AppendUint32(l.buf, crc32.Checksum(e, castagnoli))
 		l.buf = append(l.buf, e...)
 	}
 	if _, err := l.f.Write(l.buf); err != nil {
-		return l.undo(fmt.Errorf("wal: write: %w", err))
+		return Pos{}, l.undo(fmt.Errorf("wal: write: %w", err))
 	}
 	if err := syscall.Fdatasync(int(l.f.Fd())); err != nil {
-		return l.undo(fmt.Errorf("wal: fdatasync: %w", err))
+		return Pos{}, l.undo(fmt.Errorf("wal: fdatasync: %w", err))
 	}
 	l.size += int64(len(l.buf))
 	l.last += uint64(len(entries))
 	l.lastData = append(l.lastData[:0], entries[len(entries)-1]...)
-	return nil
+	return at, nil
 }
 
 // undo cuts a failed write off so that the next append starts on a frame
@@ -318,6 +332,11 @@ func (l *Log) rotate() error {
 // Read calls fn for every entry numbered from on, in order, until fn
 // returns an error (which Read returns) or the log ends.
 func (l *Log) Read(from uint64, fn func(n uint64, data []byte) error) error {
+	return l.Scan(from, func(n uint64, _ Pos, data []byte) error { return fn(n, data) })
+}
+
+// Scan is Read that also tells where each entry is.
+func (l *Log) Scan(from uint64, fn func(n uint64, at Pos, data []byte) error) error {
 	i, found := slices.BinarySearch(l.segments, from)
 	if !found {
 		i--
@@ -342,12 +361,14 @@ func (l *Log) Read(from uint64, fn func(n uint64, data []byte) error) error {
 		if limit >= 0 {
 			r = io.LimitReader(f, limit)
 		}
+		var off int64
 		_, err = scan(bufio.NewReaderSize(r, 1<<16), func(data []byte) error {
-			defer func() { n++ }()
+			at := Pos{Segment: first, Offset: off}
+			defer func() { n, off = n+1, off+FrameSize(len(data)) }()
 			if n < from {
 				return nil
 			}
-			return fn(n, data)
+			return fn(n, at, data)
 		})
 		f.Close()
 		if errors.Is(err, errTorn) && newest && limit < 0 {
@@ -357,6 +378,74 @@ func (l *Log) Read(from uint64, fn func(n uint64, data []byte) error) error {
 			if errors.Is(err, errTorn) {
 				return fmt.Errorf("wal: segment %d is damaged at entry %d", first, n)
 			}
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchWindow is how much Fetch reads at once: entries read in order (a
+// page of the chain) come several to a read.
+const fetchWindow = 16 << 10
+
+// Fetch calls fn with the entry at each of at, in that order; it reads by
+// position, without scanning, and may run alongside Append. The data is
+// only valid during the call. An entry whose frame is damaged or absent is
+// an error naming it.
+func (l *Log) Fetch(at []Pos, fn func(i int, data []byte) error) error {
+	var (
+		f      *os.File
+		seg    uint64
+		win    []byte // segment bytes from winOff
+		winOff int64
+		buf    = make([]byte, fetchWindow)
+	)
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for i, p := range at {
+		if f == nil || p.Segment != seg {
+			if f != nil {
+				f.Close()
+			}
+			var err error
+			if f, err = os.Open(l.segmentPath(p.Segment)); err != nil {
+				f = nil
+				return fmt.Errorf("wal: entry at %d:%d: %w", p.Segment, p.Offset, err)
+			}
+			seg, win = p.Segment, nil
+		}
+		rel := p.Offset - winOff
+		if p.Offset < winOff || rel+frameHeader > int64(len(win)) {
+			n, err := f.ReadAt(buf, p.Offset)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return fmt.Errorf("wal: read entry at %d:%d: %w", p.Segment, p.Offset, err)
+			}
+			win, winOff, rel = buf[:n], p.Offset, 0
+		}
+		if rel+frameHeader > int64(len(win)) {
+			return fmt.Errorf("wal: no entry at %d:%d", p.Segment, p.Offset)
+		}
+		size := int64(binary.LittleEndian.Uint32(win[rel:]))
+		if size == 0 || size > MaxEntry {
+			return fmt.Errorf("wal: damaged entry at %d:%d", p.Segment, p.Offset)
+		}
+		if rel+frameHeader+size > int64(len(win)) {
+			// Longer than what the window holds: read the frame alone.
+			frame := make([]byte, frameHeader+size)
+			if _, err := f.ReadAt(frame, p.Offset); err != nil {
+				return fmt.Errorf("wal: read entry at %d:%d: %w", p.Segment, p.Offset, err)
+			}
+			win, winOff, rel = frame, p.Offset, 0
+		}
+		hdr := win[rel : rel+frameHeader]
+		data := win[rel+frameHeader : rel+frameHeader+size]
+		if crc32.Checksum(data, castagnoli) != binary.LittleEndian.Uint32(hdr[4:8]) {
+			return fmt.Errorf("wal: damaged entry at %d:%d", p.Segment, p.Offset)
+		}
+		if err := fn(i, data); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,7 @@ func TestAppendReadAcrossSegmentsAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 50; i += 5 {
-		if err := l.Append(entries(i, 5)); err != nil {
+		if _, err := l.Append(entries(i, 5)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestAppendReadAcrossSegmentsAndReopen(t *testing.T) {
 	if n, data := l.Last(); n != 50 || string(data) != "entry 50" {
 		t.Fatalf("Last() after reopen = %d %q, want 50 \"entry 50\"", n, data)
 	}
-	if err := l.Append(entries(51, 1)); err != nil {
+	if _, err := l.Append(entries(51, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, l, 1); len(got) != 51 {
@@ -97,7 +97,7 @@ func TestTornTailIsCutAndEarlierEntriesKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Append(entries(1, 3)); err != nil {
+			if _, err := l.Append(entries(1, 3)); err != nil {
 				t.Fatal(err)
 			}
 			l.Close()
@@ -117,7 +117,7 @@ func TestTornTailIsCutAndEarlierEntriesKept(t *testing.T) {
 			if n, _ := l.Last(); n != 3 {
 				t.Fatalf("Last() = %d, want 3", n)
 			}
-			if err := l.Append(entries(4, 1)); err != nil {
+			if _, err := l.Append(entries(4, 1)); err != nil {
 				t.Fatal(err)
 			}
 			if got := readAll(t, l, 1); len(got) != 4 {
@@ -138,7 +138,7 @@ func TestDamageBeforeTheNewestSegmentIsReported(t *testing.T) {
 	}
 	defer l.Close()
 	for i := 1; i <= 6; i += 2 {
-		if err := l.Append(entries(i, 2)); err != nil {
+		if _, err := l.Append(entries(i, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestSecondOpenIsRefusedAndFilesAreOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.Append(entries(1, 1)); err != nil {
+	if _, err := l.Append(entries(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(dir); !errors.Is(err, ErrLocked) {
@@ -190,7 +190,7 @@ func FuzzTornTail(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Append(entries(1, 3)); err != nil {
+		if _, err := l.Append(entries(1, 3)); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
@@ -216,6 +216,85 @@ func FuzzTornTail(f *testing.F) {
 			if got[i] != want {
 				t.Fatalf("entry %d = %q after recovery, want %q", i+1, got[i], want)
 			}
+		}
+	})
+}
+
+// TestFetchReadsEntriesWhereAppendAndScanSayTheyAre: the positions Append
+// returns and Scan reports are the same, and Fetch reads entries from
+// them in any order, across segments, small and larger than its window.
+func TestFetchReadsEntriesWhereAppendAndScanSayTheyAre(t *testing.T) {
+	old := segmentSize
+	segmentSize = 200
+	defer func() { segmentSize = old }()
+	l, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	big := make([]byte, 3*fetchWindow)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	var (
+		want     [][]byte
+		appended []Pos
+	)
+	for i := 1; i <= 40; i += 4 {
+		batch := entries(i, 4)
+		if i == 21 {
+			batch[1] = big
+		}
+		at, err := l.Append(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range batch {
+			want, appended = append(want, e), append(appended, at)
+			at.Offset += FrameSize(len(e))
+		}
+	}
+	var scanned []Pos
+	if err := l.Scan(1, func(_ uint64, at Pos, _ []byte) error { scanned = append(scanned, at); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(scanned) != fmt.Sprint(appended) {
+		t.Fatalf("Scan positions %v\nAppend positions %v", scanned, appended)
+	}
+	tests := []struct {
+		name  string
+		order []int
+	}{
+		{"in order", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"newest first", []int{39, 30, 22, 21, 20, 3, 0}},
+		{"scattered, repeated", []int{5, 5, 38, 1, 21, 21, 17}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := make([]Pos, len(tt.order))
+			for i, k := range tt.order {
+				at[i] = appended[k]
+			}
+			err := l.Fetch(at, func(i int, data []byte) error {
+				if k := tt.order[i]; string(data) != string(want[k]) {
+					return fmt.Errorf("entry %d: got %d bytes %.20q, want %.20q", k+1, len(data), data, want[k])
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Run("no entry there", func(t *testing.T) {
+		bad := appended[3]
+		bad.Offset += 3
+		if err := l.Fetch([]Pos{bad}, func(int, []byte) error { return nil }); err == nil {
+			t.Fatal("Fetch at a position inside a frame succeeded")
+		}
+		gone := Pos{Segment: 999999, Offset: 0}
+		if err := l.Fetch([]Pos{gone}, func(int, []byte) error { return nil }); err == nil {
+			t.Fatal("Fetch from a missing segment succeeded")
 		}
 	})
 }
