@@ -78,6 +78,14 @@ type AuditQuery struct {
 	Limit    int
 }
 
+// AuditLocation is where the durable audit log (adapters/auditlog) holds
+// record Seq: the log segment and the byte offset of its entry.
+type AuditLocation struct {
+	Seq     int64
+	Segment uint64
+	Offset  int64
+}
+
 // ErrRecordRefused is wrapped by AppendAudit when the store refused the
 // content of a record (not when it is unavailable): the audit writer then
 // retries the batch's other records without it.

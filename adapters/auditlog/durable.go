@@ -17,13 +17,16 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// Index is the queryable copy of the log (the SQLite store). It may lose
-// its newest rows in a crash: the log is the source of truth and Durable
-// replays what the index lacks at start.
+// Index is where the log's records are and which match a query (the
+// SQLite store); the records themselves are read from the log. It may lose
+// its newest entries in a crash: the log is the source of truth and
+// Durable replays what the index lacks at start.
 type Index interface {
-	// IndexAudit stores sealed records (Seq, PrevHash and Hash set) in one
-	// transaction, without waiting for the disk.
-	IndexAudit(ctx context.Context, records []domain.AuditRecord) error
+	// IndexAudit indexes sealed records (Seq, PrevHash and Hash set), one
+	// run of seqs after the indexed ones, at their places in the log, in
+	// one transaction that does not wait for the disk. It settles the
+	// records' audit intents.
+	IndexAudit(ctx context.Context, records []domain.AuditRecord, at []ports.AuditLocation) error
 	// AuditIndexHead is the newest indexed record's Seq and Hash (0 and
 	// "" when empty).
 	AuditIndexHead(ctx context.Context) (int64, string, error)
@@ -31,8 +34,16 @@ type Index interface {
 	ClearAuditIndex(ctx context.Context) error
 	// DeleteAuditThrough removes the records up to seq (retention).
 	DeleteAuditThrough(ctx context.Context, seq int64) error
-	QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error)
+	// FindAudit is where the records matching q are, newest first.
+	FindAudit(ctx context.Context, q ports.AuditQuery) ([]ports.AuditLocation, error)
+	// LocateAudit is where the records after seq are, in order, at most
+	// limit (0: all).
+	LocateAudit(ctx context.Context, after int64, limit int) ([]ports.AuditLocation, error)
+	// AuditChain reads the audit table of a database from before the log
+	// (records after seq, in order); ClearAuditTable empties it once the
+	// log holds them.
 	AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error)
+	ClearAuditTable(ctx context.Context) error
 }
 
 // indexBatch bounds one index transaction; indexDelay is how long the
@@ -75,8 +86,9 @@ type Durable struct {
 	durable atomic.Int64 // newest record in the log
 	indexed atomic.Int64 // newest record in the index
 
-	pmu     sync.Mutex
-	pending []domain.AuditRecord
+	pmu       sync.Mutex
+	pending   []domain.AuditRecord
+	pendingAt []ports.AuditLocation // where each pending record is in the log
 	// lagging: the index fell more than maxBacklog records behind; they
 	// are no longer kept in memory but read back from the log.
 	lagging  bool
@@ -123,15 +135,10 @@ func (d *Durable) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	last, data := d.wal.Last()
-	if last == 0 && iseq > 0 {
-		// A database from before the log: the index holds the chain, so
-		// it becomes the log's first part.
-		if err := d.importIndex(ctx); err != nil {
-			return err
-		}
-		last, data = d.wal.Last()
+	if err := d.takeOverTable(ctx); err != nil {
+		return err
 	}
+	last, data := d.wal.Last()
 	if last > 0 {
 		head, err := decode(data)
 		if err != nil {
@@ -162,29 +169,10 @@ func (d *Durable) recover(ctx context.Context) error {
 		}
 		iseq = max(iseq, d.cut.Seq)
 	}
-	from := max(uint64(iseq)+1, d.wal.First())
-	batch := make([]domain.AuditRecord, 0, indexBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := d.index.IndexAudit(ctx, batch)
-		batch = batch[:0]
-		return err
-	}
 	if d.seq > iseq {
+		from := max(uint64(iseq)+1, d.wal.First())
 		d.log.Info("indexing audit records from the log", zap.Uint64("from", from), zap.Int64("to", d.seq))
-		err := d.wal.Read(from, func(n uint64, data []byte) error {
-			r, err := decode(data)
-			if err != nil {
-				return fmt.Errorf("auditlog: log entry %d: %w", n, err)
-			}
-			if batch = append(batch, r); len(batch) == indexBatch {
-				return flush()
-			}
-			return nil
-		})
-		if err = errors.Join(err, flush()); err != nil {
+		if err := d.indexFromLog(ctx, d.wal, from, d.seq, nil); err != nil {
 			return err
 		}
 	}
@@ -218,29 +206,85 @@ func (d *Durable) entry(n int64) (domain.AuditRecord, error) {
 	return r, nil
 }
 
-func (d *Durable) importIndex(ctx context.Context) error {
-	d.log.Info("copying the audit records of the database into the new audit log")
-	var after int64
-	for {
-		recs, err := d.index.AuditChain(ctx, after, indexBatch)
-		if err != nil {
+// takeOverTable moves the records of the database's audit table into the
+// log: a database from before the log kept the chain there (the log is
+// empty: the table becomes its first part), or used the table as the
+// log's index (the log holds them all already). Then the table is emptied.
+func (d *Durable) takeOverTable(ctx context.Context) error {
+	last, _ := d.wal.Last()
+	after := int64(last)
+	if last == 0 {
+		recs, err := d.index.AuditChain(ctx, 0, 1)
+		if err != nil || len(recs) == 0 {
 			return err
 		}
-		if len(recs) == 0 {
+		d.log.Info("copying the audit records of the database into the audit log")
+		for {
+			recs, err := d.index.AuditChain(ctx, after, indexBatch)
+			if err != nil {
+				return err
+			}
+			if len(recs) == 0 {
+				break
+			}
+			if recs[0].Seq != after+1 {
+				return fmt.Errorf("auditlog: the database's audit chain has a gap before record %d", recs[0].Seq)
+			}
+			d.entries = d.entries[:0]
+			for i := range recs {
+				d.entries = append(d.entries, encode(nil, &recs[i]))
+			}
+			if _, err := d.wal.Append(d.entries); err != nil {
+				return err
+			}
+			after = recs[len(recs)-1].Seq
+		}
+	} else if beyond, err := d.index.AuditChain(ctx, after, 1); err != nil {
+		return err
+	} else if len(beyond) > 0 {
+		return fmt.Errorf("auditlog: the database holds audit records up to at least %d but the log in %s ends at %d: log segments are missing; restore them from a backup", beyond[0].Seq, d.dir, after)
+	}
+	return d.index.ClearAuditTable(ctx)
+}
+
+// indexFromLog indexes the log's records from..to (read with r), in
+// batches, calling indexed after each.
+func (d *Durable) indexFromLog(ctx context.Context, r *wal.Log, from uint64, to int64, indexed func(seq int64)) error {
+	batch := make([]domain.AuditRecord, 0, indexBatch)
+	at := make([]ports.AuditLocation, 0, indexBatch)
+	flush := func() error {
+		if len(batch) == 0 {
 			return nil
 		}
-		if recs[0].Seq != after+1 {
-			return fmt.Errorf("auditlog: the database's audit chain has a gap before record %d", recs[0].Seq)
-		}
-		d.entries = d.entries[:0]
-		for i := range recs {
-			d.entries = append(d.entries, encode(nil, &recs[i]))
-		}
-		if err := d.wal.Append(d.entries); err != nil {
+		if err := d.index.IndexAudit(ctx, batch, at); err != nil {
 			return err
 		}
-		after = recs[len(recs)-1].Seq
+		if indexed != nil {
+			indexed(batch[len(batch)-1].Seq)
+		}
+		batch, at = batch[:0], at[:0]
+		return nil
 	}
+	stop := errors.New("at target")
+	err := r.Scan(from, func(n uint64, pos wal.Pos, data []byte) error {
+		if int64(n) > to {
+			return stop
+		}
+		rec, err := decode(data)
+		if err != nil {
+			return fmt.Errorf("auditlog: log entry %d: %w", n, err)
+		}
+		batch = append(batch, rec)
+		at = append(at, ports.AuditLocation{Seq: rec.Seq, Segment: pos.Segment, Offset: pos.Offset})
+		if len(batch) == indexBatch {
+			return flush()
+		}
+		return nil
+	})
+	if errors.Is(err, stop) {
+		err = nil
+	}
+	return errors.Join(err, flush())
 }
 
 // AppendAudit seals the records onto the chain, writes them to the log and
@@ -271,7 +315,8 @@ func (d *Durable) AppendAudit(_ context.Context, records []domain.AuditRecord) e
 	for i := range records {
 		d.entries = append(d.entries, d.buf[d.ends[i]:d.ends[i+1]])
 	}
-	if err := d.wal.Append(d.entries); err != nil {
+	at, err := d.wal.Append(d.entries)
+	if err != nil {
 		return fmt.Errorf("auditlog: %w", err)
 	}
 	d.seq, d.hash, d.lastTime = seq, prev, last
@@ -283,6 +328,8 @@ func (d *Durable) AppendAudit(_ context.Context, records []domain.AuditRecord) e
 	if !d.lagging {
 		for i := range records {
 			d.pending = append(d.pending, detach(records[i]))
+			d.pendingAt = append(d.pendingAt, ports.AuditLocation{Seq: records[i].Seq, Segment: at.Segment, Offset: at.Offset})
+			at.Offset += wal.FrameSize(len(d.entries[i]))
 		}
 	}
 	d.pmu.Unlock()
@@ -321,7 +368,7 @@ func detach(r domain.AuditRecord) domain.AuditRecord {
 func (d *Durable) runIndexer() {
 	defer close(d.stopped)
 	var (
-		batch []domain.AuditRecord
+		batch pendingBatch
 		retry time.Duration
 		timer = time.NewTimer(time.Hour)
 	)
@@ -376,28 +423,35 @@ func (d *Durable) gather(timer *time.Timer) {
 	}
 }
 
+// pendingBatch is what the indexer took from pending and has not
+// indexed yet.
+type pendingBatch struct {
+	records []domain.AuditRecord
+	at      []ports.AuditLocation
+}
+
 // indexPending indexes everything pending; on failure the records stay
 // pending, first in line.
-func (d *Durable) indexPending(batch *[]domain.AuditRecord) error {
+func (d *Durable) indexPending(b *pendingBatch) error {
 	for {
 		d.pmu.Lock()
 		lagging := d.lagging
-		*batch = append(*batch, d.pending...)
-		d.pending = d.pending[:0]
+		b.records, b.at = append(b.records, d.pending...), append(b.at, d.pendingAt...)
+		d.pending, d.pendingAt = d.pending[:0], d.pendingAt[:0]
 		d.pmu.Unlock()
 		if lagging {
-			*batch = (*batch)[:0]
+			b.records, b.at = b.records[:0], b.at[:0]
 			return d.catchUpFromLog()
 		}
-		if len(*batch) == 0 {
+		if len(b.records) == 0 {
 			return nil
 		}
-		n := min(len(*batch), indexBatch)
-		if err := d.index.IndexAudit(context.Background(), (*batch)[:n]); err != nil {
+		n := min(len(b.records), indexBatch)
+		if err := d.index.IndexAudit(context.Background(), b.records[:n], b.at[:n]); err != nil {
 			return err
 		}
-		d.advance((*batch)[n-1].Seq)
-		*batch = append((*batch)[:0], (*batch)[n:]...)
+		d.advance(b.records[n-1].Seq)
+		b.records, b.at = append(b.records[:0], b.records[n:]...), append(b.at[:0], b.at[n:]...)
 	}
 }
 
@@ -414,46 +468,17 @@ func (d *Durable) advance(seq int64) {
 // catchUpFromLog indexes, read back from the log, every record the index
 // lacks, until it holds the head; then records are kept in memory again.
 func (d *Durable) catchUpFromLog() error {
-	batch := make([]domain.AuditRecord, 0, indexBatch)
 	for {
 		d.mu.Lock()
 		r, target := d.wal.Reader(), d.seq
 		d.mu.Unlock()
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			if err := d.index.IndexAudit(context.Background(), batch); err != nil {
-				return err
-			}
-			d.advance(batch[len(batch)-1].Seq)
-			batch = batch[:0]
-			return nil
-		}
-		stop := errors.New("at target")
-		err := r.Read(uint64(d.indexed.Load())+1, func(n uint64, data []byte) error {
-			if int64(n) > target {
-				return stop
-			}
-			rec, err := decode(data)
-			if err != nil {
-				return fmt.Errorf("auditlog: log entry %d: %w", n, err)
-			}
-			if batch = append(batch, rec); len(batch) == indexBatch {
-				return flush()
-			}
-			return nil
-		})
-		if errors.Is(err, stop) {
-			err = nil
-		}
-		if err = errors.Join(err, flush()); err != nil {
+		if err := d.indexFromLog(context.Background(), r, uint64(d.indexed.Load())+1, target, d.advance); err != nil {
 			return err
 		}
 		d.mu.Lock()
 		if d.indexed.Load() >= d.seq {
 			d.pmu.Lock()
-			d.lagging, d.pending = false, d.pending[:0]
+			d.lagging, d.pending, d.pendingAt = false, d.pending[:0], d.pendingAt[:0]
 			d.pmu.Unlock()
 			d.mu.Unlock()
 			return nil
@@ -492,20 +517,54 @@ func (d *Durable) caughtUp(ctx context.Context) error {
 	}
 }
 
-// QueryAudit answers from the index once it has caught up.
+// QueryAudit finds the matching records in the index, once it has caught
+// up, and reads them from the log.
 func (d *Durable) QueryAudit(ctx context.Context, q ports.AuditQuery) ([]domain.AuditRecord, error) {
 	if err := d.caughtUp(ctx); err != nil {
 		return nil, err
 	}
-	return d.index.QueryAudit(ctx, q)
+	at, err := d.index.FindAudit(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return d.fetch(at)
 }
 
-// AuditChain answers from the index once it has caught up.
+// AuditChain reads the records after seq from the log, where the index,
+// once it has caught up, says they are.
 func (d *Durable) AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error) {
 	if err := d.caughtUp(ctx); err != nil {
 		return nil, err
 	}
-	return d.index.AuditChain(ctx, after, limit)
+	at, err := d.index.LocateAudit(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return d.fetch(at)
+}
+
+// fetch reads the records at the given places in the log.
+func (d *Durable) fetch(at []ports.AuditLocation) ([]domain.AuditRecord, error) {
+	pos := make([]wal.Pos, len(at))
+	for i, a := range at {
+		pos[i] = wal.Pos{Segment: a.Segment, Offset: a.Offset}
+	}
+	out := make([]domain.AuditRecord, len(at))
+	err := d.wal.Fetch(pos, func(i int, data []byte) error {
+		r, err := decode(data)
+		if err != nil {
+			return fmt.Errorf("auditlog: log entry %d: %w", at[i].Seq, err)
+		}
+		if r.Seq != at[i].Seq {
+			return fmt.Errorf("auditlog: the index places record %d where the log holds record %d; restart to rebuild the index", at[i].Seq, r.Seq)
+		}
+		out[i] = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("auditlog: %w", err)
+	}
+	return out, nil
 }
 
 // Close indexes what is pending, stops the indexer and closes the log.

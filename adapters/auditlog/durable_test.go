@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -191,14 +192,22 @@ func TestDatabaseFromBeforeTheLogIsCopiedIntoIt(t *testing.T) {
 
 func TestIndexAheadOfTheLogRefusesToStart(t *testing.T) {
 	d := dataDir(t.TempDir())
-	st, dur, closeAll := d.open(t)
-	recordAll(t, dur, 0, 5)
-	chain(t, dur, 5) // the index has caught up
-	// Records the log never saw (a log folder restored from an old backup).
-	if err := st.AppendAudit(context.Background(), []domain.AuditRecord{record(5)}); err != nil {
+	_, dur, closeAll := d.open(t)
+	recordAll(t, dur, 0, 3)
+	closeAll()
+	backup := filepath.Join(t.TempDir(), "audit")
+	if err := os.CopyFS(backup, os.DirFS(d.log())); err != nil {
 		t.Fatal(err)
 	}
+	_, dur, closeAll = d.open(t)
+	recordAll(t, dur, 3, 2)
+	chain(t, dur, 5) // the index has caught up
 	closeAll()
+	// The log folder restored from the older backup: the index holds
+	// records the log lacks.
+	if err := errors.Join(os.RemoveAll(d.log()), os.CopyFS(d.log(), os.DirFS(backup))); err != nil {
+		t.Fatal(err)
+	}
 	st, closeStore, err := sqlite.Open(d.db(), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

@@ -21,11 +21,11 @@ type failingIndex struct {
 	broken atomic.Bool
 }
 
-func (f *failingIndex) IndexAudit(ctx context.Context, recs []domain.AuditRecord) error {
+func (f *failingIndex) IndexAudit(ctx context.Context, recs []domain.AuditRecord, at []ports.AuditLocation) error {
 	if f.broken.Load() {
 		return errors.New("disk full")
 	}
-	return f.Store.IndexAudit(ctx, recs)
+	return f.Store.IndexAudit(ctx, recs, at)
 }
 
 func TestAnIndexThatCannotBeWrittenNeitherLosesRecordsNorHoldsQueries(t *testing.T) {

@@ -3,14 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/store/auditplan"
 	"github.com/agentauth/agentauth/domain"
@@ -19,8 +16,9 @@ import (
 
 // AppendAudit writes records in one transaction, extending the hash chain.
 // In SQLite mode the service appends through the audit log
-// (adapters/auditlog) and this store is only its index (IndexAudit); this
-// method serves tools and tests that use the store alone. Either way the
+// (adapters/auditlog) and this store is only its index (auditindex.go);
+// this table serves tests that use the store alone, and holds the records
+// of a database from before the log until they are copied into it. Either way the
 // transaction that stores records settles their requests' audit intents.
 func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) error {
 	if len(records) == 0 {
@@ -53,79 +51,6 @@ func (s *Store) AppendAudit(ctx context.Context, records []domain.AuditRecord) e
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit audit records: %w", err)
-	}
-	return nil
-}
-
-// IndexAudit stores records sealed by the audit log. The log is the durable
-// copy, so this transaction does not wait for the disk (synchronous=NORMAL:
-// a crash may lose it, and the log replays it at the next start).
-func (s *Store) IndexAudit(ctx context.Context, records []domain.AuditRecord) error {
-	conn, err := s.write.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("sqlite: audit index connection: %w", err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		return fmt.Errorf("sqlite: audit index: %w", err)
-	}
-	// Every other write on this connection keeps waiting for the disk.
-	defer func() {
-		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
-			s.log.Error("restore synchronous=FULL on the write connection", zap.Error(err))
-			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
-		}
-	}()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin audit index: %w", err)
-	}
-	defer tx.Rollback()
-	if err := s.insertAudit(ctx, tx, records); err != nil {
-		return err
-	}
-	// A crash may lose this transaction, and with it the settling: the
-	// replay of the log at start settles the intents again.
-	if err := settleIntents(ctx, tx, records); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit audit index: %w", err)
-	}
-	return nil
-}
-
-// AuditIndexHead is the newest stored record's seq and hash (0, "" when none).
-func (s *Store) AuditIndexHead(ctx context.Context) (int64, string, error) {
-	var (
-		seq  int64
-		hash string
-	)
-	err := s.write.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, "", fmt.Errorf("sqlite: read audit index head: %w", err)
-	}
-	return seq, hash, nil
-}
-
-// DeleteAuditThrough deletes the audit rows up to seq (retention), a
-// bounded number per transaction so that appends are never held up long.
-func (s *Store) DeleteAuditThrough(ctx context.Context, seq int64) error {
-	for {
-		res, err := s.write.ExecContext(ctx, `DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE seq <= ? ORDER BY seq LIMIT 10000)`, seq)
-		if err != nil {
-			return fmt.Errorf("sqlite: delete audit records: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
-		}
-	}
-}
-
-// ClearAuditIndex deletes every audit row, for a rebuild from the log.
-func (s *Store) ClearAuditIndex(ctx context.Context) error {
-	if _, err := s.write.ExecContext(ctx, `DELETE FROM audit`); err != nil {
-		return fmt.Errorf("sqlite: clear audit index: %w", err)
 	}
 	return nil
 }
@@ -164,7 +89,8 @@ func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, records []domain.Au
 	return nil
 }
 
-// prepareAudit prepares the audit INSERTs on the write connection.
+// prepareAudit prepares the INSERTs of the audit table and index on the
+// write connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
 	var err error
 	if s.auditChunk, err = s.write.PrepareContext(ctx, insertAuditRows(auditChunk)); err != nil {
@@ -172,6 +98,12 @@ func (s *Store) prepareAudit(ctx context.Context) error {
 	}
 	if s.auditOne, err = s.write.PrepareContext(ctx, insertAuditRows(1)); err != nil {
 		return fmt.Errorf("sqlite: prepare audit insert: %w", err)
+	}
+	if s.auditBlock, err = s.write.PrepareContext(ctx, `INSERT INTO audit_block (first_seq, last_seq, last_hash, entries) VALUES (?, ?, ?, ?)`); err != nil {
+		return fmt.Errorf("sqlite: prepare audit index insert: %w", err)
+	}
+	if s.auditPosting, err = s.write.PrepareContext(ctx, `INSERT INTO audit_posting (key, first_seq, seqs) VALUES (?, ?, ?)`); err != nil {
+		return fmt.Errorf("sqlite: prepare audit index insert: %w", err)
 	}
 	return nil
 }

@@ -41,8 +41,8 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	log   *zap.Logger
-	// The audit INSERTs, prepared once (audit.go).
-	auditChunk, auditOne *sql.Stmt
+	// The audit INSERTs, prepared once (audit.go, auditindex.go).
+	auditChunk, auditOne, auditBlock, auditPosting *sql.Stmt
 	// stmts holds the read pool's prepared statements by query text
 	// (database/sql prepares each once per connection and keeps it).
 	stmts sync.Map // string → *sql.Stmt

@@ -36,6 +36,13 @@ func DeleteRecords(t testing.TB, path string, from, to int64) {
 	exec(t, path, `DELETE FROM audit WHERE seq BETWEEN ? AND ?`, from, to)
 }
 
+// EmptyAuditIndex deletes the index of the audit log (SQLite mode keeps
+// the records in the log, and only where they are in the database).
+func EmptyAuditIndex(t testing.TB, path string) {
+	exec(t, path, `DELETE FROM audit_block`)
+	exec(t, path, `DELETE FROM audit_posting`)
+}
+
 // RewriteTail replaces every record from seq on by a forged copy (another
 // subject) with hashes recomputed from the record before: the chain of
 // links holds, only a signed checkpoint can tell.
