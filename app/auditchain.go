@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/agentauth/agentauth/domain"
@@ -42,11 +43,11 @@ type VerifyRequest struct {
 	// From is where to continue: the Next of a previous step (the last
 	// record it checked, read again only to check the link to the one
 	// after it), or 0 for the first record ever. With HasFrom false, the
-	// step starts at the latest checkpoint whose signature holds (or the
-	// first record when there is none).
+	// step starts at the latest checkpoint (or the first record when there
+	// is none).
 	From    int64
 	HasFrom bool
-	Limit   int // records to read, clamped to [1, MaxVerifyRecords]
+	Limit   int // records (and checkpoints) to read, clamped to [1, MaxVerifyRecords]
 }
 
 // VerifyStep is the outcome of one step.
@@ -62,100 +63,156 @@ type VerifyStep struct {
 // VerifyStep checks the records from a starting point up to a bounded
 // number of them: every link and hash, the checkpoints among them and,
 // when it reaches the head, that no checkpoint covers records beyond it.
+//
+// A step owns the checkpoints numbered after the record it starts after,
+// up to the last record it checks (at the head: all the rest): it checks
+// each one's signature and its link to the checkpoint before it, the
+// first one's to the newest checkpoint before the step included. Steps
+// that follow each other by Next own consecutive ranges, so a walk of the
+// whole chain checks every checkpoint and every link between them exactly
+// once. A step reads at most limit checkpoints: when more than that fall
+// in its range (records deleted under them), it ends at the last one read.
 func (a *Audit) VerifyStep(ctx context.Context, req VerifyRequest) (VerifyStep, error) {
 	limit := req.Limit
 	if limit <= 0 || limit > MaxVerifyRecords {
 		limit = MaxVerifyRecords
 	}
-	var (
-		start   = a.chainStart()
-		last    domain.AuditCheckpoint
-		hasLast bool
-		latest  []domain.AuditCheckpoint // the latest checkpoint, when valid: a truncation shows against it
-		pre     []domain.ChainBreak
-	)
-	if a.checkpoints != nil {
-		var err error
-		if last, hasLast, err = a.checkpoints.LastCheckpoint(ctx); err != nil {
-			return VerifyStep{}, err
-		}
-		if hasLast {
-			if _, br := domain.VerifyCheckpoints([]domain.AuditCheckpoint{last}, a.keys, "", false); len(br) > 0 {
-				pre = append(pre, br...)
-			} else {
-				latest = append(latest, last)
-			}
-		}
+	start, err := a.stepStart(ctx, req)
+	if err != nil {
+		return VerifyStep{}, err
 	}
-	switch {
-	case req.HasFrom && req.From > 0:
-		start = domain.ChainStart{Next: req.From, Resume: true}
-	case req.HasFrom:
-	case len(latest) == 1:
-		head, err := a.store.QueryAudit(ctx, ports.AuditQuery{Limit: 1})
-		if err != nil {
-			return VerifyStep{}, err
-		}
-		switch {
-		case len(head) == 0: // every record is gone: from the first
-		case head[0].Seq < last.Seq: // truncated: from the head, to report it
-			start = domain.ChainStart{Next: head[0].Seq}
-		default:
-			start = domain.ChainStart{Next: last.Seq}
-		}
+	// Records after `after` are read; those after `owned` are checked,
+	// and the checkpoints after it are this step's.
+	after, owned := start.Next-1, start.Next-1
+	if start.Resume {
+		owned = start.Next
 	}
-	after := start.Next - 1
+	// end bounds the records checked: when more checkpoints follow than
+	// the step may read, it ends at the last one it read.
+	anchors, cpBreaks, end, err := a.stepCheckpoints(ctx, start, owned, limit)
+	if err != nil {
+		return VerifyStep{}, err
+	}
+	v := domain.NewChainVerifier(start, anchors, MaxBreaks)
+	step := VerifyStep{From: start.Next}
+	read, atHead, past := 0, false, false
 	if start.Resume {
 		limit++ // the anchor is read, not checked
 	}
-	var anchors []domain.AuditCheckpoint
-	if a.checkpoints != nil {
-		// Checkpoint seqs are unique, so limit+1 of them cover the step.
-		cps, err := a.checkpoints.Checkpoints(ctx, after, limit+1)
-		if err != nil {
-			return VerifyStep{}, err
-		}
-		if hasLast && len(cps) > 0 && cps[len(cps)-1].Seq == last.Seq {
-			cps = cps[:len(cps)-1] // checked above
-		}
-		valid, br := domain.VerifyCheckpoints(cps, a.keys, "", false)
-		anchors, pre = append(valid, latest...), append(pre, br...)
-	}
-	v := domain.NewChainVerifier(start, anchors, MaxBreaks)
-	for _, b := range pre {
-		v.Report(b)
-	}
-	step := VerifyStep{From: start.Next}
-	atHead := false
-	for read := 0; read < limit; {
+	for !atHead && !past && read < limit {
 		want := min(chainPage, limit-read)
 		recs, err := a.store.AuditChain(ctx, after, want)
 		if err != nil {
 			return VerifyStep{}, err
 		}
+		atHead = len(recs) < want
 		for _, r := range recs {
+			if start.Resume && read == 0 && r.Seq != start.Next {
+				limit-- // the anchor is missing: every record read is checked: every record read is checked
+			}
+			if read == limit {
+				atHead = false
+				break
+			}
+			if past = r.Seq > end; past {
+				break
+			}
 			v.Add(r)
-		}
-		read += len(recs)
-		if len(recs) > 0 {
-			after = recs[len(recs)-1].Seq
-		}
-		if len(recs) < want {
-			atHead = true
-			break
+			read++
+			after = r.Seq
 		}
 	}
-	if !atHead {
+	if !atHead && !past {
 		more, err := a.store.AuditChain(ctx, after, 1)
 		if err != nil {
 			return VerifyStep{}, err
 		}
-		if atHead = len(more) == 0; !atHead {
-			step.Next = after
+		atHead, past = len(more) == 0, len(more) == 1 && more[0].Seq > end
+	}
+	switch {
+	case past: // no record up to end follows the last one checked
+		v.MissingThrough(end)
+		step.Next = end
+	case atHead && end != math.MaxInt64: // checkpoints beyond end are the next step's
+		step.Next = end
+	case atHead:
+	default:
+		end, step.Next = after, after
+	}
+	for _, b := range cpBreaks {
+		if b.Seq <= end {
+			v.Report(b)
 		}
 	}
-	step.ChainReport = v.Finish(atHead)
+	step.ChainReport = v.Finish(atHead && !past)
 	return step, nil
+}
+
+// stepStart is where a step begins: From when given, else the latest
+// checkpoint (or the head below it, when the tail it covers is gone),
+// else the first record kept.
+func (a *Audit) stepStart(ctx context.Context, req VerifyRequest) (domain.ChainStart, error) {
+	switch {
+	case req.HasFrom && req.From > 0:
+		return domain.ChainStart{Next: req.From, Resume: true}, nil
+	case req.HasFrom || a.checkpoints == nil:
+		return a.chainStart(), nil
+	}
+	last, ok, err := a.checkpoints.LastCheckpoint(ctx)
+	if err != nil || !ok {
+		return a.chainStart(), err
+	}
+	head, err := a.store.QueryAudit(ctx, ports.AuditQuery{Limit: 1})
+	switch {
+	case err != nil:
+		return domain.ChainStart{}, err
+	case len(head) == 0: // every record is gone: from the first
+		return a.chainStart(), nil
+	case head[0].Seq < last.Seq: // truncated: from the head, to report it
+		return domain.ChainStart{Next: head[0].Seq}, nil
+	}
+	return domain.ChainStart{Next: last.Seq}, nil
+}
+
+// stepCheckpoints reads the checkpoints numbered after owned, at most
+// limit, and checks their signatures and links from the newest one up to
+// owned. It returns those whose signatures hold (the anchors), the breaks
+// found (each at the checkpoint concerned) and where the step must end:
+// at the last checkpoint read when more follow, else nowhere
+// (math.MaxInt64). A step that starts at a retention cut also checks
+// that the cut is a valid checkpoint.
+func (a *Audit) stepCheckpoints(ctx context.Context, start domain.ChainStart, owned int64, limit int) (
+	anchors []domain.AuditCheckpoint, breaks []domain.ChainBreak, end int64, err error) {
+	end = math.MaxInt64
+	if a.checkpoints == nil {
+		return nil, nil, end, nil
+	}
+	cps, err := a.checkpoints.Checkpoints(ctx, owned, limit+1)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if len(cps) > limit {
+		cps, end = cps[:limit], cps[limit-1].Seq
+	}
+	before, ok, err := a.checkpoints.NewestCheckpointThrough(ctx, owned)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	prev := ""
+	if ok {
+		prev = before.Digest()
+	}
+	anchors, breaks = domain.VerifyCheckpoints(cps, a.keys, prev, true)
+	if isCut(start) {
+		var valid []domain.AuditCheckpoint
+		if ok && before.VerifySignature(a.keys) == nil {
+			valid = append(valid, before)
+		}
+		if b, bad := cutBreak(start, valid); bad {
+			breaks = append(breaks, b)
+		}
+	}
+	return anchors, breaks, end, nil
 }
 
 // chainStart is where the chain kept begins: the first record, or the
@@ -179,11 +236,8 @@ func VerifyAll(start domain.ChainStart, each func(emit func(domain.AuditRecord) 
 	for _, b := range cpBreaks {
 		v.Report(b)
 	}
-	if start.Next > 1 && !slices.ContainsFunc(valid, func(cp domain.AuditCheckpoint) bool {
-		return cp.Seq == start.Next-1 && cp.Hash == start.Prev
-	}) {
-		v.Report(domain.ChainBreak{Kind: domain.BreakCheckpointMissing, Seq: start.Next - 1, Last: start.Next - 1,
-			Reason: "the retention cut is not at a valid signed checkpoint: the records before it cannot be vouched for"})
+	if b, bad := cutBreak(start, valid); isCut(start) && bad {
+		v.Report(b)
 	}
 	var n int64
 	err := each(func(r domain.AuditRecord) error {
@@ -197,6 +251,20 @@ func VerifyAll(start domain.ChainStart, each func(emit func(domain.AuditRecord) 
 		return domain.ChainReport{}, fmt.Errorf("after %d records: %w", n, err)
 	}
 	return v.Finish(true), nil
+}
+
+// isCut tells that start is a retention cut: the chain kept starts after
+// a record whose hash is known.
+func isCut(start domain.ChainStart) bool { return start.Next > 1 && start.Prev != "" && !start.Resume }
+
+// cutBreak is the break to report when the retention cut start is not at
+// one of the valid checkpoints.
+func cutBreak(start domain.ChainStart, valid []domain.AuditCheckpoint) (domain.ChainBreak, bool) {
+	if slices.ContainsFunc(valid, func(cp domain.AuditCheckpoint) bool { return cp.Seq == start.Next-1 && cp.Hash == start.Prev }) {
+		return domain.ChainBreak{}, false
+	}
+	return domain.ChainBreak{Kind: domain.BreakCheckpointMissing, Seq: start.Next - 1, Last: start.Next - 1,
+		Reason: "the retention cut is not at a valid signed checkpoint: the records before it cannot be vouched for"}, true
 }
 
 // Checkpoints returns signed checkpoints with Seq > after, oldest first,

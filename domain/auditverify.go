@@ -54,7 +54,8 @@ type ChainStart struct {
 	Next int64
 	Prev string
 	// Resume: record Next was checked by a previous verification; it is
-	// read again only as the anchor of the link to the record after it.
+	// read again only as the anchor of the link to the record after it
+	// (when it is missing, the previous verification reported it).
 	Resume bool
 }
 
@@ -117,17 +118,16 @@ func (v *ChainVerifier) Report(b ChainBreak) {
 
 // Add checks the next record.
 func (v *ChainVerifier) Add(r AuditRecord) {
-	if v.resume {
+	if v.resume && r.Seq == v.next { // the anchor, checked before
 		v.resume = false
-		if r.Seq == v.next { // the anchor, checked before
-			for v.ai < len(v.anchors) && v.anchors[v.ai].Seq <= r.Seq {
-				v.ai++
-			}
-			v.prev, v.next = r.Hash, r.Seq+1
-			v.rep.HeadSeq, v.rep.HeadHash = r.Seq, r.Hash
-			return
+		for v.ai < len(v.anchors) && v.anchors[v.ai].Seq <= r.Seq {
+			v.ai++
 		}
+		v.prev, v.next = r.Hash, r.Seq+1
+		v.rep.HeadSeq, v.rep.HeadHash = r.Seq, r.Hash
+		return
 	}
+	v.skipMissingAnchor()
 	v.rep.Checked++
 	linked := v.prev != ""
 	switch {
@@ -165,9 +165,32 @@ func (v *ChainVerifier) Add(r AuditRecord) {
 	v.rep.HeadSeq, v.rep.HeadHash = r.Seq, r.Hash
 }
 
+// skipMissingAnchor: the record a resumed verification starts after is
+// missing; the verification before reported it, so this one reports
+// what is missing from the record after it on.
+func (v *ChainVerifier) skipMissingAnchor() {
+	if v.resume {
+		v.resume = false
+		v.next++
+	}
+}
+
+// MissingThrough tells that no record numbered up to seq follows the last
+// one added (a later record was read): those not added yet are reported
+// deleted, and the verification ends there.
+func (v *ChainVerifier) MissingThrough(seq int64) {
+	v.skipMissingAnchor()
+	if seq >= v.next {
+		v.Report(ChainBreak{Kind: BreakDeleted, Seq: v.next, Last: seq,
+			Reason: fmt.Sprintf("records %d to %d are missing: deleted", v.next, seq)})
+		v.next, v.prev = seq+1, ""
+	}
+}
+
 // Finish returns the report. atHead tells that the last record added is
 // the last one present, so that checkpoints beyond it mean a truncation.
 func (v *ChainVerifier) Finish(atHead bool) ChainReport {
+	v.skipMissingAnchor()
 	if atHead && len(v.anchors) > 0 {
 		if last := v.anchors[len(v.anchors)-1]; last.Seq >= v.next {
 			v.Report(ChainBreak{Kind: BreakTruncated, Seq: v.next, Last: last.Seq,
