@@ -1,8 +1,6 @@
 package auditlog
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/auditarchive"
 	"github.com/agentauth/agentauth/adapters/auditlog/wal"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -151,52 +149,19 @@ func (d *Durable) removeThrough(ctx context.Context, seq int64) error {
 	return d.wal.RemoveBefore(uint64(seq) + 1)
 }
 
-// ArchiveName is the file records from..through are archived in.
-func ArchiveName(from, through int64) string {
-	return fmt.Sprintf("audit-%020d-%020d.ndjson.gz", from, through)
-}
-
-// archive writes records from..through, read from the log, to one gzip
-// NDJSON file (0600, in a 0700 folder), synced before it is named.
+// archive writes records from..through, read from the log, to an archive
+// file (adapters/auditarchive).
 func (d *Durable) archive(dir string, from, through int64) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("auditlog: archive folder: %w", err)
-	}
-	final := filepath.Join(dir, ArchiveName(from, through))
-	tmp := final + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("auditlog: archive: %w", err)
-	}
-	defer os.Remove(tmp) // gone after the rename
-	zw := gzip.NewWriter(f)
-	bw := bufio.NewWriterSize(zw, 1<<16)
-	enc := json.NewEncoder(bw)
-	stop := errors.New("done")
-	err = d.wal.Read(uint64(from), func(n uint64, data []byte) error {
-		if int64(n) > through {
-			return stop
-		}
-		r, err := decode(data)
-		if err != nil {
-			return fmt.Errorf("log entry %d: %w", n, err)
-		}
-		return enc.Encode(auditjson.FromRecord(r)) // the export's form
+	_, err := auditarchive.Write(dir, from, through, func(emit func(domain.AuditRecord) error) error {
+		return d.wal.Read(uint64(from), func(n uint64, data []byte) error {
+			r, err := decode(data)
+			if err != nil {
+				return fmt.Errorf("log entry %d: %w", n, err)
+			}
+			return emit(r)
+		})
 	})
-	if errors.Is(err, stop) {
-		err = nil
-	}
-	err = errors.Join(err, bw.Flush(), zw.Close(), f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, final)
-	}
-	if err == nil {
-		err = syncFolder(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("auditlog: archive records %d to %d: %w", from, through, err)
-	}
-	return nil
+	return err
 }
 
 // runRetention applies r at start and every hour until Close.
@@ -238,20 +203,11 @@ func writeFileSync(name string, data []byte) error {
 		err = os.Rename(tmp, name)
 	}
 	if err == nil {
-		err = syncFolder(filepath.Dir(name))
+		err = auditarchive.SyncDir(filepath.Dir(name))
 	}
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("auditlog: write %s: %w", name, err)
 	}
 	return nil
-}
-
-func syncFolder(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/adapters/auditarchive"
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/app"
@@ -97,7 +98,7 @@ func TestRetentionArchivesOldRecordsAndTheKeptChainVerifiesFromTheCheckpoint(t *
 			}
 			verifyKept(150)
 
-			file := filepath.Join(archiveDir, auditlog.ArchiveName(1, 250))
+			file := filepath.Join(archiveDir, auditarchive.Name(1, 250))
 			if !archive {
 				if _, err := os.Stat(archiveDir); !os.IsNotExist(err) {
 					t.Errorf("drop mode wrote an archive folder (%v)", err)
