@@ -148,28 +148,34 @@ func (a *Audit) VerifyStep(ctx context.Context, req VerifyRequest) (VerifyStep, 
 	return step, nil
 }
 
-// stepStart is where a step begins: From when given, else the latest
-// checkpoint (or the head below it, when the tail it covers is gone),
-// else the first record kept.
+// stepStart is where a step begins: From when given (unless retention
+// removed that record), else the latest checkpoint (or the head below it,
+// when the tail it covers is gone; unless it is the retention cut, whose
+// record is gone), else the first record kept.
 func (a *Audit) stepStart(ctx context.Context, req VerifyRequest) (domain.ChainStart, error) {
+	first, err := a.chainStart(ctx)
 	switch {
-	case req.HasFrom && req.From > 0:
+	case err != nil:
+		return domain.ChainStart{}, err
+	case req.HasFrom && req.From >= first.Next:
 		return domain.ChainStart{Next: req.From, Resume: true}, nil
-	case req.HasFrom || a.checkpoints == nil:
-		return a.chainStart(), nil
+	case req.HasFrom || a.checkpoints == nil: // 0, or a record retention removed
+		return first, nil
 	}
 	last, ok, err := a.checkpoints.LastCheckpoint(ctx)
 	if err != nil || !ok {
-		return a.chainStart(), err
+		return first, err
 	}
 	head, err := a.store.QueryAudit(ctx, ports.AuditQuery{Limit: 1})
 	switch {
 	case err != nil:
 		return domain.ChainStart{}, err
 	case len(head) == 0: // every record is gone: from the first
-		return a.chainStart(), nil
+		return first, nil
 	case head[0].Seq < last.Seq: // truncated: from the head, to report it
 		return domain.ChainStart{Next: head[0].Seq}, nil
+	case last.Seq < first.Next: // at the retention cut: its record is gone
+		return first, nil
 	}
 	return domain.ChainStart{Next: last.Seq}, nil
 }
@@ -217,11 +223,11 @@ func (a *Audit) stepCheckpoints(ctx context.Context, start domain.ChainStart, ow
 
 // chainStart is where the chain kept begins: the first record, or the
 // record after the retention cut of a store that removed older ones.
-func (a *Audit) chainStart() domain.ChainStart {
+func (a *Audit) chainStart(ctx context.Context) (domain.ChainStart, error) {
 	if s, ok := a.store.(ports.AuditChainStarter); ok {
-		return s.ChainStart()
+		return s.ChainStart(ctx)
 	}
-	return domain.Genesis
+	return domain.Genesis, nil
 }
 
 // VerifyAll checks a whole chain offline: every record each emits (in

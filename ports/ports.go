@@ -128,10 +128,10 @@ type AuditObserver interface {
 }
 
 // AuditChainStarter is implemented by an audit store whose oldest records
-// retention removed: the chain it keeps starts after a signed checkpoint,
-// and verification starts there instead of at the first record.
+// retention may remove: the chain it keeps starts after a signed
+// checkpoint, and verification starts there instead of at the first record.
 type AuditChainStarter interface {
-	ChainStart() domain.ChainStart
+	ChainStart(ctx context.Context) (domain.ChainStart, error)
 }
 
 // AuditLog records access decisions. Record returns only once the record is

@@ -45,13 +45,13 @@ const cutFile = "CUT"
 
 // ChainStart is where verification of the records kept begins: the first
 // record, or the record after the retention cut.
-func (d *Durable) ChainStart() domain.ChainStart {
+func (d *Durable) ChainStart(context.Context) (domain.ChainStart, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cut.Seq == 0 {
-		return domain.Genesis
+		return domain.Genesis, nil
 	}
-	return domain.ChainStart{Next: d.cut.Seq + 1, Prev: d.cut.Hash}
+	return domain.ChainStart{Next: d.cut.Seq + 1, Prev: d.cut.Hash}, nil
 }
 
 func (d *Durable) loadCut() error {

@@ -84,7 +84,11 @@ func TestRetentionArchivesOldRecordsAndTheKeptChainVerifiesFromTheCheckpoint(t *
 				if len(kept) != want || kept[0].Seq != 251 {
 					t.Fatalf("kept %d records from %d, want %d from 251", len(kept), kept[0].Seq, want)
 				}
-				v := domain.NewChainVerifier(dur.ChainStart(), []domain.AuditCheckpoint{cp}, 10)
+				start, err := dur.ChainStart(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := domain.NewChainVerifier(start, []domain.AuditCheckpoint{cp}, 10)
 				for _, r := range kept {
 					v.Add(r)
 				}
