@@ -104,7 +104,7 @@ var Settings = []Setting{
 	{Key: "audit.checkpointInterval", Env: "SERVICE_AUDIT_CHECKPOINT_INTERVAL", Default: "1m", Accepts: "a duration of at least 1s, such as 1m",
 		Help: "A signed audit checkpoint after that long when records arrived (and one at shutdown)."},
 	{Key: "audit.retention", Env: "SERVICE_AUDIT_RETENTION", Flag: "audit-retention", Default: "off", Accepts: "off, or whole days such as 90d, or a duration of at least 24h",
-		Help: "SQLite mode: records older than this leave the audit log (hourly, cut at the newest signed checkpoint among them); the kept chain verifies from that checkpoint."},
+		Help: "Records older than this leave the audit log (hourly, cut at the newest signed checkpoint among them; on PostgreSQL one instance at a time); the kept chain verifies from that checkpoint."},
 	{Key: "audit.archive", Env: "SERVICE_AUDIT_ARCHIVE", Flag: "audit-archive", Default: "true", Accepts: acceptsBool,
 		Help: "With audit.retention: write the records removed to gzip NDJSON files in {dataDir}/audit/archive first (true), or drop them (false: export them beforehand)."},
 	{Key: "audit.recoveryGrace", Env: "SERVICE_AUDIT_RECOVERY_GRACE", Flag: "audit-recovery-grace", Default: "5m", Accepts: "a positive duration such as 5m",

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/auditarchive"
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
@@ -128,5 +130,80 @@ func TestClusterCheckpointsShareOneKey(t *testing.T) {
 		cps, app.KeySet(key.Public().(ed25519.PublicKey)), nil)
 	if err != nil || !rep.OK() || rep.Anchored != len(cps) {
 		t.Errorf("offline verify: %+v, %v; want ok with all %d checkpoints anchored", rep, err, len(cps))
+	}
+}
+
+// TestClusterAuditRetention: instances sharing a database with
+// audit.retention set cut the chain once, at the newest signed checkpoint
+// past retention, archive the records removed in one instance's data dir,
+// and every instance's API verifies the kept chain from the cut.
+func TestClusterAuditRetention(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	seed := make([]byte, 32)
+	_, _ = rand.Read(seed)
+	key, err := auditsign.ParseSeed(base64.RawURLEncoding.EncodeToString(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 records 100 days old, a checkpoint at 20.
+	st, closeStore, err := postgres.Open(ctx, postgres.URL(dbURL), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	for i := range 30 {
+		rec := []domain.AuditRecord{{Time: time.Now().Add(-100 * 24 * time.Hour), RequestID: "old", Subject: "uma", Method: "GET",
+			Path: "/api/v2/sessions", Decision: domain.AuditAllow, Reason: "role USER grants sessions:read", Status: 200}}
+		if err := st.AppendAudit(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if i == 19 {
+			if _, _, err := st.AppendCheckpoint(ctx, func(*domain.AuditCheckpoint) (domain.AuditCheckpoint, bool) {
+				cp := domain.AuditCheckpoint{Seq: rec[0].Seq, Hash: rec[0].Hash, Time: time.Now()}
+				cp.Sign(key)
+				return cp, true
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tune := func(c *config.Config) {
+		c.Audit.SigningKey, c.Audit.Retention = base64.RawURLEncoding.EncodeToString(seed), "90d"
+	}
+	a, b := startInstance(t, dbURL, tune), startInstance(t, dbURL, tune)
+	// Retention runs in the background at start.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		start, err := st.ChainStart(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start.Next == 21 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no retention cut after a minute: chain start %+v", start)
+		}
+	}
+	for _, in := range []*instance{a, b} {
+		for _, path := range []string{"/api/v2/audit/verify", "/api/v2/audit/verify?from=0"} {
+			status, _, body := call(t, http.MethodGet, in.url+path, clusterKey, nil)
+			if status != http.StatusOK || !strings.Contains(string(body), `"ok":true`) {
+				t.Errorf("GET %s = %d %s, want ok", path, status, body)
+			}
+		}
+	}
+	a.stop()
+	b.stop()
+	var archives []string
+	for _, in := range []*instance{a, b} {
+		names, _ := filepath.Glob(filepath.Join(in.dataDir, "audit", "archive", "*"))
+		archives = append(archives, names...)
+	}
+	if len(archives) != 1 || filepath.Base(archives[0]) != auditarchive.Name(1, 20) {
+		t.Fatalf("archives %v, want the one of records 1 to 20", archives)
+	}
+	if old, err := st.AuditChain(ctx, 0, 1); err != nil || len(old) != 1 || old[0].Seq != 21 {
+		t.Fatalf("first record kept = %+v, %v; want 21", old, err)
 	}
 }

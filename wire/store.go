@@ -94,6 +94,12 @@ func storesOf(s store) Stores {
 // openStores opens PostgreSQL when a database URL is configured, else the
 // SQLite file in the data folder. The cleanup closes it.
 func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
+	keep, err := cfg.Audit.RetentionPeriod()
+	if err != nil {
+		return Stores{}, nil, err
+	}
+	// Where retention writes the records it removes, on either store.
+	archiveDir := filepath.Join(cfg.DataDir, "audit", "archive")
 	if cfg.Database.URL != "" {
 		st, cleanup, err := postgres.Open(context.Background(), postgres.URL(cfg.Database.URL), log)
 		if err != nil {
@@ -104,7 +110,16 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 		// Many instances write: recovery claims intents in one
 		// transaction of the database's own.
 		stores.Intents, stores.Shared = st, true
-		return stores, cleanup, nil
+		if keep == 0 {
+			return stores, cleanup, nil
+		}
+		// Every instance tries each hour; one at a time applies it.
+		r := postgres.AuditRetention{Keep: keep}
+		if cfg.Audit.Archive {
+			r.ArchiveDir = archiveDir
+		}
+		stop := st.RunAuditRetention(r)
+		return stores, func() { stop(); cleanup() }, nil
 	}
 	st, cleanup, err := sqlite.Open(sqlitePath(cfg), log)
 	if err != nil {
@@ -112,13 +127,7 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	}
 	// The audit chain's durable copy is an append-only log in the data
 	// folder; the SQLite store is its index for queries.
-	keep, err := cfg.Audit.RetentionPeriod()
-	if err != nil {
-		cleanup()
-		return Stores{}, nil, err
-	}
-	retention := auditlog.Retention{Keep: keep, Archive: cfg.Audit.Archive, ArchiveDir: filepath.Join(cfg.DataDir, "audit", "archive"),
-		Anchor: st.NewestCheckpointThrough}
+	retention := auditlog.Retention{Keep: keep, Archive: cfg.Audit.Archive, ArchiveDir: archiveDir, Anchor: st.NewestCheckpointThrough}
 	audit, closeAudit, err := auditlog.OpenDurable(filepath.Join(cfg.DataDir, "audit"), st, retention, log)
 	if err != nil {
 		cleanup()

@@ -258,10 +258,18 @@ func openAuditSource(dbPath, pgURL, export string) (auditSource, func(), error) 
 	if err != nil {
 		return auditSource{}, nil, err
 	}
+	// PostgreSQL keeps the retention cut in the database.
+	start := domain.Genesis
+	if cs, ok := st.(ports.AuditChainStarter); ok {
+		if start, err = cs.ChainStart(ctx); err != nil {
+			cleanup()
+			return auditSource{}, nil, err
+		}
+	}
 	audit := app.NewAudit(st)
 	src := auditSource{
-		start:   domain.Genesis,
-		records: func(emit func(domain.AuditRecord) error) error { return audit.Export(ctx, 0, emit) },
+		start:   start,
+		records: func(emit func(domain.AuditRecord) error) error { return audit.Export(ctx, start.Next-1, emit) },
 		checkpoints: func() ([]domain.AuditCheckpoint, error) {
 			var all []domain.AuditCheckpoint
 			for after := int64(0); ; {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/auditsign"
+	"github.com/agentauth/agentauth/adapters/store/postgres"
+	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/adapters/store/sqlite/sqlitetest"
 	"github.com/agentauth/agentauth/domain"
@@ -230,6 +234,80 @@ func TestAuditVerifyCommandReadsTheAuditLog(t *testing.T) {
 			closeStore()
 			tt.stopped(t, dir)
 			code, out := runCLI(t, "audit", "verify", "--db", filepath.Join(dir, "agentauth.db"), "--public-key", auditsign.PublicKeyPath(dir))
+			wantCode := 0
+			if tt.want == "BROKEN" {
+				wantCode = 1
+			}
+			if code != wantCode || !strings.Contains(out, tt.want) || !strings.Contains(out, tt.checked) {
+				t.Errorf("exit %d, output:\n%s\nwant %d, %q and %q", code, out, wantCode, tt.want, tt.checked)
+			}
+		})
+	}
+}
+
+// TestAuditVerifyCommandAfterPostgresRetention: `agentauth audit verify
+// --postgres` verifies the kept chain from the retention cut the database
+// records, which must be a signed checkpoint.
+func TestAuditVerifyCommandAfterPostgresRetention(t *testing.T) {
+	tests := []struct {
+		name    string
+		tamper  string // SQL run after retention
+		want    string
+		checked string
+	}{
+		{"the cut at its checkpoint", "", "OK: the chain holds", "records checked: 2"},
+		{"the cut moved off its checkpoint", `UPDATE audit_cut SET seq = 11`, "BROKEN", "checkpoint_missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := pgtest.URL(t)
+			st, closeStore, err := postgres.Open(ctx, postgres.URL(url), zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeStore()
+			_, key, _ := ed25519.GenerateKey(nil)
+			pub := filepath.Join(t.TempDir(), "audit.pub")
+			if err := os.WriteFile(pub, []byte(auditsign.FormatPublicKey(key.Public().(ed25519.PublicKey))), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// 12 records a day old, checkpoints at 5 and 10.
+			for i := range 12 {
+				rec := []domain.AuditRecord{{Time: time.Now().Add(-24 * time.Hour), RequestID: "r", Subject: "uma", Method: "GET",
+					Path: "/api/v2/sessions", Decision: domain.AuditAllow, Reason: "role USER grants sessions:read", Status: 200}}
+				if err := st.AppendAudit(ctx, rec); err != nil {
+					t.Fatal(err)
+				}
+				if i == 4 || i == 9 {
+					_, _, err := st.AppendCheckpoint(ctx, func(last *domain.AuditCheckpoint) (domain.AuditCheckpoint, bool) {
+						cp := domain.AuditCheckpoint{Seq: rec[0].Seq, Hash: rec[0].Hash, Time: time.Now()}
+						if last != nil {
+							cp.Prev = last.Digest()
+						}
+						cp.Sign(key)
+						return cp, true
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := st.RetainAudit(ctx, postgres.AuditRetention{Keep: time.Hour}, time.Now())
+			if err != nil || got.Cut.Next != 11 {
+				t.Fatalf("RetainAudit = %+v, %v; want the cut at 10", got, err)
+			}
+			if tt.tamper != "" {
+				conn, err := pgx.Connect(ctx, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close(ctx)
+				if _, err := conn.Exec(ctx, tt.tamper); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out := runCLI(t, "audit", "verify", "--postgres", url, "--public-key", pub)
 			wantCode := 0
 			if tt.want == "BROKEN" {
 				wantCode = 1
