@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,14 @@ type AuditRetention struct {
 	// ArchiveDir receives the records removed (adapters/auditarchive)
 	// before they are deleted; "" drops them (they were exported).
 	ArchiveDir string
+	// Chunk bounds the records one cut removes (one archive file each;
+	// 0: defaultRetentionChunk), so that a long backlog is removed in
+	// steps that each survive the run being stopped.
+	Chunk int64
 }
+
+// defaultRetentionChunk is a cut's size unless AuditRetention says.
+const defaultRetentionChunk = 1_000_000
 
 // Retained is what one RetainAudit did.
 type Retained struct {
@@ -34,10 +42,10 @@ type Retained struct {
 	// Cut is where the chain kept starts after the run (Genesis when
 	// nothing was ever removed).
 	Cut domain.ChainStart
-	// Removed counts the records this run deleted; Archive is the file it
-	// wrote ("" when none).
-	Removed int64
-	Archive string
+	// Removed counts the records this run deleted; Archives are the
+	// files it wrote, oldest first.
+	Removed  int64
+	Archives []string
 }
 
 // retentionLock is the session advisory lock one instance holds while it
@@ -78,7 +86,8 @@ func readCut(ctx context.Context, q interface {
 
 // RetainAudit removes the records older than now minus r.Keep, up to the
 // newest signed checkpoint among them, so that the chain kept starts right
-// after a signed checkpoint. Only one instance at a time does it: the one
+// after a signed checkpoint; a backlog longer than r.Chunk is cut in
+// several steps, at checkpoints in between. Only one instance at a time does it: the one
 // that takes the retention lock; the others skip (Skipped). In order: the
 // records are archived (unless r.ArchiveDir is ""), synced; the cut is
 // committed (audit_cut); then the records up to it are deleted in batches.
@@ -129,38 +138,69 @@ func (s *Store) retain(ctx context.Context, conn *pgxpool.Conn, r AuditRetention
 	if err != nil || len(older) == 0 {
 		return out, err
 	}
-	cp, ok, err := s.NewestCheckpointThrough(ctx, older[0].Seq)
-	if err != nil || !ok || cp.Seq < cut.Next {
-		return out, err
-	}
-	at, err := s.AuditChain(ctx, cp.Seq-1, 1)
-	if err != nil {
-		return out, err
-	}
-	if len(at) != 1 || at[0].Seq != cp.Seq || at[0].Hash != cp.Hash {
-		return out, fmt.Errorf("record %d is missing or does not have the hash its signed checkpoint holds; the log was altered, run agentauth audit verify", cp.Seq)
-	}
-	if r.ArchiveDir != "" {
-		if out.Archive, err = auditarchive.Write(r.ArchiveDir, cut.Next, cp.Seq, s.auditRange(ctx, cut.Next, cp.Seq)); err != nil {
+	for {
+		cp, ok, err := s.nextCut(ctx, out.Cut.Next-1, older[0].Seq, cmp.Or(r.Chunk, defaultRetentionChunk))
+		if err != nil || !ok {
 			return out, err
 		}
+		if err := s.cutAt(ctx, conn, r.ArchiveDir, cp, now, &out); err != nil {
+			return out, err
+		}
+	}
+}
+
+// nextCut is the checkpoint the next cut after record after is made at:
+// the newest with seq at most through and at most chunk records past
+// after, else (checkpoints further apart than chunk) the oldest with seq
+// at most through.
+func (s *Store) nextCut(ctx context.Context, after, through, chunk int64) (domain.AuditCheckpoint, bool, error) {
+	cps, err := queryCheckpoints(ctx, s.pool, `SELECT `+checkpointColumns+` FROM (
+		(SELECT 0 AS pick, `+checkpointColumns+` FROM audit_checkpoint WHERE seq > $1 AND seq <= LEAST($2, $1 + $3) ORDER BY seq DESC LIMIT 1)
+		UNION ALL
+		(SELECT 1 AS pick, `+checkpointColumns+` FROM audit_checkpoint WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT 1)) c
+		ORDER BY pick LIMIT 1`, after, through, chunk)
+	if err != nil {
+		return domain.AuditCheckpoint{}, false, storeErr("query checkpoints", err)
+	}
+	if len(cps) == 0 {
+		return domain.AuditCheckpoint{}, false, nil
+	}
+	return cps[0], true, nil
+}
+
+// cutAt removes the records from out.Cut up to checkpoint cp: archived
+// into dir (unless ""), the cut committed, then deleted.
+func (s *Store) cutAt(ctx context.Context, conn *pgxpool.Conn, dir string, cp domain.AuditCheckpoint, now time.Time, out *Retained) error {
+	at, err := s.AuditChain(ctx, cp.Seq-1, 1)
+	if err != nil {
+		return err
+	}
+	if len(at) != 1 || at[0].Seq != cp.Seq || at[0].Hash != cp.Hash {
+		return fmt.Errorf("record %d is missing or does not have the hash its signed checkpoint holds; the log was altered, run agentauth audit verify", cp.Seq)
+	}
+	from, archive := out.Cut.Next, ""
+	if dir != "" {
+		if archive, err = auditarchive.Write(dir, from, cp.Seq, s.auditRange(ctx, from, cp.Seq)); err != nil {
+			return err
+		}
+		out.Archives = append(out.Archives, archive)
 	}
 	host, _ := os.Hostname()
 	// Durable before anything is deleted; the cut only moves forward.
 	if _, err := conn.Exec(ctx, `INSERT INTO audit_cut (id, seq, hash, at, host, archive) VALUES (1, $1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash, at = EXCLUDED.at, host = EXCLUDED.host, archive = EXCLUDED.archive
-		WHERE audit_cut.seq < EXCLUDED.seq`, cp.Seq, cp.Hash, now.UnixMicro(), host, out.Archive); err != nil {
-		return out, fmt.Errorf("record the cut: %w", err)
+		WHERE audit_cut.seq < EXCLUDED.seq`, cp.Seq, cp.Hash, now.UnixMicro(), host, archive); err != nil {
+		return fmt.Errorf("record the cut: %w", err)
 	}
 	out.Cut = domain.ChainStart{Next: cp.Seq + 1, Prev: cp.Hash}
 	n, err := deleteThrough(ctx, conn, cp.Seq)
 	out.Removed += n
 	if err != nil {
-		return out, err
+		return err
 	}
-	s.log.Info("audit records past retention removed", zap.Int64("through_seq", cp.Seq), zap.Int64("removed", out.Removed),
-		zap.String("archive", out.Archive), zap.String("host", host))
-	return out, nil
+	s.log.Info("audit records past retention removed", zap.Int64("from_seq", from), zap.Int64("through_seq", cp.Seq),
+		zap.Int64("removed", n), zap.String("archive", archive), zap.String("host", host))
+	return nil
 }
 
 // auditRange emits records from..through in order, page by page, and

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -169,13 +170,18 @@ func readArchive(t *testing.T, path string) []domain.AuditRecord {
 
 func TestAuditRetentionRemovesOldRecordsAndTheKeptChainVerifies(t *testing.T) {
 	tests := []struct {
-		name    string
-		archive bool
-		atHead  bool // a checkpoint after the cut; else the cut is at the latest one
+		name     string
+		archive  bool
+		atHead   bool  // a checkpoint after the cut; else the cut is at the latest one
+		chunk    int64 // records per cut
+		archives [][2]int64
 	}{
-		{"archive", true, true},
-		{"archive, the cut at the latest checkpoint", true, false},
-		{"drop", false, true},
+		{"archive", true, true, 0, [][2]int64{{1, 250}}},
+		{"archive, the cut at the latest checkpoint", true, false, 0, [][2]int64{{1, 250}}},
+		// 1..100 at most 120 records; then no checkpoint within 120
+		// records, so the next one, at 250.
+		{"archive in chunks", true, true, 120, [][2]int64{{1, 100}, {101, 250}}},
+		{"drop", false, true, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,23 +190,29 @@ func TestAuditRetentionRemovesOldRecordsAndTheKeptChainVerifies(t *testing.T) {
 			if !tt.archive {
 				dir = ""
 			}
-			got := f.retain(t, f.st, dir)
-			wantFile := ""
-			if tt.archive {
-				wantFile = filepath.Join(dir, auditarchive.Name(1, 250))
+			got, err := f.st.RetainAudit(context.Background(), postgres.AuditRetention{Keep: 90 * day, ArchiveDir: dir, Chunk: tt.chunk}, f.now)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if got.Skipped || got.Removed != 250 || got.Cut.Next != 251 || got.Archive != wantFile {
-				t.Fatalf("RetainAudit = %+v; want 250 removed, the cut at 250, archive %q", got, wantFile)
+			var wantFiles []string
+			for _, a := range tt.archives {
+				wantFiles = append(wantFiles, filepath.Join(dir, auditarchive.Name(a[0], a[1])))
+			}
+			if got.Skipped || got.Removed != 250 || got.Cut.Next != 251 || !slices.Equal(got.Archives, wantFiles) {
+				t.Fatalf("RetainAudit = %+v; want 250 removed, the cut at 250, archives %q", got, wantFiles)
 			}
 			f.verifyKept(t, 150)
 
 			if tt.archive {
-				// The archive holds exactly the records removed, and
-				// verifies offline from the first record to the
+				// The archives hold exactly the records removed, and
+				// verify offline from the first record to the
 				// checkpoint at the cut.
-				old := readArchive(t, got.Archive)
+				var old []domain.AuditRecord
+				for _, a := range got.Archives {
+					old = append(old, readArchive(t, a)...)
+				}
 				if len(old) != 250 {
-					t.Fatalf("the archive holds %d records, want 250", len(old))
+					t.Fatalf("the archives hold %d records, want 250", len(old))
 				}
 				for i, r := range old {
 					if w := f.all[i]; r.Seq != w.Seq || r.Hash != w.Hash || r.RequestID != w.RequestID || !r.Time.Equal(w.Time) {
@@ -225,7 +237,7 @@ func TestAuditRetentionRemovesOldRecordsAndTheKeptChainVerifies(t *testing.T) {
 			}
 
 			// Again: nothing more to remove; then the chain goes on.
-			if again := f.retain(t, f.st, dir); again.Removed != 0 || again.Archive != "" || again.Cut.Next != 251 {
+			if again := f.retain(t, f.st, dir); again.Removed != 0 || len(again.Archives) != 0 || again.Cut.Next != 251 {
 				t.Fatalf("second RetainAudit = %+v; want nothing done", again)
 			}
 			f.append(t, domain.AuditRecord{Time: time.Now(), RequestID: "after", Subject: "uma", Decision: domain.AuditAllow, Status: 200})
@@ -267,7 +279,7 @@ func TestAuditRetentionInterruptedIsFinishedByTheNextRun(t *testing.T) {
 		t.Fatalf("verify while records up to the cut remain = %+v, %v; want ok, 150 checked", step, err)
 	}
 	got := f.retain(t, f.st, dir)
-	if got.Removed != 151 || got.Cut.Next != 251 || got.Archive != "" {
+	if got.Removed != 151 || got.Cut.Next != 251 || len(got.Archives) != 0 {
 		t.Fatalf("RetainAudit = %+v; want the 151 records left up to the cut removed, no new archive", got)
 	}
 	f.verifyKept(t, 150)
@@ -276,7 +288,7 @@ func TestAuditRetentionInterruptedIsFinishedByTheNextRun(t *testing.T) {
 	// above: the rerun writes the whole range, and the shorter archive goes.
 	g := newRetentionFixture(t, true)
 	gotG := g.retain(t, g.st, dir)
-	if gotG.Removed != 250 || gotG.Archive != filepath.Join(dir, auditarchive.Name(1, 250)) {
+	if gotG.Removed != 250 || !slices.Equal(gotG.Archives, []string{filepath.Join(dir, auditarchive.Name(1, 250))}) {
 		t.Fatalf("RetainAudit = %+v; want 250 archived and removed", gotG)
 	}
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
@@ -332,11 +344,11 @@ func TestAuditRetentionOneInstanceAtATime(t *testing.T) {
 	for i, g := range got {
 		if g.Removed > 0 {
 			cuts++
-			if g.Removed != 250 || g.Archive == "" {
+			if g.Removed != 250 || len(g.Archives) != 1 {
 				t.Errorf("instance %d: %+v; want 250 records removed and archived", i, g)
 			}
-		} else if g.Archive != "" {
-			t.Errorf("instance %d removed nothing but wrote %s", i, g.Archive)
+		} else if len(g.Archives) != 0 {
+			t.Errorf("instance %d removed nothing but wrote %v", i, g.Archives)
 		}
 		names, _ := filepath.Glob(filepath.Join(dirs[i], "*"))
 		files += len(names)
