@@ -293,8 +293,15 @@ func (a *Audit) Checkpoints(ctx context.Context, after int64, limit int) ([]doma
 }
 
 // Export calls emit for every record with Seq > after, oldest first, page
-// by page; it stops at the first error emit returns.
+// by page; it stops at the first error emit returns. It starts at the
+// first record kept: records up to a retention cut that are not deleted
+// yet (the removal is under way) are not the chain's any more.
 func (a *Audit) Export(ctx context.Context, after int64, emit func(domain.AuditRecord) error) error {
+	first, err := a.chainStart(ctx)
+	if err != nil {
+		return err
+	}
+	after = max(after, first.Next-1)
 	for {
 		recs, err := a.store.AuditChain(ctx, after, chainPage)
 		if err != nil || len(recs) == 0 {

@@ -278,6 +278,12 @@ func TestAuditRetentionInterruptedIsFinishedByTheNextRun(t *testing.T) {
 	if step, err := audit.VerifyStep(ctx, app.VerifyRequest{HasFrom: true}); err != nil || !step.OK() || step.Checked != 150 {
 		t.Fatalf("verify while records up to the cut remain = %+v, %v; want ok, 150 checked", step, err)
 	}
+	// The export starts at the cut too: with the archives, one chain.
+	var exported []domain.AuditRecord
+	if err := audit.Export(ctx, 0, func(r domain.AuditRecord) error { exported = append(exported, r); return nil }); err != nil ||
+		len(exported) != 150 || exported[0].Seq != 251 {
+		t.Fatalf("export while records up to the cut remain: %d records from %+v, %v; want 150 from 251", len(exported), exported[:1], err)
+	}
 	got := f.retain(t, f.st, dir)
 	if got.Removed != 151 || got.Cut.Next != 251 || len(got.Archives) != 0 {
 		t.Fatalf("RetainAudit = %+v; want the 151 records left up to the cut removed, no new archive", got)
