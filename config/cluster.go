@@ -9,12 +9,24 @@ import (
 // validateDatabase checks database.url / SERVICE_DATABASE_URL when it is
 // set (empty selects the embedded SQLite file). Messages never repeat the
 // URL: it may carry a password.
+//
+// PostgreSQL mode needs the audit signing key configured: the instances
+// on the database extend one checkpoint chain, which verifies under one
+// public key, and a key each instance created in its own data folder
+// would differ from the others' (and be lost with an ephemeral folder).
 func (c Config) validateDatabase() []error {
 	if c.Database.URL == "" {
 		return nil
 	}
+	var errs []error
 	if err := postgres.CheckURL(c.Database.URL); err != nil {
-		return []error{fmt.Errorf("database.url / SERVICE_DATABASE_URL: %v", err)}
+		errs = append(errs, fmt.Errorf("database.url / SERVICE_DATABASE_URL: %v", err))
 	}
-	return nil
+	if c.Audit.SigningKey == "" && c.Audit.SigningKeyFile == "" {
+		errs = append(errs, fmt.Errorf("%s (or SERVICE_AUDIT_SIGNING_KEY): required with database.url: every instance on the database signs "+
+			"audit checkpoints with the same key (one Secret), so none may create its own; create one with "+
+			"`head -c 32 /dev/urandom | basenc --base64url`, or give the key an instance created (its {dataDir}/secrets/audit-signing.key)",
+			names("audit.signingKeyFile")))
+	}
+	return errs
 }

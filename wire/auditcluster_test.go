@@ -24,6 +24,7 @@ import (
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // rawGet sends the request target as raw bytes on its own connection and
@@ -205,5 +206,45 @@ func TestClusterAuditRetention(t *testing.T) {
 	}
 	if old, err := st.AuditChain(ctx, 0, 1); err != nil || len(old) != 1 || old[0].Seq != 21 {
 		t.Fatalf("first record kept = %+v, %v; want 21", old, err)
+	}
+}
+
+// TestClusterRefusesAnotherAuditKey: on a database whose checkpoints one
+// key signed, an instance with another key does not start (it would sign
+// checkpoints that key's verification rejects): the error names the
+// setting and both key ids. The instances with the chain's key start.
+func TestClusterRefusesAnotherAuditKey(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	a := startInstance(t, dbURL)
+	if status, _, body := call(t, http.MethodGet, a.url+"/api/v2/me", clusterKey, nil); status != http.StatusOK {
+		t.Fatalf("GET /api/v2/me = %d %s", status, body)
+	}
+	a.stop() // signs a checkpoint of the head
+
+	other := make([]byte, 32)
+	_, _ = rand.Read(other)
+	cfg := config.Defaults()
+	cfg.DataDir, cfg.Auth.APIKey, cfg.Database.URL = t.TempDir(), clusterKey, dbURL
+	cfg.Audit.SigningKey = base64.RawURLEncoding.EncodeToString(other)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	srv, cleanup, err := wire.APIKey(cfg, zap.NewNop())
+	if err == nil {
+		cleanup()
+		t.Fatalf("an instance with another audit signing key started: %v", srv)
+	}
+	theirs, _ := auditsign.ParseSeed(cfg.Audit.SigningKey)
+	chain, _ := auditsign.ParseSeed(clusterAuditKey)
+	for _, want := range []string{"SERVICE_AUDIT_SIGNING_KEY", "audit.signingKeyFile",
+		domain.AuditKeyID(theirs.Public().(ed25519.PublicKey)), domain.AuditKeyID(chain.Public().(ed25519.PublicKey))} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error %q does not name %s", err, want)
+		}
+	}
+	b := startInstance(t, dbURL)
+	if status, _, body := call(t, http.MethodGet, b.url+"/api/v2/audit/verify?from=0", clusterKey, nil); status != http.StatusOK ||
+		!strings.Contains(string(body), `"ok":true`) {
+		t.Errorf("verify on an instance with the chain's key = %d %s, want ok", status, body)
 	}
 }

@@ -90,7 +90,7 @@ func auditOptions(cfg config.Config, signer *auditsign.Checkpointer) auditlog.Op
 
 func auditSignSettings(cfg config.Config) auditsign.Settings {
 	return auditsign.Settings{Key: cfg.Audit.SigningKey, KeyFile: cfg.Audit.SigningKeyFile, DataDir: cfg.DataDir,
-		Every: cfg.Audit.CheckpointEvery, Interval: cfg.Audit.CheckpointInterval, Shared: cfg.Database.URL != ""}
+		Every: cfg.Audit.CheckpointEvery, Interval: cfg.Audit.CheckpointInterval}
 }
 
 // newAudit is the audit read side, verifying checkpoints under the

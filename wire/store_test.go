@@ -24,6 +24,10 @@ import (
 
 const clusterKey = "cluster-test-key-0123456789abcdef"
 
+// clusterAuditKey is the audit signing key instances on one test database
+// share.
+const clusterAuditKey = "Y2x1c3Rlci1hdWRpdC1zaWduaW5nLWtleS0wMTIzNDU"
+
 // instance is one agentauth serving on 127.0.0.1, as a replica would.
 type instance struct {
 	url     string
@@ -40,6 +44,9 @@ func startInstance(t *testing.T, dbURL string, tune ...func(*config.Config)) *in
 	cfg.DataDir = t.TempDir()
 	cfg.Auth.APIKey = clusterKey
 	cfg.Database.URL = dbURL
+	if dbURL != "" {
+		cfg.Audit.SigningKey = clusterAuditKey // every instance's, as from one Secret
+	}
 	for _, f := range tune {
 		f(&cfg)
 	}

@@ -43,9 +43,6 @@ type Settings struct {
 	Interval time.Duration // time between checkpoints while records arrive
 	// Out receives each checkpoint's log line (os.Stdout when nil).
 	Out io.Writer
-	// Shared: several instances write the chain (PostgreSQL), so they must
-	// sign with one configured key.
-	Shared bool
 }
 
 // Set provides the signer as the audit log's observer.
@@ -120,8 +117,9 @@ type Checkpointer struct {
 
 var _ ports.AuditObserver = (*Checkpointer)(nil)
 
-// New loads (or creates) the key, publishes the public key and starts the
-// signer. The cleanup signs a last checkpoint of what was observed and
+// New loads (or creates) the key, refuses it when another key signed the
+// latest checkpoint stored (the chain verifies under one public key),
+// publishes the public key and starts the signer. The cleanup signs a last checkpoint of what was observed and
 // stops; run it after the audit writer has committed everything.
 func New(store ports.AuditCheckpointStore, s Settings, log *zap.Logger) (*Checkpointer, func(), error) {
 	log = log.Named("audit.checkpoint")
@@ -144,28 +142,37 @@ func New(store ports.AuditCheckpointStore, s Settings, log *zap.Logger) (*Checkp
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.Shared && s.Key == "" {
-		log.Warn("audit checkpoints are signed with this instance's own key; instances sharing the database must share one key (SERVICE_AUDIT_SIGNING_KEY or audit.signingKeyFile, from a Secret), or each reports the others' checkpoints as checkpoint_invalid",
-			zap.String("key_file", path))
-	}
 	pub := key.Public().(ed25519.PublicKey)
+	keyID := domain.AuditKeyID(pub)
+	last, hasLast, err := store.LastCheckpoint(context.Background())
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: read the latest checkpoint: %w", err)
+	}
+	if hasLast && last.KeyID != keyID {
+		how := ""
+		if created {
+			how = ", created now because none was configured"
+		}
+		return nil, nil, fmt.Errorf("audit signing key %s (key id %s%s) did not sign the latest audit checkpoint in the database "+
+			"(seq %d, signed %s by key id %s): the checkpoints form one chain that verifies under one public key, so this instance does not start. "+
+			"Set SERVICE_AUDIT_SIGNING_KEY or audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE / --audit-signing-key-file to the key that "+
+			"signed it (`agentauth audit public-key --audit-signing-key-file F` prints a key's id); if no key of yours has that id, "+
+			"the checkpoints were altered: run agentauth audit verify",
+			path, keyID, how, last.Seq, last.Time.Format(time.RFC3339), last.KeyID)
+	}
 	pubPath := PublicKeyPath(s.DataDir)
 	if err := os.WriteFile(pubPath, []byte(FormatPublicKey(pub)+"\n"), 0o644); err != nil {
 		return nil, nil, fmt.Errorf("audit: publish the public key at %s: %w", pubPath, err)
 	}
 	log.Info("audit checkpoints are signed; verify them with the public key", zap.String("key_file", path), zap.Bool("created", created),
-		zap.String("key_id", domain.AuditKeyID(pub)), zap.String("public_key_file", pubPath))
+		zap.String("key_id", keyID), zap.String("public_key_file", pubPath))
 	out := s.Out
 	if out == nil {
 		out = os.Stdout
 	}
-	c := &Checkpointer{store: store, key: key, keyID: domain.AuditKeyID(pub), every: s.Every, interval: s.Interval, out: out, log: log,
+	c := &Checkpointer{store: store, key: key, keyID: keyID, every: s.Every, interval: s.Interval, out: out, log: log,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	last, ok, err := store.LastCheckpoint(context.Background())
-	if err != nil {
-		return nil, nil, fmt.Errorf("audit: read the latest checkpoint: %w", err)
-	}
-	if ok {
+	if hasLast {
 		c.lastSeq = last.Seq
 	}
 	go c.run()
@@ -225,10 +232,17 @@ func (c *Checkpointer) checkpoint() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	covered := int64(0)
+	var (
+		covered int64
+		foreign *domain.AuditCheckpoint
+	)
 	cp, stored, err := c.store.AppendCheckpoint(ctx, func(prev *domain.AuditCheckpoint) (domain.AuditCheckpoint, bool) {
 		cp := domain.AuditCheckpoint{Seq: seq, Hash: hash, Time: time.Now()}
 		if prev != nil {
+			if prev.KeyID != c.keyID { // another instance's key: not this chain's to extend
+				foreign, covered = prev, seq
+				return domain.AuditCheckpoint{}, false
+			}
 			if prev.Seq >= seq {
 				covered = prev.Seq
 				return domain.AuditCheckpoint{}, false
@@ -241,6 +255,11 @@ func (c *Checkpointer) checkpoint() {
 	if err != nil {
 		c.log.Error("audit checkpoint not stored; the next one will cover its records", zap.Int64("seq", seq), zap.Error(err))
 		return
+	}
+	if foreign != nil {
+		// Tried again after the next checkpointEvery records or interval.
+		c.log.Error("audit checkpoint not signed: the latest checkpoint in the database is signed by another key; every instance on the database must sign with the one key (SERVICE_AUDIT_SIGNING_KEY or audit.signingKeyFile): set it and restart",
+			zap.Int64("seq", seq), zap.String("key_id", c.keyID), zap.String("chain_key_id", foreign.KeyID), zap.Int64("chain_seq", foreign.Seq))
 	}
 	c.mu.Lock()
 	c.lastSeq = max(c.lastSeq, cp.Seq, covered)

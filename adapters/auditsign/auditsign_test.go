@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/adapters/auditsign"
@@ -150,4 +151,81 @@ func waitForCheckpoint(t *testing.T, st *sqlite.Store, seq int64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestAnotherKeysChainIsRefused: checkpoints form one chain signed by one
+// key. An instance whose key did not sign the latest checkpoint stored
+// refuses to start, naming the setting and both key ids; one that meets
+// another key's checkpoint after it started (an instance started with
+// another key on an empty database) refuses to extend that chain.
+func TestAnotherKeysChainIsRefused(t *testing.T) {
+	const ours, theirs = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE"
+	ourKey, _ := auditsign.ParseSeed(ours)
+	theirKey, _ := auditsign.ParseSeed(theirs)
+	ourID, theirID := domain.AuditKeyID(ourKey.Public().(ed25519.PublicKey)), domain.AuditKeyID(theirKey.Public().(ed25519.PublicKey))
+	theirCheckpoint := func(seq int64) func(*domain.AuditCheckpoint) (domain.AuditCheckpoint, bool) {
+		return func(last *domain.AuditCheckpoint) (domain.AuditCheckpoint, bool) {
+			cp := domain.AuditCheckpoint{Seq: seq, Hash: strings.Repeat("ab", 32), Time: time.Now()}
+			if last != nil {
+				cp.Prev = last.Digest()
+			}
+			cp.Sign(theirKey)
+			return cp, true
+		}
+	}
+	settings := func(dir string) auditsign.Settings {
+		return auditsign.Settings{Key: ours, DataDir: dir, Every: 1, Interval: time.Hour, Out: io.Discard}
+	}
+
+	t.Run("at start", func(t *testing.T) {
+		dir := t.TempDir()
+		st := newStore(t, dir)
+		if _, _, err := st.AppendCheckpoint(t.Context(), theirCheckpoint(3)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := auditsign.New(st, settings(dir), zap.NewNop())
+		if err == nil {
+			t.Fatal("New with another key than the latest checkpoint's started")
+		}
+		for _, want := range []string{"SERVICE_AUDIT_SIGNING_KEY", "audit.signingKeyFile", ourID, theirID, "seq 3"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %s", err, want)
+			}
+		}
+		// The key that signed it starts.
+		s := settings(dir)
+		s.Key = theirs
+		_, closeSigner, err := auditsign.New(st, s, zap.NewNop())
+		if err != nil {
+			t.Fatalf("New with the chain's key: %v", err)
+		}
+		closeSigner()
+	})
+
+	t.Run("when signing", func(t *testing.T) {
+		dir := t.TempDir()
+		st := newStore(t, dir)
+		core, logs := observer.New(zap.ErrorLevel)
+		c, closeSigner, err := auditsign.New(st, settings(dir), zap.New(core))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another instance, with its key, signs first.
+		if _, _, err := st.AppendCheckpoint(t.Context(), theirCheckpoint(3)); err != nil {
+			t.Fatal(err)
+		}
+		c.Observe(5, strings.Repeat("cd", 32))
+		closeSigner() // signs the last head, or refuses to
+		cps, err := st.Checkpoints(t.Context(), 0, 10)
+		if err != nil || len(cps) != 1 || cps[0].KeyID != theirID {
+			t.Fatalf("checkpoints = %+v, %v; want only the other key's", cps, err)
+		}
+		entries := logs.All()
+		if len(entries) == 0 || !strings.Contains(entries[0].Message, "another key") {
+			t.Fatalf("logged %+v, want an error about the other key", entries)
+		}
+		if f := entries[0].ContextMap(); f["chain_key_id"] != theirID || f["key_id"] != ourID {
+			t.Errorf("log fields %v, want both key ids", f)
+		}
+	})
 }

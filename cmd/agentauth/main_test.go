@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 
 // baseEnv isolates a process: its own data folder, a free port, and none of
 // the caller's SERVICE_* settings.
+// pgAuditKey is the audit signing key PostgreSQL mode needs configured
+// (every instance on a database shares it).
+const pgAuditKey = "SERVICE_AUDIT_SIGNING_KEY=cGctYXVkaXQtc2lnbmluZy1rZXktMDEyMzQ1Njc4OWE"
+
 func baseEnv(dataDir string, extra ...string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dataDir, "SERVICE_DATA_DIR=" + dataDir, "SERVICE_PORT=0"}
 	return append(env, extra...)
