@@ -2,6 +2,7 @@ package domain
 
 import (
 	"crypto/ed25519"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -217,6 +218,58 @@ func TestCheckpoints(t *testing.T) {
 			t.Errorf("kept %d of %d breaks, want 3 of 10", len(rep.Breaks), rep.BreakCount)
 		}
 	})
+}
+
+// TestChainVerifierResumesAtMissingRecord: a step resumed at a record
+// that is missing (the step before reported it) reports what is missing
+// after it, never that record again; MissingThrough reports the records up
+// to a bound that no record follows, and the step ends there.
+func TestChainVerifierResumesAtMissingRecord(t *testing.T) {
+	recs := chain(10)
+	present := func(seqs ...int64) []AuditRecord {
+		var out []AuditRecord
+		for _, s := range seqs {
+			out = append(out, recs[s-1])
+		}
+		return out
+	}
+	cp10 := AuditCheckpoint{Seq: 10, Hash: recs[9].Hash}
+	tests := []struct {
+		name    string
+		from    int64
+		recs    []AuditRecord
+		through int64 // 0: no MissingThrough
+		atHead  bool
+		want    []string
+		checked int64
+	}{
+		{"the anchor is there", 4, present(4, 5, 6), 0, false, nil, 2},
+		{"the anchor is missing, the next is there", 4, present(5, 6), 0, false, nil, 2},
+		{"the anchor and more are missing", 4, present(7, 8), 0, false, []string{"deleted 5-6"}, 2},
+		{"missing through a bound", 4, present(4, 5), 8, false, []string{"deleted 6-8"}, 1},
+		{"nothing up to the bound", 4, nil, 8, false, []string{"deleted 5-8"}, 0},
+		{"the bound is the last record", 4, present(4, 5), 5, false, nil, 1},
+		{"truncated after a missing anchor", 7, nil, 0, true, []string{"truncated 8-10"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewChainVerifier(ChainStart{Next: tt.from, Resume: true}, []AuditCheckpoint{cp10}, 10)
+			for _, r := range tt.recs {
+				v.Add(r)
+			}
+			if tt.through > 0 {
+				v.MissingThrough(tt.through)
+			}
+			rep := v.Finish(tt.atHead)
+			var got []string
+			for _, b := range rep.Breaks {
+				got = append(got, fmt.Sprintf("%s %d-%d", b.Kind, b.Seq, b.Last))
+			}
+			if !slices.Equal(got, tt.want) || rep.Checked != tt.checked {
+				t.Errorf("breaks %v, checked %d; want %v, %d", got, rep.Checked, tt.want, tt.checked)
+			}
+		})
+	}
 }
 
 // BenchmarkSeal is the cost the canonical form adds per record (escape
