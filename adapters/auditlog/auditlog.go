@@ -50,13 +50,19 @@ type Options struct {
 	Observer ports.AuditObserver
 }
 
-// Committer is the group-commit writer.
+// Committer is the group-commit writer. Callers append to a queue under a
+// mutex and wake the writer only when the queue starts or reaches a full
+// batch, so handing a record over costs no goroutine switch (measured: an
+// unbuffered channel cost two parks and two wake-ups per record).
 type Committer struct {
 	store   ports.AuditStore
 	wait    time.Duration
 	observe ports.AuditObserver
 	log     *zap.Logger
-	in      chan *pending
+	mu      sync.Mutex
+	queue   []*pending
+	closed  bool
+	wake    chan struct{} // one token: the queue started, or is a full batch
 	closing chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -89,7 +95,7 @@ func New(store ports.AuditStore, opts Options, log *zap.Logger) (*Committer, fun
 		wait:    opts.BatchWait,
 		observe: opts.Observer,
 		log:     log.Named("auditlog"),
-		in:      make(chan *pending), // unbuffered: a send succeeds only while the writer runs
+		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -102,18 +108,28 @@ func New(store ports.AuditStore, opts Options, log *zap.Logger) (*Committer, fun
 // over, the record is committed even if ctx ends; Record then still waits so
 // that the caller never answers before its record is durable.
 func (c *Committer) Record(ctx context.Context, r domain.AuditRecord) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("auditlog: %w", err)
+	}
 	c.queued.Add(1)
 	defer c.queued.Add(-1)
 	p := c.pool.Get().(*pending)
 	p.rec = r
-	select {
-	case c.in <- p:
-	case <-c.closing:
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		p.rec = domain.AuditRecord{}
 		c.pool.Put(p)
 		return ErrClosed
-	case <-ctx.Done():
-		c.pool.Put(p)
-		return fmt.Errorf("auditlog: %w", ctx.Err())
+	}
+	c.queue = append(c.queue, p)
+	n := len(c.queue)
+	c.mu.Unlock()
+	if n == 1 || n == fullBatch {
+		select {
+		case c.wake <- struct{}{}:
+		default: // a token is waiting already
+		}
 	}
 	err := <-p.done
 	p.rec = domain.AuditRecord{}
@@ -123,49 +139,67 @@ func (c *Committer) Record(ctx context.Context, r domain.AuditRecord) error {
 
 // Close commits every record already handed over and stops the writer.
 func (c *Committer) Close() {
-	c.once.Do(func() { close(c.closing) })
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.closing)
+	})
 	<-c.stopped
+}
+
+// queueLen is the number of records waiting.
+func (c *Committer) queueLen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
 }
 
 func (c *Committer) run() {
 	defer close(c.stopped)
 	batch := make([]*pending, 0, maxBatch)
 	recs := make([]domain.AuditRecord, 0, maxBatch)
-	var timer *time.Timer
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	loaded := false // the previous batch had company
 	for {
-		select {
-		case p := <-c.in:
-			batch = append(batch[:0], p)
-		case <-c.closing:
-			return
-		}
-	collect:
-		for len(batch) < maxBatch {
+		n := c.queueLen()
+		if n == 0 {
 			select {
-			case p := <-c.in:
-				batch = append(batch, p)
-			default:
-				break collect
-			}
-		}
-		if loaded && c.wait > 0 && len(batch) < fullBatch {
-			if timer == nil {
-				timer = time.NewTimer(c.wait)
-			} else {
-				timer.Reset(c.wait)
-			}
-		wait:
-			for len(batch) < fullBatch {
-				select {
-				case p := <-c.in:
-					batch = append(batch, p)
-				case <-timer.C:
-					break wait
+			case <-c.wake:
+				continue
+			case <-c.closing:
+				if c.queueLen() == 0 {
+					return // closed: nothing can be queued any more
 				}
+				continue
 			}
-			timer.Stop()
 		}
+		if loaded && c.wait > 0 && n < fullBatch {
+			// Under load: wait a little for a full batch. A token left
+			// from before is stale (the queue has not been empty since);
+			// the next one says the queue reached fullBatch.
+			select {
+			case <-c.wake:
+			default:
+			}
+			if c.queueLen() < fullBatch {
+				timer.Reset(c.wait)
+				select {
+				case <-c.wake:
+				case <-timer.C:
+				case <-c.closing:
+				}
+				timer.Stop()
+			}
+		}
+		c.mu.Lock()
+		take := min(len(c.queue), maxBatch)
+		batch = append(batch[:0], c.queue[:take]...)
+		rest := copy(c.queue, c.queue[take:])
+		clear(c.queue[rest:])
+		c.queue = c.queue[:rest]
+		c.mu.Unlock()
 		loaded = len(batch) > 1
 		recs = recs[:0]
 		for _, p := range batch {
