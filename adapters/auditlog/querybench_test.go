@@ -3,6 +3,7 @@ package auditlog_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -195,11 +196,19 @@ func fillAudit(ctx context.Context, b *testing.B, store *auditlog.Durable, dir s
 			b.Logf("%d records, %s", seq, time.Since(t0).Round(time.Second))
 		}
 	}
-	// Wait for the index (a query does), then fold SQLite's WAL into the
-	// database as a long-running service's checkpoints would have.
-	if _, err := store.QueryAudit(ctx, ports.AuditQuery{Limit: 1}); err != nil {
-		return err
+	// Wait for the index (a query does, a few seconds at a time), then
+	// fold SQLite's WAL into the database as a long-running service's
+	// checkpoints would have.
+	for {
+		_, err := store.QueryAudit(ctx, ports.AuditQuery{Limit: 1})
+		if !errors.Is(err, domain.ErrUnavailable) {
+			if err != nil {
+				return err
+			}
+			break
+		}
 	}
+	b.Logf("indexed, %s", time.Since(t0).Round(time.Second))
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "agentauth.db"))
 	if err != nil {
 		return err

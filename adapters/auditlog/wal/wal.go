@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Errors.
@@ -393,37 +395,58 @@ const fetchWindow = 16 << 10
 // only valid during the call. An entry whose frame is damaged or absent is
 // an error naming it.
 func (l *Log) Fetch(at []Pos, fn func(i int, data []byte) error) error {
-	var (
-		f      *os.File
-		seg    uint64
-		win    []byte // segment bytes from winOff
-		winOff int64
-		buf    = make([]byte, fetchWindow)
-	)
+	files := map[uint64]*os.File{}
 	defer func() {
-		if f != nil {
+		for _, f := range files {
 			f.Close()
 		}
 	}()
+	open := func(p Pos) (*os.File, error) {
+		if f := files[p.Segment]; f != nil {
+			return f, nil
+		}
+		f, err := os.Open(l.segmentPath(p.Segment))
+		if err != nil {
+			return nil, fmt.Errorf("wal: entry at %d:%d: %w", p.Segment, p.Offset, err)
+		}
+		files[p.Segment] = f
+		return f, nil
+	}
+	// Entries far apart (a rare subject's) are read from the disk
+	// together: the kernel is told of every window first and reads them
+	// at once, instead of one seek after the other.
+	if len(at) > 1 {
+		var last Pos
+		for i, p := range at {
+			if i > 0 && p.Segment == last.Segment && p.Offset >= last.Offset && p.Offset < last.Offset+fetchWindow {
+				continue
+			}
+			f, err := open(p)
+			if err != nil {
+				return err
+			}
+			_ = unix.Fadvise(int(f.Fd()), p.Offset, fetchWindow, unix.FADV_WILLNEED) // a hint only
+			last = p
+		}
+	}
+	var (
+		win    []byte // the bytes of segment seg from winOff
+		seg    uint64
+		winOff int64
+		buf    = make([]byte, fetchWindow)
+	)
 	for i, p := range at {
-		if f == nil || p.Segment != seg {
-			if f != nil {
-				f.Close()
-			}
-			var err error
-			if f, err = os.Open(l.segmentPath(p.Segment)); err != nil {
-				f = nil
-				return fmt.Errorf("wal: entry at %d:%d: %w", p.Segment, p.Offset, err)
-			}
-			seg, win = p.Segment, nil
+		f, err := open(p)
+		if err != nil {
+			return err
 		}
 		rel := p.Offset - winOff
-		if p.Offset < winOff || rel+frameHeader > int64(len(win)) {
+		if p.Segment != seg || p.Offset < winOff || rel+frameHeader > int64(len(win)) {
 			n, err := f.ReadAt(buf, p.Offset)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return fmt.Errorf("wal: read entry at %d:%d: %w", p.Segment, p.Offset, err)
 			}
-			win, winOff, rel = buf[:n], p.Offset, 0
+			win, seg, winOff, rel = buf[:n], p.Segment, p.Offset, 0
 		}
 		if rel+frameHeader > int64(len(win)) {
 			return fmt.Errorf("wal: no entry at %d:%d", p.Segment, p.Offset)

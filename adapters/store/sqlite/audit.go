@@ -99,10 +99,10 @@ func (s *Store) prepareAudit(ctx context.Context) error {
 	if s.auditOne, err = s.write.PrepareContext(ctx, insertAuditRows(1)); err != nil {
 		return fmt.Errorf("sqlite: prepare audit insert: %w", err)
 	}
-	if s.auditBlock, err = s.write.PrepareContext(ctx, `INSERT INTO audit_block (first_seq, last_seq, last_hash, entries) VALUES (?, ?, ?, ?)`); err != nil {
+	if s.auditBlock, err = s.write.PrepareContext(ctx, `INSERT INTO audit_block (first_seq, last_seq, first_time, last_hash, entries) VALUES (?, ?, ?, ?, ?)`); err != nil {
 		return fmt.Errorf("sqlite: prepare audit index insert: %w", err)
 	}
-	if s.auditPosting, err = s.write.PrepareContext(ctx, `INSERT INTO audit_posting (key, first_seq, seqs) VALUES (?, ?, ?)`); err != nil {
+	if s.auditPosting, err = s.write.PrepareContext(ctx, `INSERT INTO audit_posting (key, first_seq, entries) VALUES (?, ?, ?)`); err != nil {
 		return fmt.Errorf("sqlite: prepare audit index insert: %w", err)
 	}
 	return nil

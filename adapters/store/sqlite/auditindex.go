@@ -22,58 +22,89 @@ import (
 // and which match a filter, a block per indexed batch. Writing a batch of
 // n records costs one block row and one posting row per distinct
 // decision and (decision, subject) in it, instead of n rows and 2n index
-// entries: under load the index costs well under a microsecond a record.
+// entries.
 //
 // A block's entries are, per record in seq order: the time's change from
-// the record before (zig-zag varint, Unix µs), the segment's change
-// (uvarint), and the offset (uvarint): the change from the record before
-// in the same segment, or the offset itself in a new one. A posting's seqs
-// are the matching seqs' changes (uvarint), from the block's first seq.
+// the record before (zig-zag varint, Unix µs) and the record's place. A
+// posting's entries are, per matching record: the seq's change (uvarint,
+// from the block's first seq) and the place. A place is the segment's
+// change (uvarint) and the offset: its change from the entry before in the
+// same segment, or the offset itself in a new one (uvarint). So a filter
+// reads its postings alone, and a time or a page of the chain one block.
 
-// blockEntry is one record's time and place in the log.
-type blockEntry struct {
-	micros  int64
+// place is where a record is in the log.
+type place struct {
 	segment uint64
 	offset  int64
 }
 
-func appendBlockEntry(b []byte, prev, e blockEntry) []byte {
-	b = binary.AppendVarint(b, e.micros-prev.micros)
-	b = binary.AppendUvarint(b, e.segment-prev.segment)
-	if e.segment == prev.segment {
-		return binary.AppendUvarint(b, uint64(e.offset-prev.offset))
+func appendPlace(b []byte, prev, p place) []byte {
+	b = binary.AppendUvarint(b, p.segment-prev.segment)
+	if p.segment == prev.segment {
+		return binary.AppendUvarint(b, uint64(p.offset-prev.offset))
 	}
-	return binary.AppendUvarint(b, uint64(e.offset))
+	return binary.AppendUvarint(b, uint64(p.offset))
 }
 
-// decodeBlock returns the entries of a block of n records.
-func decodeBlock(b []byte, n int) ([]blockEntry, error) {
-	out := make([]blockEntry, 0, n)
-	var prev blockEntry
-	for len(b) > 0 {
-		dt, k1 := binary.Varint(b)
-		if k1 <= 0 {
-			break
-		}
-		ds, k2 := binary.Uvarint(b[k1:])
-		if k2 <= 0 {
-			break
-		}
-		off, k3 := binary.Uvarint(b[k1+k2:])
-		if k3 <= 0 {
-			break
-		}
-		b = b[k1+k2+k3:]
-		e := blockEntry{micros: prev.micros + dt, segment: prev.segment + ds, offset: int64(off)}
-		if ds == 0 {
-			e.offset += prev.offset
-		}
-		out, prev = append(out, e), e
+// readPlace decodes the place after prev at the start of b; n ≤ 0 when b
+// does not hold one.
+func readPlace(b []byte, prev place) (p place, n int) {
+	ds, k1 := binary.Uvarint(b)
+	if k1 <= 0 {
+		return prev, -1
 	}
-	if len(b) > 0 || len(out) != n {
-		return nil, fmt.Errorf("sqlite: audit index block of %d records holds %d entries", n, len(out))
+	off, k2 := binary.Uvarint(b[k1:])
+	if k2 <= 0 {
+		return prev, -1
 	}
-	return out, nil
+	p = place{segment: prev.segment + ds, offset: int64(off)}
+	if ds == 0 {
+		p.offset += prev.offset
+	}
+	return p, k1 + k2
+}
+
+// walkBlock calls fn for each entry of the block starting at seq first,
+// in order, until fn returns false.
+func walkBlock(b []byte, first int64, fn func(seq, micros int64, p place) bool) error {
+	var (
+		micros int64
+		p      place
+	)
+	for seq := first; len(b) > 0; seq++ {
+		dt, k := binary.Varint(b)
+		if k <= 0 {
+			return fmt.Errorf("sqlite: audit index block %d is damaged at record %d", first, seq)
+		}
+		var n int
+		if p, n = readPlace(b[k:], p); n <= 0 {
+			return fmt.Errorf("sqlite: audit index block %d is damaged at record %d", first, seq)
+		}
+		b, micros = b[k+n:], micros+dt
+		if !fn(seq, micros, p) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// walkPosting calls fn for each entry of the posting of the block starting
+// at seq first, in order.
+func walkPosting(b []byte, first int64, fn func(seq int64, p place)) error {
+	var p place
+	for seq := first; len(b) > 0; {
+		d, k := binary.Uvarint(b)
+		if k <= 0 {
+			return fmt.Errorf("sqlite: audit index posting of block %d is damaged", first)
+		}
+		var n int
+		if p, n = readPlace(b[k:], p); n <= 0 {
+			return fmt.Errorf("sqlite: audit index posting of block %d is damaged", first)
+		}
+		b, seq = b[k+n:], seq+int64(d)
+		fn(seq, p)
+	}
+	return nil
 }
 
 // postingKey is what a posting row is found by: the decision, or the
@@ -86,9 +117,10 @@ func postingKey(decision domain.AuditDecision, subject string) string {
 }
 
 type posting struct {
-	key  string
-	last int64
-	seqs []byte
+	key     string
+	last    int64
+	at      place
+	entries []byte
 }
 
 // encodeAuditBlock checks that records and their locations are one run of
@@ -99,12 +131,13 @@ func encodeAuditBlock(records []domain.AuditRecord, at []ports.AuditLocation) ([
 	}
 	first := records[0].Seq
 	var (
-		entries = make([]byte, 0, 6*len(records))
-		prev    blockEntry
-		byKey   = map[[2]string]*posting{}
-		order   []*posting
+		entries    = make([]byte, 0, 6*len(records))
+		prev       place
+		prevMicros int64
+		byKey      = map[[2]string]*posting{}
+		order      []*posting
 	)
-	add := func(r *domain.AuditRecord, subject string) {
+	add := func(r *domain.AuditRecord, subject string, at place) {
 		k := [2]string{string(r.Decision), subject}
 		p := byKey[k]
 		if p == nil {
@@ -112,22 +145,25 @@ func encodeAuditBlock(records []domain.AuditRecord, at []ports.AuditLocation) ([
 			byKey[k] = p
 			order = append(order, p)
 		}
-		p.seqs = binary.AppendUvarint(p.seqs, uint64(r.Seq-p.last))
-		p.last = r.Seq
+		p.entries = binary.AppendUvarint(p.entries, uint64(r.Seq-p.last))
+		p.entries = appendPlace(p.entries, p.at, at)
+		p.last, p.at = r.Seq, at
 	}
 	for i := range records {
 		r := &records[i]
 		if r.Seq != first+int64(i) || at[i].Seq != r.Seq {
 			return nil, nil, fmt.Errorf("sqlite: audit records to index are not one run of seqs (record %d, location %d after %d)", r.Seq, at[i].Seq, first+int64(i)-1)
 		}
-		e := blockEntry{micros: r.Time.UnixMicro(), segment: at[i].Segment, offset: at[i].Offset}
-		if i > 0 && (e.segment < prev.segment || e.segment == prev.segment && e.offset <= prev.offset) {
+		p, micros := place{segment: at[i].Segment, offset: at[i].Offset}, r.Time.UnixMicro()
+		if i > 0 && (p.segment < prev.segment || p.segment == prev.segment && p.offset <= prev.offset) {
 			return nil, nil, fmt.Errorf("sqlite: audit record %d is not after record %d in the log", r.Seq, r.Seq-1)
 		}
-		entries, prev = appendBlockEntry(entries, prev, e), e
-		add(r, "")
+		entries = binary.AppendVarint(entries, micros-prevMicros)
+		entries = appendPlace(entries, prev, p)
+		prev, prevMicros = p, micros
+		add(r, "", p)
 		if r.Subject != "" {
-			add(r, r.Subject)
+			add(r, r.Subject, p)
 		}
 	}
 	return entries, order, nil
@@ -176,12 +212,12 @@ func (s *Store) IndexAudit(ctx context.Context, records []domain.AuditRecord, at
 	if head > 0 && first != head+1 {
 		return fmt.Errorf("sqlite: audit records %d to %d do not follow the index, which ends at %d", first, last, head)
 	}
-	if _, err := tx.StmtContext(ctx, s.auditBlock).ExecContext(ctx, first, last, records[len(records)-1].Hash, entries); err != nil {
+	if _, err := tx.StmtContext(ctx, s.auditBlock).ExecContext(ctx, first, last, records[0].Time.UnixMicro(), records[len(records)-1].Hash, entries); err != nil {
 		return fmt.Errorf("sqlite: index audit records: %w", err)
 	}
 	insert := tx.StmtContext(ctx, s.auditPosting)
 	for _, p := range postings {
-		if _, err := insert.ExecContext(ctx, p.key, first, p.seqs); err != nil {
+		if _, err := insert.ExecContext(ctx, p.key, first, p.entries); err != nil {
 			return fmt.Errorf("sqlite: index audit records: %w", err)
 		}
 	}
@@ -273,82 +309,122 @@ func (s *Store) auditIndexBounds(ctx context.Context) (first, last int64, ok boo
 	return first, hi.Int64, hi.Valid && first <= hi.Int64, nil
 }
 
-// FindAudit returns where the records matching q are, newest first: the
-// time range becomes a seq range by binary search over the blocks
-// (auditplan), a filter reads its postings newest first and stops at the
-// page size, so a request reads a bounded number of rows however large
-// the index.
+// FindAudit returns where the records matching q are, newest first: a
+// time becomes a seq through the index of block times and one block, a
+// filter reads its postings newest first and stops at the page size, so a
+// request reads a bounded number of rows however large the index.
 func (s *Store) FindAudit(ctx context.Context, q ports.AuditQuery) ([]ports.AuditLocation, error) {
 	first, last, ok, err := s.auditIndexBounds(ctx)
 	if err != nil || !ok {
 		return []ports.AuditLocation{}, err
 	}
-	blocks := &blockFinder{s: s}
-	rng, err := auditplan.SeqRange(ctx, q, first, last, blocks.probe)
-	if err != nil || rng.Empty {
-		return []ports.AuditLocation{}, err
+	lo, hi := first, last+1
+	if q.Before > 0 {
+		hi = min(hi, q.Before)
 	}
-	var seqs []int64
+	if !q.Since.IsZero() && lo < hi {
+		seq, err := s.firstAuditAtOrAfter(ctx, q.Since.UnixMicro())
+		if err != nil {
+			return nil, err
+		}
+		lo = max(lo, seq)
+	}
+	if !q.Until.IsZero() && lo < hi {
+		seq, err := s.firstAuditAtOrAfter(ctx, q.Until.UnixMicro())
+		if err != nil {
+			return nil, err
+		}
+		hi = min(hi, seq)
+	}
+	if lo >= hi {
+		return []ports.AuditLocation{}, nil
+	}
 	if q.Subject == "" && q.Decision == "" {
 		// The index holds every seq from first to last.
-		n := rng.Hi - rng.Lo
+		n := hi - lo
 		if q.Limit > 0 {
 			n = min(n, int64(q.Limit))
 		}
-		for seq := rng.Hi - 1; seq >= rng.Hi-n; seq-- {
-			seqs = append(seqs, seq)
-		}
-	} else {
-		for _, br := range auditplan.Branches(q) {
-			if seqs, err = s.appendPostingSeqs(ctx, seqs, postingKey(br.Decision, br.Subject), rng, q.Limit); err != nil {
-				return nil, err
-			}
-		}
-		slices.SortFunc(seqs, func(a, b int64) int { return cmp.Compare(b, a) })
-		if q.Limit > 0 && len(seqs) > q.Limit {
-			seqs = seqs[:q.Limit]
+		out, err := s.locateAudit(ctx, hi-n, hi-1)
+		slices.Reverse(out)
+		return out, err
+	}
+	var out []ports.AuditLocation
+	for _, br := range auditplan.Branches(q) {
+		if out, err = s.appendPosting(ctx, out, postingKey(br.Decision, br.Subject), lo, hi, q.Limit); err != nil {
+			return nil, err
 		}
 	}
-	return blocks.locate(ctx, seqs)
+	slices.SortFunc(out, func(a, b ports.AuditLocation) int { return cmp.Compare(b.Seq, a.Seq) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
 }
 
-// appendPostingSeqs appends the seqs in rng filed under key, newest first,
-// at most limit (0: all).
-func (s *Store) appendPostingSeqs(ctx context.Context, out []int64, key string, rng auditplan.Range, limit int) ([]int64, error) {
-	rows, err := s.queryRows(ctx, `SELECT first_seq, seqs FROM audit_posting WHERE key = ? AND first_seq < ? ORDER BY first_seq DESC`, key, rng.Hi)
+// firstAuditAtOrAfter is the first indexed seq whose time is at least
+// micros, the seq after the last when none is, 0 when every record is.
+// Time never decreases along the chain, so it is in the last block that
+// starts before micros, or starts the block after it.
+func (s *Store) firstAuditAtOrAfter(ctx context.Context, micros int64) (int64, error) {
+	var (
+		first, last int64
+		entries     []byte
+	)
+	err := s.queryRow(ctx, `SELECT first_seq, last_seq, entries FROM audit_block INDEXED BY audit_block_time
+		WHERE first_time < ? ORDER BY first_time DESC, first_seq DESC LIMIT 1`, micros).Scan(&first, &last, &entries)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: audit index block by time: %w", err)
+	}
+	found := last + 1
+	err = walkBlock(entries, first, func(seq, t int64, _ place) bool {
+		if t >= micros {
+			found = seq
+			return false
+		}
+		return true
+	})
+	return found, err
+}
+
+// appendPosting appends where the records filed under key with seqs in
+// [lo, hi) are, newest first, at most limit (0: all).
+func (s *Store) appendPosting(ctx context.Context, out []ports.AuditLocation, key string, lo, hi int64, limit int) ([]ports.AuditLocation, error) {
+	rows, err := s.queryRows(ctx, `SELECT first_seq, entries FROM audit_posting WHERE key = ? AND first_seq < ? ORDER BY first_seq DESC`, key, hi)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: audit postings: %w", err)
 	}
 	defer rows.Close()
 	var (
 		found int
-		block []int64
+		block []ports.AuditLocation
 	)
 	for rows.Next() {
 		var (
-			first int64
-			enc   []byte
+			first   int64
+			entries []byte
 		)
-		if err := rows.Scan(&first, &enc); err != nil {
+		if err := rows.Scan(&first, &entries); err != nil {
 			return nil, fmt.Errorf("sqlite: audit postings: %w", err)
 		}
 		block = block[:0]
-		for seq := first; len(enc) > 0; {
-			d, k := binary.Uvarint(enc)
-			if k <= 0 {
-				return nil, fmt.Errorf("sqlite: audit posting %q of block %d is damaged", key, first)
+		err := walkPosting(entries, first, func(seq int64, p place) {
+			if seq >= lo && seq < hi {
+				block = append(block, ports.AuditLocation{Seq: seq, Segment: p.segment, Offset: p.offset})
 			}
-			enc, seq = enc[k:], seq+int64(d)
-			if seq >= rng.Lo && seq < rng.Hi {
-				block = append(block, seq)
-			}
+		})
+		if err != nil {
+			return nil, err
 		}
 		for i := len(block) - 1; i >= 0; i-- {
 			if out, found = append(out, block[i]), found+1; limit > 0 && found == limit {
 				return out, nil
 			}
 		}
-		if first <= rng.Lo {
+		if first <= lo {
 			break // older blocks hold only older seqs
 		}
 	}
@@ -363,80 +439,47 @@ func (s *Store) LocateAudit(ctx context.Context, after int64, limit int) ([]port
 	if err != nil || !ok || from > last {
 		return []ports.AuditLocation{}, err
 	}
-	n := last - from + 1
+	to := last
 	if limit > 0 {
-		n = min(n, int64(limit))
+		to = min(to, from+int64(limit)-1)
 	}
-	seqs := make([]int64, n)
-	for i := range seqs {
-		seqs[i] = from + int64(i)
-	}
-	return (&blockFinder{s: s}).locate(ctx, seqs)
+	return s.locateAudit(ctx, from, to)
 }
 
-// blockFinder reads the blocks one query needs, each once.
-type blockFinder struct {
-	s      *Store
-	blocks []indexBlock
-}
-
-type indexBlock struct {
-	first, last int64
-	entries     []blockEntry
-}
-
-// find returns the block holding seq or, when none does, the first block
-// after it (ok false when there is none).
-func (f *blockFinder) find(ctx context.Context, seq int64) (indexBlock, bool, error) {
-	for _, b := range f.blocks {
-		if b.first <= seq && seq <= b.last {
-			return b, true, nil
-		}
-	}
-	var (
-		b   indexBlock
-		enc []byte
-	)
-	err := f.s.queryRow(ctx, `SELECT first_seq, last_seq, entries FROM audit_block WHERE first_seq <= ? ORDER BY first_seq DESC LIMIT 1`, seq).Scan(&b.first, &b.last, &enc)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && b.last < seq {
-		err = f.s.queryRow(ctx, `SELECT first_seq, last_seq, entries FROM audit_block WHERE first_seq > ? ORDER BY first_seq LIMIT 1`, seq).Scan(&b.first, &b.last, &enc)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return b, false, nil
-	}
+// locateAudit returns where records from..to are, in order, reading the
+// blocks that hold them.
+func (s *Store) locateAudit(ctx context.Context, from, to int64) ([]ports.AuditLocation, error) {
+	rows, err := s.queryRows(ctx, `SELECT first_seq, entries FROM audit_block
+		WHERE first_seq >= coalesce((SELECT first_seq FROM audit_block WHERE first_seq <= ? ORDER BY first_seq DESC LIMIT 1), ?)
+		AND first_seq <= ? ORDER BY first_seq`, from, from, to)
 	if err != nil {
-		return b, false, fmt.Errorf("sqlite: audit index block: %w", err)
+		return nil, fmt.Errorf("sqlite: audit index blocks: %w", err)
 	}
-	if b.entries, err = decodeBlock(enc, int(b.last-b.first+1)); err != nil {
-		return b, false, err
-	}
-	f.blocks = append(f.blocks, b)
-	return b, true, nil
-}
-
-// probe is auditplan's: the first record at or after seq, and its time.
-func (f *blockFinder) probe(ctx context.Context, seq int64) (int64, int64, bool, error) {
-	b, ok, err := f.find(ctx, seq)
-	if err != nil || !ok {
-		return 0, 0, false, err
-	}
-	seq = max(seq, b.first)
-	return seq, b.entries[seq-b.first].micros, true, nil
-}
-
-// locate returns the locations of seqs, each of which the index holds.
-func (f *blockFinder) locate(ctx context.Context, seqs []int64) ([]ports.AuditLocation, error) {
-	out := make([]ports.AuditLocation, 0, len(seqs))
-	for _, seq := range seqs {
-		b, ok, err := f.find(ctx, seq)
+	defer rows.Close()
+	out := make([]ports.AuditLocation, 0, to-from+1)
+	for rows.Next() {
+		var (
+			first   int64
+			entries []byte
+		)
+		if err := rows.Scan(&first, &entries); err != nil {
+			return nil, fmt.Errorf("sqlite: audit index blocks: %w", err)
+		}
+		err := walkBlock(entries, first, func(seq, _ int64, p place) bool {
+			if seq >= from {
+				out = append(out, ports.AuditLocation{Seq: seq, Segment: p.segment, Offset: p.offset})
+			}
+			return seq < to
+		})
 		if err != nil {
 			return nil, err
 		}
-		if !ok || seq < b.first {
-			return nil, fmt.Errorf("sqlite: audit record %d is missing from the index", seq)
-		}
-		e := b.entries[seq-b.first]
-		out = append(out, ports.AuditLocation{Seq: seq, Segment: e.segment, Offset: e.offset})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: audit index blocks: %w", err)
+	}
+	if int64(len(out)) != to-from+1 {
+		return nil, fmt.Errorf("sqlite: audit records %d to %d are not all in the index", from, to)
 	}
 	return out, nil
 }
