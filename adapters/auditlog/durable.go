@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +20,10 @@ import (
 // its newest entries in a crash: the log is the source of truth and
 // Durable replays what the index lacks at start.
 type Index interface {
-	// IndexAudit indexes sealed records (Seq, PrevHash and Hash set), one
-	// run of seqs after the indexed ones, at their places in the log, in
-	// one transaction that does not wait for the disk. It settles the
-	// records' audit intents.
+	// IndexAudit indexes sealed records, one run of seqs after the indexed
+	// ones, at their places in the log, in one transaction that does not
+	// wait for the disk, and settles their audit intents. It reads only
+	// Seq, Time, Subject, Decision, Hash and IntentKey.
 	IndexAudit(ctx context.Context, records []domain.AuditRecord, at []ports.AuditLocation) error
 	// AuditIndexHead is the newest indexed record's Seq and Hash (0 and
 	// "" when empty).
@@ -327,7 +325,7 @@ func (d *Durable) AppendAudit(_ context.Context, records []domain.AuditRecord) e
 	}
 	if !d.lagging {
 		for i := range records {
-			d.pending = append(d.pending, detach(records[i]))
+			d.pending = append(d.pending, indexed(&records[i]))
 			d.pendingAt = append(d.pendingAt, ports.AuditLocation{Seq: records[i].Seq, Segment: at.Segment, Offset: at.Offset})
 			at.Offset += wal.FrameSize(len(d.entries[i]))
 		}
@@ -340,27 +338,16 @@ func (d *Durable) AppendAudit(_ context.Context, records []domain.AuditRecord) e
 	return nil
 }
 
-// detach copies the record's text into memory of its own, in one
-// allocation. The index is written after the caller has answered, and a
-// caller's strings may live in buffers its HTTP server reuses for the next
-// request (fasthttp's path and method do).
-func detach(r domain.AuditRecord) domain.AuditRecord {
-	fields := [...]*string{&r.RequestID, &r.Subject, (*string)(&r.AuthMethod), &r.Method, &r.Path, &r.Client, (*string)(&r.Decision), &r.Reason}
-	n := 0
-	for _, f := range fields {
-		n += len(*f)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, f := range fields {
-		b.WriteString(*f)
-	}
-	all, off := b.String(), 0
-	for _, f := range fields {
-		*f, off = all[off:off+len(*f)], off+len(*f)
-	}
-	r.Roles = slices.Clone(r.Roles)
-	return r
+// indexed is what the index needs of a sealed record (Index.IndexAudit),
+// its text copied into memory of its own, in one allocation: the index is
+// written after the caller has answered, and a caller's strings may live
+// in buffers its HTTP server reuses for the next request (fasthttp's path
+// and method do). The rest of the record is in the log.
+func indexed(r *domain.AuditRecord) domain.AuditRecord {
+	text := r.Subject + string(r.Decision) + r.IntentKey
+	s, d := len(r.Subject), len(r.Subject)+len(r.Decision)
+	return domain.AuditRecord{Seq: r.Seq, Time: r.Time, Hash: r.Hash, Subject: text[:s],
+		Decision: domain.AuditDecision(text[s:d]), IntentKey: text[d:]}
 }
 
 // runIndexer copies pending records into the index, all that waited in one

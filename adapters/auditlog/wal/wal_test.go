@@ -298,3 +298,59 @@ func TestFetchReadsEntriesWhereAppendAndScanSayTheyAre(t *testing.T) {
 		}
 	})
 }
+
+// TestSegmentsMadeAheadAreUsedAndTheirZerosCutAtOpen: a new segment is the
+// spare made ahead (its length reserved and zeroed); readers stop at the
+// zeros after the last frame, with the log open or not, and Open cuts them
+// off like a torn tail.
+func TestSegmentsMadeAheadAreUsedAndTheirZerosCutAtOpen(t *testing.T) {
+	old := segmentSize
+	segmentSize = 1024
+	defer func() { segmentSize = old }()
+	dir := t.TempDir()
+	l, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	appendOne := func() {
+		t.Helper()
+		n++
+		if _, err := l.Append(entries(n, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(l.segments) < 2 {
+		<-l.spareDone // the spare is ready before the log needs it
+		appendOne()
+	}
+	appendOne()
+	newest := l.segmentPath(l.segments[len(l.segments)-1])
+	if st, err := os.Stat(newest); err != nil || st.Size() != segmentSize {
+		t.Fatalf("new segment: %v, %v; want the spare's %d bytes", st, err, segmentSize)
+	}
+	var offline []string
+	if err := ReadDir(dir, 1, func(_ uint64, data []byte) error { offline = append(offline, string(data)); return nil }); err != nil || len(offline) != n {
+		t.Fatalf("ReadDir beside the open log: %d entries, %v; want %d", len(offline), err, n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if last, data := l.Last(); last != uint64(n) || string(data) != fmt.Sprintf("entry %d", n) {
+		t.Fatalf("Last() after reopen = %d %q, want %d", last, data, n)
+	}
+	if got := readAll(t, l, 1); len(got) != n {
+		t.Fatalf("read %d entries after reopen, want %d", len(got), n)
+	}
+	if st, err := os.Stat(newest); err != nil || st.Size() >= segmentSize {
+		t.Fatalf("newest segment after reopen: %v, %v; want the zeros cut off", st, err)
+	}
+	appendOne()
+	if got := readAll(t, l, 1); len(got) != n {
+		t.Fatalf("read %d entries after appending, want %d", len(got), n)
+	}
+}
