@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -36,8 +37,10 @@ const faultKey = "fault-test-key-0123456789"
 // faultStore is where the tests read the outcome from.
 type faultStore struct {
 	sessions ports.SessionStore
-	audit    ports.AuditStore
-	intents  interface {
+	audit    interface {
+		AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error)
+	}
+	intents interface {
 		PendingIntents(ctx context.Context) (int, error)
 	}
 }
@@ -113,8 +116,9 @@ func createSessions(t *testing.T, url string, halt <-chan struct{}) <-chan []str
 }
 
 // openSQLiteIndex opens the data folder's database, which a running
-// service may be using: its audit rows are the index, which may lag behind
-// the log by the records whose intents are still pending.
+// service may be using, and reads its audit log beside it: the records up
+// to the index's head, since the index may lag behind the log by the
+// records whose intents are still pending.
 func openSQLiteIndex(t *testing.T, dir string) faultStore {
 	t.Helper()
 	st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "agentauth.db")), zap.NewNop())
@@ -122,7 +126,34 @@ func openSQLiteIndex(t *testing.T, dir string) faultStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeStore)
-	return faultStore{sessions: st, audit: st, intents: st}
+	return faultStore{sessions: st, audit: indexedLog{dir: filepath.Join(dir, "audit"), index: st}, intents: st}
+}
+
+// indexedLog reads the records the index holds from the audit log in dir,
+// which a running service keeps open.
+type indexedLog struct {
+	dir   string
+	index *sqlite.Store
+}
+
+func (l indexedLog) AuditChain(ctx context.Context, after int64, limit int) ([]domain.AuditRecord, error) {
+	head, _, err := l.index.AuditIndexHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.AuditRecord
+	stop := errors.New("at the index head")
+	err = auditlog.ReadLog(l.dir, after+1, func(r domain.AuditRecord) error {
+		if r.Seq > head || len(out) == limit {
+			return stop
+		}
+		out = append(out, r)
+		return nil
+	})
+	if errors.Is(err, stop) {
+		err = nil
+	}
+	return out, err
 }
 
 // openSQLite opens the data folder of a stopped service, with its audit
@@ -372,7 +403,7 @@ func TestDiskFullUnderWriteLoad(t *testing.T) {
 	// Ballast takes most of the space, so that the database fills the rest
 	// quickly; removing it frees space again.
 	ballast := filepath.Join(dir, "ballast")
-	if err := os.WriteFile(ballast, make([]byte, 9<<20), 0o600); err != nil {
+	if err := os.WriteFile(ballast, make([]byte, 6<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := baseEnv(dir, "SERVICE_API_KEY="+faultKey, "SERVICE_AUDIT_RECOVERY_GRACE=1s")
