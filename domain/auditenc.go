@@ -72,6 +72,16 @@ func BoundAuditText(s string) string {
 // or len(s).
 func firstToEscape(s string) int {
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while they are plain ASCII the rule keeps
+		// (most of every record): a quarter of the cost of sealing it went
+		// to this loop byte by byte.
+		for i+8 <= len(s) && plainASCII8(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 || c == 0x7f || c == '\\' {
@@ -87,6 +97,22 @@ func firstToEscape(s string) int {
 		i += n
 	}
 	return len(s)
+}
+
+// plainASCII8 says whether the eight bytes of w are all ASCII that the
+// rule keeps: none has the high bit, none is below 0x20, DEL or `\`.
+// (With no high bit set the byte-wise subtractions below borrow only from
+// a byte that is below the subtrahend, so there are no false answers.)
+func plainASCII8(w uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	zeroIn := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return w&highs == 0 &&
+		(w-0x20*ones)&highs == 0 && // no byte below 0x20
+		zeroIn(w^(0x7f*ones)) == 0 &&
+		zeroIn(w^('\\'*ones)) == 0
 }
 
 // appendEscaped appends s[from:] escaped to dst (s[:from] is copied as is:

@@ -121,3 +121,42 @@ func FuzzAuditText(f *testing.F) {
 		}
 	})
 }
+
+// firstToEscapeByByte is the rule's definition, a byte at a time.
+func firstToEscapeByByte(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f || c == '\\' {
+				return i
+			}
+			i++
+			continue
+		}
+		if r, n := utf8.DecodeRuneInString(s[i:]); r == utf8.RuneError && n == 1 {
+			return i
+		} else {
+			i += n
+		}
+	}
+	return len(s)
+}
+
+func TestFirstToEscapeMatchesTheRuleByteByByte(t *testing.T) {
+	tests := []string{"", "a", "/api/v2/sessions?limit=20", "0123456789abcdef0123456789",
+		"exactly8", "exactly8\\", "\\exactly8", "sixteen bytes!!!\x7f", "sixteen bytes!!!\x1f", "sixteen bytes!!!\x80",
+		"ok ok ok ok \x00", "ok ok ok ok \xff\xfe", "héllo wörld, plain after", "ok ok ok ok 日本語 and more text",
+		"~~~~~~~~ ~~~~~~~~", "        \x20\x1f       ", "\x7e\x7e\x7e\x7e\x7e\x7e\x7e\x7e\x7f"}
+	for b := 0; b < 256; b++ { // every byte in every lane
+		for lane := range 8 {
+			s := []byte("abcdefghijklmnop")
+			s[lane] = byte(b)
+			tests = append(tests, string(s))
+		}
+	}
+	for _, s := range tests {
+		if got, want := firstToEscape(s), firstToEscapeByByte(s); got != want {
+			t.Errorf("firstToEscape(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
