@@ -47,8 +47,8 @@ func processCPU() (user, system time.Duration) {
 }
 
 // BenchmarkRecordCPU measures the server CPU an audit record costs, as
-// requests pay it: 64 goroutines (64 connections) call Record concurrently
-// through the group-commit writer, with records made before the clock
+// requests pay it: 64 or 256 goroutines (connections) call Record
+// concurrently through the group-commit writer, with records made before the clock
 // starts; the process's CPU time (getrusage, user
 // + system, every thread) over the run, divided by the records, is
 // reported as cpu-µs/record, with the mean batch size. For the log, the
@@ -88,67 +88,68 @@ func BenchmarkRecordCPU(b *testing.B) {
 		}},
 	}
 	for _, s := range stores {
-		b.Run(s.name, func(b *testing.B) {
-			st, closeStore := s.open(b)
-			defer closeStore()
-			counted := &countingStore{AuditStore: st}
-			c, closeC := auditlog.New(counted, auditlog.Options{BatchWait: 500 * time.Microsecond}, zap.NewNop())
-			defer closeC()
-			const callers = 64
-			perCaller := max(b.N/callers, 1)
-			// Warm up: connections open, statements prepared.
-			if err := c.Record(context.Background(), record(-1)); err != nil {
-				b.Fatal(err)
-			}
-			var server backends
-			if s.name == "postgres" {
-				server = serverBackends(b)
-			}
-			// The records are made beforehand (a request has its record's
-			// fields anyway; what is measured is what the audit adds), a
-			// few per caller, reused: a heap of b.N records would make the
-			// garbage collector's marking, not the audit, the cost.
-			const distinct = 16
-			recs := make([][distinct]domain.AuditRecord, callers)
-			for g := range recs {
-				for i := range recs[g] {
-					recs[g][i] = record(g*distinct + i)
-					recs[g][i].Path = fmt.Sprintf("/api/v2/sessions/%d/agents?limit=20&offset=%d", g, i)
+		for _, callers := range []int{64, 256} {
+			b.Run(fmt.Sprintf("%s/%d-callers", s.name, callers), func(b *testing.B) {
+				st, closeStore := s.open(b)
+				defer closeStore()
+				counted := &countingStore{AuditStore: st}
+				c, closeC := auditlog.New(counted, auditlog.Options{BatchWait: 500 * time.Microsecond}, zap.NewNop())
+				defer closeC()
+				perCaller := max(b.N/callers, 1)
+				// Warm up: connections open, statements prepared.
+				if err := c.Record(context.Background(), record(-1)); err != nil {
+					b.Fatal(err)
 				}
-			}
-			runtime.GC()
-			user0, sys0 := processCPU()
-			server0 := server.cpu()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for g := range callers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range perCaller {
-						if err := c.Record(context.Background(), recs[g][i%distinct]); err != nil {
-							b.Error(err)
-							return
-						}
+				var server backends
+				if s.name == "postgres" {
+					server = serverBackends(b)
+				}
+				// The records are made beforehand (a request has its record's
+				// fields anyway; what is measured is what the audit adds), a
+				// few per caller, reused: a heap of b.N records would make the
+				// garbage collector's marking, not the audit, the cost.
+				const distinct = 16
+				recs := make([][distinct]domain.AuditRecord, callers)
+				for g := range recs {
+					for i := range recs[g] {
+						recs[g][i] = record(g*distinct + i)
+						recs[g][i].Path = fmt.Sprintf("/api/v2/sessions/%d/agents?limit=20&offset=%d", g, i)
 					}
-				}()
-			}
-			wg.Wait()
-			// The log's index follows the log: wait until it has caught up.
-			if _, err := st.QueryAudit(context.Background(), ports.AuditQuery{Limit: 1}); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			n := float64(callers * perCaller)
-			user, sys := processCPU()
-			user, sys = user-user0, sys-sys0
-			b.ReportMetric(float64(user+sys)/float64(time.Microsecond)/n, "cpu-µs/record")
-			b.ReportMetric(float64(sys)/float64(time.Microsecond)/n, "of-which-kernel-µs/record")
-			if len(server) > 0 {
-				b.ReportMetric(float64(server.cpu()-server0)/float64(time.Microsecond)/n, "pg-server-cpu-µs/record")
-			}
-			b.ReportMetric(n/float64(counted.batches.Load()), "records/batch")
-		})
+				}
+				runtime.GC()
+				user0, sys0 := processCPU()
+				server0 := server.cpu()
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for g := range callers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := range perCaller {
+							if err := c.Record(context.Background(), recs[g][i%distinct]); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				// The log's index follows the log: wait until it has caught up.
+				if _, err := st.QueryAudit(context.Background(), ports.AuditQuery{Limit: 1}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				n := float64(callers * perCaller)
+				user, sys := processCPU()
+				user, sys = user-user0, sys-sys0
+				b.ReportMetric(float64(user+sys)/float64(time.Microsecond)/n, "cpu-µs/record")
+				b.ReportMetric(float64(sys)/float64(time.Microsecond)/n, "of-which-kernel-µs/record")
+				if len(server) > 0 {
+					b.ReportMetric(float64(server.cpu()-server0)/float64(time.Microsecond)/n, "pg-server-cpu-µs/record")
+				}
+				b.ReportMetric(n/float64(counted.batches.Load()), "records/batch")
+			})
+		}
 	}
 }
 
