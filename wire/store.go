@@ -127,7 +127,7 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	}
 	// The audit chain's durable copy is an append-only log in the data
 	// folder; the SQLite store is its index for queries.
-	retention := auditlog.Retention{Keep: keep, Archive: cfg.Audit.Archive, ArchiveDir: archiveDir, Anchor: st.NewestCheckpointThrough}
+	retention := auditlog.Retention{Keep: keep, Archive: cfg.Audit.Archive, ArchiveDir: archiveDir, Anchor: st.NewestCheckpointThrough, After: st.OldestCheckpointAfter}
 	audit, closeAudit, err := auditlog.OpenDurable(filepath.Join(cfg.DataDir, "audit"), st, retention, log)
 	if err != nil {
 		cleanup()

@@ -117,7 +117,7 @@ func OpenDurable(dir string, index Index, r Retention, log *zap.Logger) (*Durabl
 	}
 	go d.runIndexer()
 	if r.Keep > 0 {
-		if r.Anchor == nil {
+		if r.Anchor == nil || r.After == nil {
 			w.Close()
 			return nil, nil, errors.New("auditlog: retention needs the signed checkpoints to cut at")
 		}

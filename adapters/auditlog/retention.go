@@ -31,7 +31,15 @@ type Retention struct {
 	// kept chain starts right after a signed checkpoint and verifies from
 	// it; records between it and seq wait for the next checkpoint.
 	Anchor func(ctx context.Context, seq int64) (cp domain.AuditCheckpoint, ok bool, err error)
+	// After returns the oldest signed checkpoint past record seq (ok
+	// false when there is none): the next cut when checkpoints lie further
+	// apart than a step.
+	After func(ctx context.Context, seq int64) (cp domain.AuditCheckpoint, ok bool, err error)
 }
+
+// retentionStep bounds the records one cut removes (one archive each), so
+// that a backlog is removed in steps a run stopped by its time limit keeps.
+var retentionStep int64 = 1_000_000
 
 // Cut is where the kept chain starts: every record up to Seq was removed,
 // and Hash is record Seq's hash (the next record's prev_hash).
@@ -94,22 +102,52 @@ func ReadLog(dir string, from int64, emit func(domain.AuditRecord) error) error 
 
 // Retain removes every record older than now minus r.Keep, up to the
 // newest signed checkpoint among them, archiving them first when
-// r.Archive; it returns the new cut (unchanged when nothing was removed).
-// Appends go on meanwhile.
+// r.Archive; a backlog longer than retentionStep is cut in several steps,
+// at the checkpoints in between, one archive each. It returns the new cut
+// (unchanged when nothing was removed); a run stopped midway keeps the
+// steps it finished. Appends go on meanwhile.
 func (d *Durable) Retain(ctx context.Context, r Retention, now time.Time) (Cut, error) {
 	d.retainMu.Lock()
 	defer d.retainMu.Unlock()
 	d.mu.Lock()
-	old := d.cut
+	cut := d.cut
 	d.mu.Unlock()
 	older, err := d.QueryAudit(ctx, ports.AuditQuery{Until: now.Add(-r.Keep), Limit: 1})
 	if err != nil || len(older) == 0 {
-		return old, err
+		return cut, err
 	}
-	cp, ok, err := r.Anchor(ctx, older[0].Seq)
-	if err != nil || !ok || cp.Seq <= old.Seq {
-		return old, err
+	for {
+		// The archive does not watch ctx: a step ends, the next does not start.
+		if err := ctx.Err(); err != nil {
+			return cut, err
+		}
+		cp, ok, err := nextCut(ctx, r, cut.Seq, older[0].Seq)
+		if err != nil || !ok {
+			return cut, err
+		}
+		if cut, err = d.cutAt(ctx, r, cut, cp); err != nil {
+			return cut, err
+		}
 	}
+}
+
+// nextCut is the checkpoint the cut after record after moves to: the
+// newest at most retentionStep records past it and at most through, else
+// (checkpoints further apart than a step) the oldest past it, when at most
+// through.
+func nextCut(ctx context.Context, r Retention, after, through int64) (domain.AuditCheckpoint, bool, error) {
+	cp, ok, err := r.Anchor(ctx, min(through, after+retentionStep))
+	if err != nil || ok && cp.Seq > after {
+		return cp, ok, err
+	}
+	cp, ok, err = r.After(ctx, after)
+	return cp, ok && cp.Seq <= through, err
+}
+
+// cutAt removes the records from old up to checkpoint cp: archived (when
+// r.Archive), the cut written, then removed. It returns the cut, moved
+// once it is written.
+func (d *Durable) cutAt(ctx context.Context, r Retention, old Cut, cp domain.AuditCheckpoint) (Cut, error) {
 	at, err := d.entry(cp.Seq)
 	if err != nil {
 		return old, err
@@ -134,7 +172,7 @@ func (d *Durable) Retain(ctx context.Context, r Retention, now time.Time) (Cut, 
 	if err := d.removeThrough(ctx, cut.Seq); err != nil {
 		return cut, err
 	}
-	d.log.Info("audit records past retention removed", zap.Int64("through_seq", cut.Seq), zap.Bool("archived", r.Archive))
+	d.log.Info("audit records past retention removed", zap.Int64("from_seq", old.Seq+1), zap.Int64("through_seq", cut.Seq), zap.Bool("archived", r.Archive))
 	return cut, nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,8 +68,11 @@ func TestRetentionArchivesOldRecordsAndTheKeptChainVerifiesFromTheCheckpoint(t *
 				}
 				return cp, true, nil
 			}
+			after := func(context.Context, int64) (domain.AuditCheckpoint, bool, error) { // none past 250
+				return domain.AuditCheckpoint{}, false, nil
+			}
 			archiveDir := filepath.Join(d.log(), "archive")
-			r := auditlog.Retention{Keep: 90 * 24 * time.Hour, Archive: archive, ArchiveDir: archiveDir, Anchor: anchor}
+			r := auditlog.Retention{Keep: 90 * 24 * time.Hour, Archive: archive, ArchiveDir: archiveDir, Anchor: anchor, After: after}
 			cut, err := dur.Retain(context.Background(), r, now)
 			if err != nil {
 				t.Fatal(err)
@@ -174,4 +179,138 @@ func TestRetentionInterruptedAfterTheCutIsFinishedAtStart(t *testing.T) {
 	if err != nil || !rep.OK() || rep.Checked != 10 {
 		t.Fatalf("verify after the finished cut: %+v, %v", rep, err)
 	}
+}
+
+// TestRetentionCutsABacklogInSteps: a backlog longer than a step is cut
+// at the checkpoints in between, one archive per step, each verifying from
+// the cut before it to its checkpoint; a run stopped after a step keeps it.
+func TestRetentionCutsABacklogInSteps(t *testing.T) {
+	const step = 10
+	every5 := []int64{5, 10, 15, 20, 25, 30, 35, 40, 45, 50}
+	tests := []struct {
+		name        string
+		checkpoints []int64
+		archives    [][2]int64
+	}{
+		{"checkpoints every 5", every5, [][2]int64{{1, 10}, {11, 20}, {21, 30}, {31, 40}}},
+		// No checkpoint within a step after 25: the next one, at 37.
+		{"checkpoints further apart than a step", []int64{5, 10, 15, 20, 25, 37, 40, 45, 50},
+			[][2]int64{{1, 10}, {11, 20}, {21, 25}, {26, 37}, {38, 40}}},
+	}
+	// 50 records, 1..42 past retention.
+	setup := func(t *testing.T, checkpoints []int64) (*auditlog.Durable, auditlog.Retention, []domain.AuditRecord, []domain.AuditCheckpoint, time.Time) {
+		auditlog.SetRetentionStep(t, step)
+		d := dataDir(t.TempDir())
+		st, dur, closeAll := d.open(t)
+		t.Cleanup(closeAll)
+		now := time.Now()
+		recs := make([]domain.AuditRecord, 50)
+		for i := range recs {
+			recs[i] = record(i)
+			recs[i].Time = now.Add(-100 * 24 * time.Hour).Add(time.Duration(i) * time.Second)
+			if i >= 42 {
+				recs[i].Time = now.Add(-time.Hour).Add(time.Duration(i) * time.Second)
+			}
+		}
+		if err := dur.AppendAudit(context.Background(), recs); err != nil {
+			t.Fatal(err)
+		}
+		all := chain(t, dur, 50)
+		_, key, _ := ed25519.GenerateKey(nil)
+		var cps []domain.AuditCheckpoint
+		for _, seq := range checkpoints {
+			cp, _, err := st.AppendCheckpoint(context.Background(), func(last *domain.AuditCheckpoint) (domain.AuditCheckpoint, bool) {
+				cp := domain.AuditCheckpoint{Seq: seq, Hash: all[seq-1].Hash, Time: now}
+				if last != nil {
+					cp.Prev = last.Digest()
+				}
+				cp.Sign(key)
+				return cp, true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cps = append(cps, cp)
+		}
+		r := auditlog.Retention{Keep: 90 * 24 * time.Hour, Archive: true, ArchiveDir: filepath.Join(d.log(), "archive"),
+			Anchor: st.NewestCheckpointThrough, After: st.OldestCheckpointAfter}
+		return dur, r, all, cps, now
+	}
+	// check: the archives in the folder are want, each holds its records
+	// and verifies from the cut before it to its checkpoint; the kept
+	// chain verifies from the cut.
+	check := func(t *testing.T, dur *auditlog.Durable, r auditlog.Retention, all []domain.AuditRecord, cps []domain.AuditCheckpoint, want [][2]int64) {
+		t.Helper()
+		names, _ := filepath.Glob(filepath.Join(r.ArchiveDir, "*"))
+		var wantNames []string
+		for _, a := range want {
+			wantNames = append(wantNames, filepath.Join(r.ArchiveDir, auditarchive.Name(a[0], a[1])))
+		}
+		slices.Sort(names)
+		slices.Sort(wantNames)
+		if !slices.Equal(names, wantNames) {
+			t.Fatalf("archives %q, want %q", names, wantNames)
+		}
+		for _, a := range want {
+			old := readArchive(t, filepath.Join(r.ArchiveDir, auditarchive.Name(a[0], a[1])))
+			start := domain.Genesis
+			if a[0] > 1 {
+				start = domain.ChainStart{Next: a[0], Prev: all[a[0]-2].Hash}
+			}
+			// The checkpoints up to the archive's end (later ones cover
+			// records it does not hold).
+			upTo := slices.DeleteFunc(slices.Clone(cps), func(cp domain.AuditCheckpoint) bool { return cp.Seq > a[1] })
+			v := domain.NewChainVerifier(start, upTo, 10)
+			for _, r := range old {
+				v.Add(r)
+			}
+			if rep := v.Finish(true); !rep.OK() || rep.Checked != a[1]-a[0]+1 || rep.HeadSeq != a[1] || rep.Anchored == 0 {
+				t.Fatalf("archive %d..%d: %+v", a[0], a[1], rep)
+			}
+		}
+		through := want[len(want)-1][1]
+		start, err := dur.ChainStart(context.Background())
+		if err != nil || start.Next != through+1 || start.Prev != all[through-1].Hash {
+			t.Fatalf("ChainStart = %+v, %v; want the cut at %d", start, err, through)
+		}
+		rep, err := app.NewAudit(dur).VerifyStep(context.Background(), app.VerifyRequest{HasFrom: true})
+		if err != nil || !rep.OK() || rep.Checked != 50-through {
+			t.Fatalf("verify the kept chain: %+v, %v; want %d records checked", rep, err, 50-through)
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dur, r, all, cps, now := setup(t, tt.checkpoints)
+			last := tt.archives[len(tt.archives)-1][1]
+			cut, err := dur.Retain(context.Background(), r, now)
+			if err != nil || cut.Seq != last {
+				t.Fatalf("Retain = %+v, %v; want the cut at %d", cut, err, last)
+			}
+			check(t, dur, r, all, cps, tt.archives)
+		})
+	}
+	t.Run("stopped after the first step", func(t *testing.T) {
+		dur, r, all, cps, now := setup(t, every5)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		anchor, calls := r.Anchor, 0
+		// The run's time is up when it looks for the second step's checkpoint.
+		r.Anchor = func(ctx context.Context, seq int64) (domain.AuditCheckpoint, bool, error) {
+			if calls++; calls == 2 {
+				cancel()
+			}
+			return anchor(ctx, seq)
+		}
+		cut, err := dur.Retain(ctx, r, now)
+		if !errors.Is(err, context.Canceled) || cut.Seq != 10 {
+			t.Fatalf("Retain = %+v, %v; want the cut at 10 and the context's error", cut, err)
+		}
+		check(t, dur, r, all, cps, [][2]int64{{1, 10}})
+		// The next run goes on from there.
+		r.Anchor = anchor
+		if cut, err := dur.Retain(context.Background(), r, now); err != nil || cut.Seq != 40 {
+			t.Fatalf("second Retain = %+v, %v; want the cut at 40", cut, err)
+		}
+		check(t, dur, r, all, cps, [][2]int64{{1, 10}, {11, 20}, {21, 30}, {31, 40}})
+	})
 }

@@ -174,6 +174,9 @@ func TestAuditVerifyCommandReadsTheAuditLog(t *testing.T) {
 		r := auditlog.Retention{Keep: time.Hour, ArchiveDir: filepath.Join(dir, "audit", "archive"), Archive: true,
 			Anchor: func(ctx context.Context, seq int64) (domain.AuditCheckpoint, bool, error) {
 				return st.NewestCheckpointThrough(ctx, min(seq, 11))
+			},
+			After: func(context.Context, int64) (domain.AuditCheckpoint, bool, error) {
+				return domain.AuditCheckpoint{}, false, nil
 			}}
 		if cut, err := dur.Retain(context.Background(), r, time.Now().Add(2*time.Hour)); err != nil || cut.Seq != 10 {
 			t.Fatalf("Retain = %+v, %v; want the cut at 10", cut, err)

@@ -28,3 +28,14 @@ func (s *Store) NewestCheckpointThrough(ctx context.Context, seq int64) (domain.
 	cp.Time = time.UnixMicro(micros).UTC()
 	return cp, true, nil
 }
+
+// OldestCheckpointAfter is the signed checkpoint with the lowest seq above
+// seq: where audit retention cuts next when checkpoints lie further apart
+// than one of its steps.
+func (s *Store) OldestCheckpointAfter(ctx context.Context, seq int64) (domain.AuditCheckpoint, bool, error) {
+	cps, err := s.Checkpoints(ctx, seq, 1)
+	if err != nil || len(cps) == 0 {
+		return domain.AuditCheckpoint{}, false, err
+	}
+	return cps[0], true, nil
+}
