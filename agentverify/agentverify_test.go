@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/agentverify"
@@ -42,7 +41,7 @@ func newSigner(t testing.TB, s agenttoken.Settings) *agenttoken.Signer {
 	if s.DataDir == "" {
 		s.DataDir = t.TempDir()
 	}
-	sg, err := agenttoken.New(s, zap.NewNop())
+	sg, err := agenttoken.New(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestSecretFiles(t *testing.T) {
 			func(c Config) bool { return c.Auth.APIKey == "file-key-0123456789abcdef" && c.Mode() == ModeAPIKey }, nil},
 		{"api key file as a flag", nil, map[string]string{"api-key-file": key},
 			func(c Config) bool { return c.Auth.APIKey == "file-key-0123456789abcdef" }, nil},
-		{"database URL from a file", with(nil, "SERVICE_DATABASE_URL_FILE", url, "SERVICE_AUDIT_SIGNING_KEY_FILE", seed), nil,
+		{"database URL from a file", with(nil, "SERVICE_DATABASE_URL_FILE", url, "SERVICE_AUDIT_SIGNING_KEY_FILE", seed, "SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE", seed), nil,
 			func(c Config) bool { return c.Database.URL == "postgres://agentauth:pw@db.internal:5432/agentauth" }, nil},
 		{"api key and its file", with(nil, "SERVICE_API_KEY", "env-key-0123456789abcdef", "SERVICE_API_KEY_FILE", key), nil, nil,
 			[]string{"SERVICE_API_KEY / --api-key and auth.apiKeyFile / SERVICE_API_KEY_FILE / --api-key-file are both set"}},

@@ -28,7 +28,8 @@ func TestBackchannelLogout(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	p := startIDP(t, 0)
 	env := []string{"SERVICE_DATABASE_URL=" + dbURL, "SERVICE_API_KEY=" + backchannelKey,
-		"SERVICE_AUDIT_SIGNING_KEY=YmFja2NoYW5uZWwtYXVkaXQtc2lnbmluZy1rZXktMDE"}
+		"SERVICE_AUDIT_SIGNING_KEY=YmFja2NoYW5uZWwtYXVkaXQtc2lnbmluZy1rZXktMDE",
+		"SERVICE_AGENT_TOKENS_SIGNING_KEY=YmFja2NoYW5uZWwtYWdlbnQtdG9rZW4ta2V5LTAxMjM"}
 	a := startService(t, p, p.servicePort, env...) // the back-channel logout URL names A's port
 	b := startService(t, p, 0, env...)
 	a.waitReady(t, 30*time.Second)

@@ -36,8 +36,9 @@ func TestCluster(t *testing.T) {
 		"SERVICE_OIDC_LOGIN_FAILURES=3",
 		"SERVICE_OIDC_LOGIN_WINDOW=10m",
 		"SERVICE_API_KEY=" + clusterKey, // for the audit part: accepted alongside OIDC
-		// Replicas sign audit checkpoints with one key, as from one Secret.
+		// Replicas sign audit checkpoints, and agent tokens, with one key each, as from one Secret.
 		"SERVICE_AUDIT_SIGNING_KEY_FILE=" + sharedSigningKey(t),
+		"SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE=" + sharedSigningKey(t),
 	}
 	a := startService(t, p, 0, env...)
 	b := startService(t, p, 0, env...)
@@ -188,8 +189,8 @@ func TestCluster(t *testing.T) {
 	})
 }
 
-// sharedSigningKey writes an audit signing key (an Ed25519 seed in
-// base64url, owner-only) for the instances of a cluster to share.
+// sharedSigningKey writes a signing key (an Ed25519 seed in base64url,
+// owner-only) for the instances of a cluster to share.
 func sharedSigningKey(t *testing.T) string {
 	t.Helper()
 	seed := make([]byte, 32)

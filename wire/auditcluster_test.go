@@ -224,7 +224,7 @@ func TestClusterRefusesAnotherAuditKey(t *testing.T) {
 	other := make([]byte, 32)
 	_, _ = rand.Read(other)
 	cfg := config.Defaults()
-	cfg.DataDir, cfg.Auth.APIKey, cfg.Database.URL = t.TempDir(), clusterKey, dbURL
+	cfg.DataDir, cfg.Auth.APIKey, cfg.Database.URL, cfg.Auth.AgentTokens.SigningKey = t.TempDir(), clusterKey, dbURL, clusterAgentKey
 	cfg.Audit.SigningKey = base64.RawURLEncoding.EncodeToString(other)
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)

@@ -54,7 +54,7 @@ var agentTokenSet = gwire.NewSet(agenttoken.Set, app.NewAgentTokens,
 func agentTokenSettings(cfg config.Config) (agenttoken.Settings, error) {
 	until, err := cfg.Auth.AgentTokens.PreviousUntil()
 	return agenttoken.Settings{Issuer: cfg.TokenIssuer(), Key: cfg.Auth.AgentTokens.SigningKey, DataDir: cfg.DataDir,
-		PreviousKey: cfg.Auth.AgentTokens.PreviousKey, PreviousUntil: until, Shared: cfg.Database.URL != ""}, err
+		PreviousKey: cfg.Auth.AgentTokens.PreviousKey, PreviousUntil: until}, err
 }
 
 func agentTokenLimits(cfg config.Config) app.AgentTokenLimits {

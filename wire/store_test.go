@@ -24,9 +24,12 @@ import (
 
 const clusterKey = "cluster-test-key-0123456789abcdef"
 
-// clusterAuditKey is the audit signing key instances on one test database
-// share.
-const clusterAuditKey = "Y2x1c3Rlci1hdWRpdC1zaWduaW5nLWtleS0wMTIzNDU"
+// clusterAuditKey and clusterAgentKey are the signing keys instances on one
+// test database share.
+const (
+	clusterAuditKey = "Y2x1c3Rlci1hdWRpdC1zaWduaW5nLWtleS0wMTIzNDU"
+	clusterAgentKey = "Y2x1c3Rlci1hZ2VudC10b2tlbi1zaWduaW5nLWtleS0"
+)
 
 // instance is one agentauth serving on 127.0.0.1, as a replica would.
 type instance struct {
@@ -45,7 +48,8 @@ func startInstance(t *testing.T, dbURL string, tune ...func(*config.Config)) *in
 	cfg.Auth.APIKey = clusterKey
 	cfg.Database.URL = dbURL
 	if dbURL != "" {
-		cfg.Audit.SigningKey = clusterAuditKey // every instance's, as from one Secret
+		// every instance's, as from one Secret
+		cfg.Audit.SigningKey, cfg.Auth.AgentTokens.SigningKey = clusterAuditKey, clusterAgentKey
 	}
 	for _, f := range tune {
 		f(&cfg)

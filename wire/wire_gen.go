@@ -66,7 +66,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	signer, err := agenttoken.New(settings, log)
+	signer, err := agenttoken.New(settings)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -201,7 +201,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	signer, err := agenttoken.New(settings, log)
+	signer, err := agenttoken.New(settings)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -309,7 +309,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	signer, err := agenttoken.New(settings, log)
+	signer, err := agenttoken.New(settings)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -407,7 +407,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	signer, err := agenttoken.New(settings, log)
+	signer, err := agenttoken.New(settings)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -505,7 +505,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	signer, err := agenttoken.New(settings, log)
+	signer, err := agenttoken.New(settings)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -19,7 +19,6 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/wire"
-	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/local"
@@ -34,16 +33,15 @@ type Settings struct {
 	Issuer string
 	// Key is the signing key's seed (SERVICE_AGENT_TOKENS_SIGNING_KEY, or
 	// read from auth.agentTokens.signingKeyFile); empty: the key at
-	// {DataDir}/secrets/agent-token-signing.key, created on first start.
+	// {DataDir}/secrets/agent-token-signing.key, created on first start
+	// (SQLite mode only: with a database, config requires the setting, as
+	// every instance must sign and verify with the one key).
 	Key     string
 	DataDir string
 	// PreviousKey is the seed of the key rotated out; it verifies until
 	// PreviousUntil.
 	PreviousKey   string
 	PreviousUntil time.Time
-	// Shared: several instances serve one database (PostgreSQL), so they
-	// must sign with one configured key.
-	Shared bool
 	// Now replaces time.Now, for tests.
 	Now func() time.Time
 }
@@ -71,17 +69,13 @@ type Signer struct {
 var _ ports.AgentTokenSigner = (*Signer)(nil)
 
 // New loads (or creates) the keys.
-func New(s Settings, log *zap.Logger) (*Signer, error) {
+func New(s Settings) (*Signer, error) {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
-	priv, path, created, err := loadKey(s)
+	priv, err := loadKey(s)
 	if err != nil {
 		return nil, err
-	}
-	if s.Shared && s.Key == "" {
-		log.Warn("agent tokens are signed with this instance's own key; instances sharing the database must share one key (SERVICE_AGENT_TOKENS_SIGNING_KEY or auth.agentTokens.signingKeyFile, from a Secret), or each refuses the others' tokens as token_key_unknown",
-			zap.String("key_file", path), zap.Bool("created", created))
 	}
 	cur, err := publicJWK(priv)
 	if err != nil {
@@ -113,23 +107,24 @@ func New(s Settings, log *zap.Logger) (*Signer, error) {
 
 // loadKey parses the configured seed, or reads the default key file,
 // creating it (0600 in a 0700 folder) as the audit signing key is.
-func loadKey(s Settings) (key ed25519.PrivateKey, path string, created bool, err error) {
+func loadKey(s Settings) (ed25519.PrivateKey, error) {
 	if s.Key != "" {
-		key, err = auditsign.ParseSeed(s.Key)
+		key, err := auditsign.ParseSeed(s.Key)
 		if err != nil {
-			return nil, "", false, fmt.Errorf("auth.agentTokens.signingKeyFile / SERVICE_AGENT_TOKENS_SIGNING_KEY: %w", err)
+			return nil, fmt.Errorf("auth.agentTokens.signingKeyFile / SERVICE_AGENT_TOKENS_SIGNING_KEY: %w", err)
 		}
-		return key, "", false, nil
+		return key, nil
 	}
-	path = DefaultKeyPath(s.DataDir)
-	text, created, err := local.LoadOrCreateKey(path)
+	path := DefaultKeyPath(s.DataDir)
+	text, _, err := local.LoadOrCreateKey(path)
 	if err != nil {
-		return nil, path, false, fmt.Errorf("agent-token signing key: %w", err)
+		return nil, fmt.Errorf("agent-token signing key: %w", err)
 	}
-	if key, err = auditsign.ParseSeed(text); err != nil {
-		return nil, path, false, fmt.Errorf("agent-token signing key %s: %w", path, err)
+	key, err := auditsign.ParseSeed(text)
+	if err != nil {
+		return nil, fmt.Errorf("agent-token signing key %s: %w", path, err)
 	}
-	return key, path, created, nil
+	return key, nil
 }
 
 func publicJWK(priv ed25519.PrivateKey) (jose.JSONWebKey, error) {

@@ -98,7 +98,7 @@ func axStart(t testing.TB, path string) *axHarness {
 		ToolCalls: app.NewToolCalls(store, store, store, rules, store, sessions, authz, clock),
 		Dashboard: app.NewDashboard(store, store, store, authz),
 	}
-	keys, err := agenttoken.New(agenttoken.Settings{Issuer: axIssuer, DataDir: filepath.Dir(path)}, log)
+	keys, err := agenttoken.New(agenttoken.Settings{Issuer: axIssuer, DataDir: filepath.Dir(path)})
 	if err != nil {
 		t.Fatal(err)
 	}

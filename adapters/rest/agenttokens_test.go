@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/auditjson"
@@ -391,7 +390,7 @@ func TestExchangeChainsNeverWiden(t *testing.T) {
 // newTestSigner is another issuer's signer, with its own key.
 func newTestSigner(t *testing.T, issuer string) *agenttoken.Signer {
 	t.Helper()
-	sg, err := agenttoken.New(agenttoken.Settings{Issuer: issuer, DataDir: t.TempDir()}, zap.NewNop())
+	sg, err := agenttoken.New(agenttoken.Settings{Issuer: issuer, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

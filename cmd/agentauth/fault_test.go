@@ -207,7 +207,7 @@ func TestKill9UnderWriteLoadLeavesNoChangeUnaudited(t *testing.T) {
 		{"postgres", func(t *testing.T, dir string) ([]string, func() faultStore) {
 			url := pgtest.URL(t)
 			// One instance: the grace only has to outlast its own requests.
-			env := baseEnv(dir, "SERVICE_API_KEY="+faultKey, "SERVICE_DATABASE_URL="+url, "SERVICE_AUDIT_RECOVERY_GRACE=1s", pgAuditKey)
+			env := baseEnv(dir, "SERVICE_API_KEY="+faultKey, "SERVICE_DATABASE_URL="+url, "SERVICE_AUDIT_RECOVERY_GRACE=1s", pgAuditKey, pgAgentKey)
 			return env, func() faultStore { return openPostgres(t, url) }
 		}},
 	}
@@ -364,7 +364,7 @@ func awaitStatus(t *testing.T, method, url, body string, want int) {
 // exactly one audit record.
 func TestDatabaseKilledUnderWriteLoad(t *testing.T) {
 	pg := startPrivatePostgres(t)
-	env := baseEnv(t.TempDir(), "SERVICE_API_KEY="+faultKey, "SERVICE_DATABASE_URL="+pg.url(), "SERVICE_AUDIT_RECOVERY_GRACE=1s", pgAuditKey)
+	env := baseEnv(t.TempDir(), "SERVICE_API_KEY="+faultKey, "SERVICE_DATABASE_URL="+pg.url(), "SERVICE_AUDIT_RECOVERY_GRACE=1s", pgAuditKey, pgAgentKey)
 	p := start(t, env, "serve")
 	halt := make(chan struct{})
 	ids := createSessions(t, p.URL, halt)

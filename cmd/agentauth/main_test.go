@@ -43,12 +43,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// pgAuditKey and pgAgentKey are the signing keys PostgreSQL mode needs
+// configured (every instance on a database shares them).
+const (
+	pgAuditKey = "SERVICE_AUDIT_SIGNING_KEY=cGctYXVkaXQtc2lnbmluZy1rZXktMDEyMzQ1Njc4OWE"
+	pgAgentKey = "SERVICE_AGENT_TOKENS_SIGNING_KEY=cGctYWdlbnQtdG9rZW4tc2lnbmluZy1rZXktMDEyMzQ"
+)
+
 // baseEnv isolates a process: its own data folder, a free port, and none of
 // the caller's SERVICE_* settings.
-// pgAuditKey is the audit signing key PostgreSQL mode needs configured
-// (every instance on a database shares it).
-const pgAuditKey = "SERVICE_AUDIT_SIGNING_KEY=cGctYXVkaXQtc2lnbmluZy1rZXktMDEyMzQ1Njc4OWE"
-
 func baseEnv(dataDir string, extra ...string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dataDir, "SERVICE_DATA_DIR=" + dataDir, "SERVICE_PORT=0"}
 	return append(env, extra...)
@@ -256,6 +259,10 @@ func TestBadConfigurationStopsTheStart(t *testing.T) {
 		{"two problems at once", []string{"SERVICE_LOG_LEVEL=loud", "SERVICE_PORT=99999"}, nil, []string{"SERVICE_LOG_LEVEL", "SERVICE_PORT"}},
 		{"trusted proxy not a CIDR", []string{"SERVICE_TRUSTED_PROXIES=10.0.0.0/8,lb.internal"}, nil, []string{"SERVICE_TRUSTED_PROXIES", "lb.internal"}},
 		{"trusted proxy flag beats environment", []string{"SERVICE_TRUSTED_PROXIES=10.0.0.0/8"}, []string{"--trusted-proxies", "0.0.0.0/0"}, []string{"--trusted-proxies", "trusts every address"}},
+		// Before any connection: each instance would sign agent tokens with a key of its own.
+		{"PostgreSQL without the agent-token key", []string{"SERVICE_API_KEY=" + strings.Repeat("k", 32),
+			"SERVICE_DATABASE_URL=postgres://agentauth@127.0.0.1:1/agentauth", pgAuditKey}, nil,
+			[]string{"auth.agentTokens.signingKeyFile / SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE / --agent-tokens-signing-key-file (or SERVICE_AGENT_TOKENS_SIGNING_KEY): required with database.url"}},
 		{"stray argument", nil, []string{"now"}, []string{"no arguments"}},
 		{"unknown flag", nil, []string{"--colour"}, []string{"colour"}},
 	}

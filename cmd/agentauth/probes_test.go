@@ -135,7 +135,7 @@ func TestProbesWithPostgreSQLDown(t *testing.T) {
 	u.Host = proxy.addr
 	const key = "probe-test-key-0123456789"
 	mgmt := fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))
-	p := start(t, baseEnv(t.TempDir(), "SERVICE_API_KEY="+key, "SERVICE_DATABASE_URL="+u.String(), pgAuditKey,
+	p := start(t, baseEnv(t.TempDir(), "SERVICE_API_KEY="+key, "SERVICE_DATABASE_URL="+u.String(), pgAuditKey, pgAgentKey,
 		"SERVICE_MANAGEMENT_PORT="+strings.TrimPrefix(mgmt, "http://127.0.0.1:")), "serve")
 
 	if status, h := probe(t, mgmt+"/health/ready"); status != 200 || h.Status != "ok" || h.Checks["database"] != "ok" || h.Checks["audit_log"] != "ok" {
