@@ -193,8 +193,8 @@ lacks defaults \
 	'^service rel-agentauth [A-Za-z]+ port management' \
 	'^container\.capabilities\.add '
 
-# (b) ci/full-values.yaml: OIDC, CA bundle, NODE_EXTRA_CA_CERTS, database and API key
-# from Secrets, three replicas, ingress.
+# (b) ci/full-values.yaml: OIDC, CA bundle, NODE_EXTRA_CA_CERTS, database, API key and
+# signing keys from Secrets, three replicas, ingress.
 render full -f "$FULL_VALUES"
 has full \
 	"replicas 3" \
@@ -210,6 +210,7 @@ has full \
 	"env SERVICE_DATABASE_URL<-secretKeyRef:agentauth-db/database-url" \
 	"env SERVICE_API_KEY<-secretKeyRef:agentauth-api-key/api-key" \
 	"env SERVICE_AUDIT_SIGNING_KEY<-secretKeyRef:agentauth-audit-signing/signing-key" \
+	"env SERVICE_AGENT_TOKENS_SIGNING_KEY<-secretKeyRef:agentauth-agent-token-signing/signing-key" \
 	"env SERVICE_LOG_LEVEL=debug" \
 	"volume ca-bundle configMap:corp-ca ca-bundle.pem->ca.crt" \
 	"mount ca-bundle /etc/agentauth/ca ro" \
