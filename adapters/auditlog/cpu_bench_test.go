@@ -48,7 +48,8 @@ func processCPU() (user, system time.Duration) {
 
 // BenchmarkRecordCPU measures the server CPU an audit record costs, as
 // requests pay it: 64 or 256 goroutines (connections) call Record
-// concurrently through the group-commit writer, with records made before the clock
+// concurrently through the group-commit writer, for 3 or 1,000 subjects
+// (the index writes a row per subject per block), with records made before the clock
 // starts; the process's CPU time (getrusage, user
 // + system, every thread) over the run, divided by the records, is
 // reported as cpu-µs/record, with the mean batch size. For the log, the
@@ -88,8 +89,9 @@ func BenchmarkRecordCPU(b *testing.B) {
 		}},
 	}
 	for _, s := range stores {
-		for _, callers := range []int{64, 256} {
-			b.Run(fmt.Sprintf("%s/%d-callers", s.name, callers), func(b *testing.B) {
+		for _, load := range []struct{ callers, subjects int }{{64, 3}, {64, 1000}, {256, 1000}} {
+			callers := load.callers
+			b.Run(fmt.Sprintf("%s/%d-callers-%d-subjects", s.name, callers, load.subjects), func(b *testing.B) {
 				st, closeStore := s.open(b)
 				defer closeStore()
 				counted := &countingStore{AuditStore: st}
@@ -113,6 +115,7 @@ func BenchmarkRecordCPU(b *testing.B) {
 				for g := range recs {
 					for i := range recs[g] {
 						recs[g][i] = record(g*distinct + i)
+						recs[g][i].Subject = fmt.Sprint("user-", (g*distinct+i)%load.subjects)
 						recs[g][i].Path = fmt.Sprintf("/api/v2/sessions/%d/agents?limit=20&offset=%d", g, i)
 					}
 				}

@@ -1,6 +1,6 @@
 -- The audit log (adapters/auditlog) holds the records; this database keeps
 -- only where each one is and which match a filter, a block at a time: one
--- audit_block row per indexed batch of records (up to 4,096, seqs
+-- audit_block row per indexed batch of records (up to 32,768, seqs
 -- first_seq..last_seq; entries: each record's time and log position,
 -- delta-encoded), and per batch one audit_posting row for each filter value
 -- it holds (key: the decision, or the decision and the subject; entries:
