@@ -5,7 +5,7 @@
 //	testsum run -suite go -totals F -- go test -json ./...          # Go's test2json stream
 //	testsum run -suite js -format tap -totals F -- node --test --test-reporter=tap …
 //	testsum run -suite helm -format line -totals F -- bash check.sh  # ends "N passed, M failed"
-//	testsum report -totals F                                         # the table and "N passed, M failed"
+//	testsum report -totals F -expect go,helm                         # the table and "N passed, M failed"
 //
 // run starts the suite's command, passes its output through (for Go: package
 // results, build errors and the output of failed tests, or everything with
@@ -254,9 +254,11 @@ func countLine(in io.Reader, out io.Writer) (counts, error) {
 func report(args []string, out io.Writer) (failed bool, err error) {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	totals := fs.String("totals", "", "the totals file the suites appended to")
+	expect := fs.String("expect", "", "comma-separated suites that must have reported (one missing counts as failed)")
 	if err := fs.Parse(args); err != nil {
 		return false, err
 	}
+	seen := map[string]bool{}
 	data, err := os.ReadFile(*totals)
 	if err != nil {
 		return false, err
@@ -269,9 +271,16 @@ func report(args []string, out io.Writer) (failed bool, err error) {
 			return false, fmt.Errorf("totals line %q: %w", line, err)
 		}
 		fmt.Fprintf(out, "%-10s %8d %8d %8d\n", c.Suite, c.Passed, c.Failed, c.Skips)
+		seen[c.Suite] = true
 		all.Passed += c.Passed
 		all.Failed += c.Failed
 		all.Skips += c.Skips
+	}
+	for _, s := range strings.Split(*expect, ",") {
+		if s != "" && !seen[s] {
+			fmt.Fprintf(out, "%-10s did not report (its runner never started?): counted as one failure\n", s)
+			all.Failed++
+		}
 	}
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", all.Passed, all.Failed, all.Skips)
 	return all.Failed > 0, nil

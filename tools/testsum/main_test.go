@@ -129,11 +129,12 @@ func TestRunCountsEachFormat(t *testing.T) {
 
 func TestReportAddsUpAndFailsOnAnyFailure(t *testing.T) {
 	tests := []struct {
-		name, totals, wantLast string
-		wantFailed             bool
+		name, totals, expect, wantLast string
+		wantFailed                     bool
 	}{
-		{"all green", "go 10 0 2\nhelm 5 0 0\n", "15 passed, 0 failed, 2 skipped", false},
-		{"one red suite", "go 10 0 2\ne2e 3 1 0\n", "13 passed, 1 failed, 2 skipped", true},
+		{"all green", "go 10 0 2\nhelm 5 0 0\n", "go,helm", "15 passed, 0 failed, 2 skipped", false},
+		{"one red suite", "go 10 0 2\ne2e 3 1 0\n", "", "13 passed, 1 failed, 2 skipped", true},
+		{"an expected suite missing", "go 10 0 2\n", "go,helm", "10 passed, 1 failed, 2 skipped", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,7 +143,7 @@ func TestReportAddsUpAndFailsOnAnyFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out strings.Builder
-			failed, err := report([]string{"-totals", f}, &out)
+			failed, err := report([]string{"-totals", f, "-expect", tt.expect}, &out)
 			if err != nil {
 				t.Fatal(err)
 			}
