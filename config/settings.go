@@ -1,6 +1,6 @@
 package config
 
-//go:generate go run ../internal/docgen -readme ../README.md
+//go:generate go run ../internal/docgen -root ..
 
 // Setting is one setting as an operator sees it: where it is set and what
 // it takes. Settings is the one table that `agentauth --help`, `agentauth

@@ -1,6 +1,6 @@
 package domain
 
-//go:generate go run ../internal/docgen -readme ../README.md
+//go:generate go run ../internal/docgen -root ..
 
 // DefaultGrants is the built-in role → permission matrix. It is data so that
 // the README table and the endpoint tests are generated from it and cannot

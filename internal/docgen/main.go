@@ -1,11 +1,11 @@
-// Command docgen writes the README's generated sections, so the
-// documentation cannot drift from what the service does: the permission
-// table from the role matrix in package domain (between the
-// <!-- section:permissions --> markers) and the settings table from
-// config.Settings, the table `agentauth serve --help` is made from (between
-// the <!-- section:settings-table --> markers). It is run by `go generate
-// ./domain/ ./config/`; main_test.go fails when the committed README is
-// stale.
+// Command docgen writes the documentation's generated sections, so it
+// cannot drift from what the service does: the permission table from the role
+// matrix in package domain (between the <!-- section:permissions --> markers)
+// and the settings table from config.Settings, the table `agentauth serve
+// --help` is made from (between the <!-- section:settings-table --> markers).
+// Each section is written in whichever of README.md and docs/*.md holds its
+// markers (exactly one must). It is run by `go generate ./domain/
+// ./config/`; main_test.go fails when a committed page is stale.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -33,38 +34,71 @@ var sections = []generated{
 }
 
 func main() {
-	readme := flag.String("readme", "README.md", "README file to update")
+	root := flag.String("root", ".", "the repository root (README.md and docs/ below it)")
 	flag.Parse()
-	if err := update(*readme); err != nil {
+	pages, err := renderPages(*root)
+	if err == nil {
+		err = writeChanged(pages)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "docgen:", err)
 		os.Exit(1)
 	}
 }
 
-func update(path string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	next, err := render(string(old))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if next == string(old) {
-		return nil
-	}
-	return os.WriteFile(path, []byte(next), 0o644)
+// page is one documentation file as it is and as it should be.
+type page struct {
+	path      string
+	old, next string
 }
 
-// render replaces every generated section of readme.
-func render(readme string) (string, error) {
+// renderPages reads README.md and docs/*.md under root and renders every
+// generated section into the one page that holds its markers.
+func renderPages(root string) ([]page, error) {
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	paths = append([]string{filepath.Join(root, "README.md")}, paths...)
+	pages := make([]page, 0, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, page{path: p, old: string(b), next: string(b)})
+	}
+	var errs []error
 	for _, g := range sections {
-		var err error
-		if readme, err = splice(readme, g.begin, g.end, g.body()); err != nil {
-			return "", err
+		var holders []*page
+		for i := range pages {
+			if strings.Contains(pages[i].next, g.begin) {
+				holders = append(holders, &pages[i])
+			}
+		}
+		if len(holders) != 1 {
+			errs = append(errs, fmt.Errorf("%s: in %d pages of README.md and docs/*.md, want exactly 1", g.begin, len(holders)))
+			continue
+		}
+		next, err := splice(holders[0].next, g.begin, g.end, g.body())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", holders[0].path, err))
+			continue
+		}
+		holders[0].next = next
+	}
+	return pages, errors.Join(errs...)
+}
+
+func writeChanged(pages []page) error {
+	for _, p := range pages {
+		if p.next != p.old {
+			if err := os.WriteFile(p.path, []byte(p.next), 0o644); err != nil {
+				return err
+			}
 		}
 	}
-	return readme, nil
+	return nil
 }
 
 // splice replaces the text between the markers with body.

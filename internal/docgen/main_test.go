@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,19 +10,18 @@ import (
 	"github.com/agentauth/agentauth/domain"
 )
 
-// TestReadmeIsCurrent fails when the README's permission table differs
-// from the one generated from the domain matrix: run `go generate ./domain/`.
-func TestReadmeIsCurrent(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestPagesAreCurrent fails when a generated table (permissions, settings)
+// differs from what the domain matrix and config.Settings make: run `go
+// generate ./domain/ ./config/` and commit the page.
+func TestPagesAreCurrent(t *testing.T) {
+	pages, err := renderPages("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := render(string(readme))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(readme) != want {
-		t.Error("README.md's generated tables (permissions, settings) are stale: run `go generate ./domain/ ./config/` and commit README.md")
+	for _, p := range pages {
+		if p.next != p.old {
+			t.Errorf("%s: generated tables are stale: run `go generate ./domain/ ./config/` and commit it", p.path)
+		}
 	}
 }
 
@@ -61,5 +61,50 @@ func TestSettingsSectionHasEverySetting(t *testing.T) {
 				t.Errorf("%s missing", n)
 			}
 		}
+	}
+}
+
+func TestRenderPagesFindsEachSectionInOnePage(t *testing.T) {
+	perm := "<!-- section:permissions -->\nold\n<!-- /section:permissions -->\n"
+	set := "<!-- section:settings-table -->\nold\n<!-- /section:settings-table -->\n"
+	tests := []struct {
+		name    string
+		files   map[string]string // path under root → content
+		wantErr string
+	}{
+		{"both in the README", map[string]string{"README.md": perm + set}, ""},
+		{"moved to docs pages", map[string]string{"README.md": "# x\n", "docs/api.md": perm, "docs/operators.md": set}, ""},
+		{"one missing", map[string]string{"README.md": perm}, "section:settings-table -->: in 0 pages"},
+		{"one twice", map[string]string{"README.md": perm + set, "docs/api.md": perm}, "section:permissions -->: in 2 pages"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.Mkdir(filepath.Join(root, "docs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for p, c := range tt.files {
+				if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pages, err := renderPages(root)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all string
+			for _, p := range pages {
+				all += p.next
+			}
+			if strings.Contains(all, "\nold\n") || !strings.Contains(all, "| `settings:read` |") {
+				t.Errorf("sections not rendered:\n%s", all)
+			}
+		})
 	}
 }
