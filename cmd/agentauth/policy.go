@@ -13,6 +13,7 @@ import (
 
 const policyUsage = `Usage:
   agentauth policy can --role ROLE --action ACTION --resource RESOURCE [--config FILE]
+  agentauth policy can --role ROLE --action RESOURCE:ACTION [--config FILE]
 
 Answers, offline, whether ROLE may perform ACTION on RESOURCE under the role
 matrix and the custom roles (auth.roles) of the configuration, and why.
@@ -21,6 +22,8 @@ Exit status: 0 allow, 1 deny, 2 usage or configuration error.
 Example:
   agentauth policy can --role USER --action write --resource policies
   deny: role USER lacks policies:write
+  agentauth policy can --role ADMIN --action settings:read
+  allow: role ADMIN grants settings:read (read service settings)
 `
 
 // policy runs "agentauth policy ...".
@@ -37,8 +40,8 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
 	role := fs.String("role", "", "role name: ADMIN, USER, LEAD, AUDITOR or a custom role")
-	action := fs.String("action", "", "action, such as read or write")
-	resource := fs.String("resource", "", "resource, such as sessions or policies")
+	action := fs.String("action", "", "action, such as read or write, or a whole permission such as settings:read")
+	resource := fs.String("resource", "", "resource, such as sessions or policies (implied when --action is a permission)")
 	cfgPath := fs.String("config", "", "YAML config file with custom roles (SERVICE_CONFIG)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -46,8 +49,13 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 		}
 		return exitUsage
 	}
-	if *role == "" || *action == "" || *resource == "" || fs.NArg() > 0 {
-		fmt.Fprint(stderr, "agentauth policy can: --role, --action and --resource are required\n\n"+policyUsage)
+	if *role == "" || *action == "" || fs.NArg() > 0 {
+		fmt.Fprint(stderr, "agentauth policy can: --role and --action are required\n\n"+policyUsage)
+		return exitUsage
+	}
+	permText, err := permissionOf(*action, *resource)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentauth policy can: %v\n", err)
 		return exitUsage
 	}
 	path := env["SERVICE_CONFIG"]
@@ -68,7 +76,7 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agentauth policy can: unknown role %q; known roles: %s\n", *role, joinRoles(authz.Roles()))
 		return exitUsage
 	}
-	perm, err := domain.ParsePermission(strings.ToLower(strings.TrimSpace(*resource)) + ":" + strings.ToLower(strings.TrimSpace(*action)))
+	perm, err := domain.ParsePermission(permText)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth policy can: %v; known permissions: %s\n", err, joinPerms(domain.AllPermissions()))
 		return exitUsage
@@ -80,6 +88,24 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "deny: %s\n", d.Reason())
 	return exitFailure
+}
+
+// permissionOf joins --resource and --action into resource:action. An
+// action holding a colon is the whole permission, as the README's table
+// and the audit records write it; --resource may then be left out.
+func permissionOf(action, resource string) (string, error) {
+	action = strings.ToLower(strings.TrimSpace(action))
+	resource = strings.ToLower(strings.TrimSpace(resource))
+	if res, _, whole := strings.Cut(action, ":"); whole {
+		if resource != "" && resource != res {
+			return "", fmt.Errorf("--action %s names resource %s, --resource says %s; give one of them", action, res, resource)
+		}
+		return action, nil
+	}
+	if resource == "" {
+		return "", errors.New("--resource is required unless --action is a permission such as settings:read")
+	}
+	return resource + ":" + action, nil
 }
 
 func joinRoles(roles []domain.Role) string {

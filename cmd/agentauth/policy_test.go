@@ -41,6 +41,11 @@ func TestPolicyCan(t *testing.T) {
 		{"unknown permission", []string{"--role", "USER", "--action", "fly", "--resource", "policies"}, nil, 2, "known permissions"},
 		{"invalid config", []string{"--role", "USER", "--action", "read", "--resource", "sessions", "--config", bad}, nil, 2, "nope:x"},
 		{"missing flags", []string{"--role", "USER"}, nil, 2, "required"},
+		{"action names the permission", []string{"--role", "ADMIN", "--action", "settings:read"}, nil, 0, "allow: role ADMIN grants settings:read"},
+		{"permission denied", []string{"--role", "USER", "--action", "settings:read"}, nil, 1, "deny: role USER lacks settings:read"},
+		{"permission and the same resource", []string{"--role", "ADMIN", "--action", "settings:read", "--resource", "settings"}, nil, 0, "allow: role ADMIN grants settings:read"},
+		{"permission and another resource", []string{"--role", "ADMIN", "--action", "settings:read", "--resource", "policies"}, nil, 2, "--action settings:read names resource settings, --resource says policies"},
+		{"action without resource", []string{"--role", "ADMIN", "--action", "read"}, nil, 2, "--resource is required unless --action is a permission such as settings:read"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
