@@ -18,6 +18,10 @@ var _ ports.IntentOutbox = (*Store)(nil)
 // audit record commit together or not at all. Without an intent in ctx
 // nothing is changed (fail closed).
 func (s *Store) change(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	return unavailable(s.changeTx(ctx, what, fn))
+}
+
+func (s *Store) changeTx(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
 	in := ports.AuditIntentFrom(ctx)
 	if in == nil {
 		return fmt.Errorf("sqlite: %s: %w", what, ports.ErrNoAuditIntent)

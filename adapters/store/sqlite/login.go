@@ -180,6 +180,11 @@ func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.
 // store's single writer connection serialises them, and every handle on
 // the file waits for the database lock.
 func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []ports.LoginLimit, t, since time.Time) (ports.LoginReservation, error) {
+	res, err := s.reserveLoginAttempt(ctx, limits, t, since)
+	return res, unavailable(err)
+}
+
+func (s *Store) reserveLoginAttempt(ctx context.Context, limits []ports.LoginLimit, t, since time.Time) (ports.LoginReservation, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return ports.LoginReservation{}, fmt.Errorf("sqlite: reserve login attempt: %w", err)

@@ -23,7 +23,8 @@ import (
 
 	"github.com/google/wire"
 	"go.uber.org/zap"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlitedriver "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -258,6 +259,25 @@ func (s *Store) apply(ctx context.Context, version, name string) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// unavailable marks err as the store failing to serve now (503, as every
+// store failure on PostgreSQL) when SQLite reports a resource of the
+// machine at fault: the disk or the size limit full (SQLITE_FULL, "database
+// or disk is full"), an I/O error, the file unopenable or read-only, memory,
+// or the lock held beyond busy_timeout. Anything else (a constraint, a bad
+// statement) stays the service's own fault, a 500.
+func unavailable(err error) error {
+	var se *sqlitedriver.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff { // the primary code; extended codes add bits above
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
+		sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return errors.Join(err, domain.ErrUnavailable)
+	}
+	return err
 }
 
 // execOne makes the change what (with its audit intent) by a statement
