@@ -62,3 +62,33 @@ func TestAuthorizationHeaderSyntax(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizationWithoutBearerSaysSo: a key sent as the whole header
+// (Authorization: <key>), under another scheme or with nothing after
+// Bearer is a 401 with the usual challenge whose message says what is
+// wrong with the header; the message never repeats what was sent.
+func TestAuthorizationWithoutBearerSaysSo(t *testing.T) {
+	h := start(t, options{})
+	tests := []struct {
+		name, header, wantMessage string
+	}{
+		{"the key alone", keyUser, "the Authorization header lacks the scheme Bearer: send Authorization: Bearer <credential>"},
+		{"another scheme", "Basic dXNlcjpwdw==", "the Authorization header's scheme is not Bearer: send Authorization: Bearer <credential>"},
+		{"the key after a token scheme", "Token " + keyUser, "the Authorization header's scheme is not Bearer: send Authorization: Bearer <credential>"},
+		{"Bearer alone", "Bearer", "the Authorization header has no credential after Bearer"},
+		{"Bearer and spaces", "Bearer   ", "the Authorization header has no credential after Bearer"},
+		{"a wrong key", "Bearer wrong-key-wrong-key", "credential not accepted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := h.do(t, "GET", "/api/v2/me", tt.header, "")
+			e := checkError(t, r, 401, "unauthenticated")
+			if e.Error.Message != tt.wantMessage {
+				t.Errorf("message: got %q, want %q", e.Error.Message, tt.wantMessage)
+			}
+			if got, want := r.header.Get("WWW-Authenticate"), `Bearer realm="agentauth", error="invalid_token"`; got != want {
+				t.Errorf("WWW-Authenticate: got %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -103,10 +103,15 @@ func classifyStatus(err error) problem {
 var errMalformedAuthorization = fmt.Errorf("malformed Authorization header: %w", domain.ErrInvalidInput)
 
 // errMissingCredential and errBadCredential are the two 401s the edge
-// produces itself; clients learn no more than which of the two it was.
+// produces itself; clients learn no more than which of the two it was. The
+// three header mistakes say what is wrong with the header, never what it
+// held: a key sent without the scheme is the commonest first request.
 var (
-	errMissingCredential = errors.New("authentication required: send Authorization: Bearer <credential>")
-	errBadCredential     = errors.New("credential not accepted")
+	errMissingCredential  = errors.New("authentication required: send Authorization: Bearer <credential>")
+	errBadCredential      = errors.New("credential not accepted")
+	errNoBearerScheme     = errors.New("the Authorization header lacks the scheme Bearer: send Authorization: Bearer <credential>")
+	errOtherScheme        = errors.New("the Authorization header's scheme is not Bearer: send Authorization: Bearer <credential>")
+	errNoBearerCredential = errors.New("the Authorization header has no credential after Bearer")
 )
 
 // errDebugOffLoopback refuses a debug principal (a built-in debug key,
@@ -115,8 +120,10 @@ var (
 var errDebugOffLoopback = unavailableMessage("a debug-mode identity source answered, and debug principals are served only on a loopback address; the operator must turn debug mode off at the centre")
 
 func unauthenticatedMessage(err error) string {
-	if errors.Is(err, errMissingCredential) {
-		return errMissingCredential.Error()
+	for _, told := range []error{errMissingCredential, errNoBearerScheme, errOtherScheme, errNoBearerCredential} {
+		if errors.Is(err, told) {
+			return told.Error()
+		}
 	}
 	return errBadCredential.Error()
 }

@@ -300,20 +300,26 @@ func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
 // (RFC 6750 §2.1): one Authorization header, the scheme, one or more ASCII
 // spaces or tabs, a b64token. Two headers or a credential of other
 // characters is a malformed request (errMalformedAuthorization); another
-// scheme or no credential after it is present but unusable (an empty
-// Bearer credential).
+// scheme, no scheme or no credential after it is a credential present but
+// unusable: 401, with a message saying which (errNoBearerScheme,
+// errOtherScheme, errNoBearerCredential).
 func credentialFrom(c *fiber.Ctx) (ports.Credential, error) {
 	if n := len(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); n > 1 {
 		return ports.Credential{}, fmt.Errorf("%d Authorization headers: %w", n, errMalformedAuthorization)
 	}
 	if h := c.Get(fiber.HeaderAuthorization); h != "" {
 		i := strings.IndexAny(h, " \t")
-		if i < 0 || !strings.EqualFold(h[:i], "Bearer") {
-			return ports.Credential{Kind: ports.CredentialBearer}, nil
+		switch {
+		case i < 0 && strings.EqualFold(h, "Bearer"):
+			return ports.Credential{}, fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errNoBearerCredential)
+		case i < 0:
+			return ports.Credential{}, fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errNoBearerScheme)
+		case !strings.EqualFold(h[:i], "Bearer"):
+			return ports.Credential{}, fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errOtherScheme)
 		}
 		v := strings.Trim(h[i:], " \t")
 		if v == "" {
-			return ports.Credential{Kind: ports.CredentialBearer}, nil
+			return ports.Credential{}, fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errNoBearerCredential)
 		}
 		if !domain.IsBearerToken(v) {
 			return ports.Credential{}, fmt.Errorf("the Bearer credential has characters outside RFC 6750's b64token syntax: %w", errMalformedAuthorization)
@@ -336,8 +342,6 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	switch {
 	case cred.Kind == ports.CredentialNone:
 		return fmt.Errorf("%w: %w", domain.ErrUnauthenticated, errMissingCredential)
-	case cred.Value == "":
-		return fmt.Errorf("malformed Authorization header: %w", domain.ErrUnauthenticated)
 	}
 	if s.isAgentToken(cred) {
 		return s.authenticateAgent(c, cred.Value)
