@@ -18,8 +18,9 @@ import (
 
 // Load builds the configuration: defaults, then the file at path (if not
 // empty), then the environment. Every problem of both is reported, each
-// naming the setting and what it accepts. Flags and validation come after
-// (see Resolve).
+// naming the setting and what it accepts, with the SERVICE_* variables
+// meant for agentauth that are not settings (see envcheck.go). Flags and
+// validation come after (see Resolve).
 func Load(path string, environ map[string]string) (Config, error) {
 	cfg := Defaults()
 	var errs []error
@@ -27,6 +28,7 @@ func Load(path string, environ map[string]string) (Config, error) {
 		errs = append(errs, decodeFile(path, &cfg)...)
 	}
 	errs = append(errs, parseVars(&cfg, environ, func(s Setting) string { return s.Env })...)
+	errs = append(errs, checkEnvironment(environ)...)
 	return cfg, errors.Join(errs...)
 }
 
@@ -83,7 +85,11 @@ func parseVars(cfg *Config, vars map[string]string, nameOf func(Setting) string)
 		}
 		for _, n := range names {
 			s, _ := settingByEnv(n)
-			out = append(out, fmt.Errorf("%s=%q is not valid: want %s (%s)", nameOf(s), vars[n], s.Accepts, s.Names()))
+			hint := ""
+			if nameOf(s) == n { // the variable, not a flag of the same setting
+				hint = serviceLinkHint(n, vars[n])
+			}
+			out = append(out, fmt.Errorf("%s=%q is not valid: want %s (%s)%s", nameOf(s), vars[n], s.Accepts, s.Names(), hint))
 		}
 	}
 	return out

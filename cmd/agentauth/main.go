@@ -194,6 +194,9 @@ func serve(args []string, env map[string]string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer flush()
+	for _, w := range config.IgnoredVariables(env) {
+		log.Warn(w)
+	}
 
 	if err := datadir.Secure(cfg.DataDir, log); err != nil {
 		log.Error("cannot start", zap.Error(err))
