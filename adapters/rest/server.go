@@ -144,7 +144,7 @@ func (s *Server) App() *fiber.App { return s.app }
 func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s (SERVICE_HOST, SERVICE_PORT): %w", s.cfg.Addr, err)
+		return &ListenError{Addr: s.cfg.Addr, Settings: "server.host / SERVICE_HOST, server.port / SERVICE_PORT", Err: err}
 	}
 	if s.cfg.ManagementAddr == "" {
 		return s.Serve(ctx, ln)
@@ -152,10 +152,25 @@ func (s *Server) Run(ctx context.Context) error {
 	mln, err := net.Listen("tcp", s.cfg.ManagementAddr)
 	if err != nil {
 		_ = ln.Close()
-		return fmt.Errorf("listen on %s (SERVICE_MANAGEMENT_HOST, SERVICE_MANAGEMENT_PORT): %w", s.cfg.ManagementAddr, err)
+		return &ListenError{Addr: s.cfg.ManagementAddr, Settings: "server.managementHost / SERVICE_MANAGEMENT_HOST, server.managementPort / SERVICE_MANAGEMENT_PORT", Err: err}
 	}
 	return s.ServeWithManagement(ctx, ln, mln)
 }
+
+// ListenError is a listener Run could not open: the port is taken or the
+// address is not this machine's. Nothing was served; the command treats it
+// as a problem of the settings it names.
+type ListenError struct {
+	Addr     string
+	Settings string
+	Err      error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("%s: cannot listen on %s: %v", e.Settings, e.Addr, e.Err)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // ServeWithManagement is Serve with the management listener on mln. The
 // management listener answers until the API listener has drained; if it

@@ -199,19 +199,20 @@ func serve(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	}
 
 	if err := datadir.Secure(cfg.DataDir, log); err != nil {
-		log.Error("cannot start", zap.Error(err))
-		return exitFailure
+		return cannotStart(stderr, flush, err)
 	}
 	srv, cleanup, err := inject(cfg, log)
 	if err != nil {
-		log.Error("cannot start", zap.Error(err))
-		return exitFailure
+		return cannotStart(stderr, flush, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("agentauth starting", zap.String("version", buildinfo.Get().Version), zap.String("revision", buildinfo.Get().Revision), zap.String("mode", string(cfg.Mode())), zap.String("addr", cfg.Addr()))
 	err = srv.Run(ctx)
 	cleanup() // commits pending audit records, then closes the store
+	if listen := (*rest.ListenError)(nil); errors.As(err, &listen) {
+		return cannotStart(stderr, flush, err)
+	}
 	if err != nil {
 		log.Error("server stopped with an error", zap.Error(err))
 		return exitFailure
@@ -238,6 +239,19 @@ func inject(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	default:
 		return nil, nil, fmt.Errorf("authentication mode %q is not available in this build", mode)
 	}
+}
+
+// cannotStart tells why the service did not start as configuration
+// problems are told: plain lines, each naming the setting at fault (the
+// data folder, a key file, the database, a port), and exit code 2. The log
+// is flushed first, so the lines come last.
+func cannotStart(stderr io.Writer, flushLog func(), err error) int {
+	flushLog()
+	// Drivers continue a message on tab-indented lines (pgx: one per
+	// address tried): keep each problem on one line.
+	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), ":\n\t", ": "), "\n\t", "; ")
+	fmt.Fprintf(stderr, "agentauth: cannot start:\n%s\n", indent(msg))
+	return exitUsage
 }
 
 func indent(s string) string { return "  - " + strings.ReplaceAll(s, "\n", "\n  - ") }

@@ -36,7 +36,7 @@ func New(dir DataDir, log *zap.Logger) (*apikey.Keyring, error) {
 	path := KeyPath(dir)
 	key, created, err := LoadOrCreateKey(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("local mode's API key, kept in dataDir / SERVICE_DATA_DIR (SERVICE_API_KEY gives one instead): %w", err)
 	}
 	if created {
 		log.Info("local mode: created a new API key; send it as Authorization: Bearer <key>", zap.String("key_file", path))

@@ -60,29 +60,65 @@ const connectTimeout = 15 * time.Second
 // closes the pool.
 func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error) {
 	if url == "" {
-		return nil, nil, errors.New("postgres: empty database URL (SERVICE_DATABASE_URL / database.url)")
+		return nil, nil, fmt.Errorf("%s: empty", urlSetting)
 	}
 	cfg, err := parseURL(string(url))
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", urlSetting, err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "agentauth"
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", urlSetting, err)
 	}
 	s := &Store{pool: pool, log: log.Named("postgres")}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, nil, fmt.Errorf("postgres: connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+		return nil, nil, fmt.Errorf("%s: cannot connect to %s:%d/%s: %w", urlSetting, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	if err := s.checkSchema(ctx, cfg.ConnConfig.Database); err != nil {
+		pool.Close()
+		return nil, nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
 	return s, pool.Close, nil
+}
+
+// urlSetting names the setting every start problem of the database is
+// about.
+const urlSetting = "database.url / SERVICE_DATABASE_URL"
+
+// checkSchema makes sure the tables have a schema to go to: with none of
+// search_path's schemas existing (a search_path=agentauth in the URL before
+// CREATE SCHEMA agentauth), PostgreSQL's own words are "no schema has been
+// selected to create in". The user's right to create tables there is the
+// other first-start stumble (PostgreSQL 15 took CREATE on public from
+// every user): it is explained where migrate meets it.
+func (s *Store) checkSchema(ctx context.Context, database string) error {
+	var schema *string
+	var path string
+	if err := s.pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
+		return fmt.Errorf("%s: read the schema: %w", urlSetting, err)
+	}
+	if schema == nil {
+		return fmt.Errorf("%s: no schema of search_path (%s) exists in database %s: create it (CREATE SCHEMA <name> AUTHORIZATION <user>) or name an existing one in the URL's search_path",
+			urlSetting, path, database)
+	}
+	return nil
+}
+
+// explainPrivilege tells a first migration refused for lack of the right
+// to create tables in the schema what to grant.
+func explainPrivilege(err error) error {
+	if pgCode(err) != "42501" {
+		return err
+	}
+	return fmt.Errorf("%s: the user may not create tables in the schema (GRANT CREATE ON SCHEMA <schema> TO <user>, or a schema the user owns in the URL's search_path): %w", urlSetting, err)
 }
 
 // CheckURL reports whether url is a connection string the store can use,
@@ -150,7 +186,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}()
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
-		return fmt.Errorf("postgres: migrations table: %w", err)
+		return fmt.Errorf("postgres: migrations table: %w", explainPrivilege(err))
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
