@@ -18,21 +18,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentauth/agentauth/internal/launch"
+	"github.com/agentauth/agentauth/internal/standin"
 )
 
 func main() {
@@ -47,9 +46,9 @@ const apiKey = "loadgen-key-0123456789abcdef"
 // The stand-in's realm (deploy/keycloak/realm-agents.json) and the client
 // the e2e suite uses.
 const (
-	realm        = "agents"
-	clientID     = "agentauth"
-	clientSecret = "agentauth-e2e-secret"
+	realm        = standin.Realm
+	clientID     = standin.ClientID
+	clientSecret = standin.ClientSecret
 	user, pass   = "bob", "bob-pw"
 )
 
@@ -134,11 +133,12 @@ func oidcRows(o options, bin, tmp string) error {
 	if err != nil {
 		return err
 	}
-	issuer, stopIDP, err := startStandin(servicePort)
+	idp, err := standin.Start(".", 0, servicePort, io.Discard)
 	if err != nil {
 		return err
 	}
-	defer stopIDP()
+	defer idp.Stop()
+	issuer := idp.Issuer
 	dir := filepath.Join(tmp, "oidc")
 	p, err := launch.Start(bin, serverEnv(dir,
 		"SERVICE_OIDC_ENABLED=true", "SERVICE_OIDC_ISSUER="+issuer, "SERVICE_OIDC_CLIENT_ID="+clientID,
@@ -218,52 +218,6 @@ func round(d time.Duration) string {
 // extra comes first, so that it wins over the defaults after it.
 func serverEnv(dir string, extra ...string) []string {
 	return append(extra, "PATH="+os.Getenv("PATH"), "HOME="+dir, "SERVICE_DATA_DIR="+dir, "SERVICE_PORT=0", "SERVICE_HOST=127.0.0.1")
-}
-
-// startStandin starts the Keycloak stand-in (installing its pinned packages
-// when missing) with redirect URIs on servicePort; it returns the issuer.
-func startStandin(servicePort int) (string, func(), error) {
-	dir := filepath.Join("e2e", "keycloak-standin")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err != nil {
-		npm := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		npm.Dir = dir
-		if out, err := npm.CombinedOutput(); err != nil {
-			return "", nil, fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
-		}
-	}
-	cmd := exec.Command("node", "server.mjs", "--realm-file", filepath.Join("..", "..", "deploy", "keycloak", "realm-agents.json"),
-		"--port", "0", "--service-url", fmt.Sprintf("http://127.0.0.1:%d", servicePort))
-	cmd.Dir = dir
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start the stand-in (node): %w", err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "http"); strings.Contains(sc.Text(), "listening on ") && i >= 0 {
-				select {
-				case found <- strings.TrimSpace(sc.Text()[i:]):
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case issuer := <-found:
-		return issuer, stop, nil
-	case <-time.After(30 * time.Second):
-		stop()
-		return "", nil, fmt.Errorf("the stand-in did not listen within 30 s")
-	}
 }
 
 // passwordGrant asks the stand-in for an access token for bob.
