@@ -140,7 +140,7 @@ func section() string {
 	b.WriteString("\nCustom roles (`auth.roles` in the config file) name their permissions from the first column and\n")
 	b.WriteString("may extend a built-in role, for example:\n\n")
 	b.WriteString("```yaml\nauth:\n  roles:\n    - name: SECOPS          # upper-case letters, digits, _ or -\n      extends: AUDITOR      # optional: everything AUDITOR may do\n      permissions: [policies:write]\n```\n\n")
-	b.WriteString("Check a role offline with `agentauth policy can --role SECOPS --action write --resource policies --config agentauth.yaml`\n")
+	b.WriteString("Check a role offline with `agentauth policy can --role SECOPS --action write --resource policies --config agentauth.yaml`,\nor name the permission whole, as this table and a 403's `missing` write it: `--action policies:write`\n")
 	b.WriteString("(exit status 0 allow, 1 deny). Roles mapped from the identity provider are only ever the four built-in ones.\n")
 	return b.String()
 }
