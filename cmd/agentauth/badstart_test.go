@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
 )
@@ -56,6 +62,10 @@ func TestEveryBadStartExitsTwoWithPlainLines(t *testing.T) {
 			[]string{"database.url / SERVICE_DATABASE_URL", "127.0.0.1:1", "connection refused"}},
 		{"a schema missing from search_path", append([]string{"SERVICE_DATABASE_URL=" + noSchema}, pgKeys...), nil,
 			[]string{"database.url / SERVICE_DATABASE_URL", "search_path", "no_such_schema_", "CREATE SCHEMA"}},
+		{"a schema the user may not use", append([]string{"SERVICE_DATABASE_URL=" + asNewRole(t, pg, "")}, pgKeys...), nil,
+			[]string{"database.url / SERVICE_DATABASE_URL", "search_path", "GRANT USAGE, CREATE ON SCHEMA"}},
+		{"a schema the user may not create tables in", append([]string{"SERVICE_DATABASE_URL=" + asNewRole(t, pg, "USAGE")}, pgKeys...), nil,
+			[]string{"database.url / SERVICE_DATABASE_URL", "may not create tables in the schema", "GRANT CREATE ON SCHEMA"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +97,47 @@ func TestEveryBadStartExitsTwoWithPlainLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asNewRole returns pgURL for a new login role (dropped after the test)
+// holding grant (USAGE, or nothing when empty) on the URL's schema.
+func asNewRole(t *testing.T, pgURL, grant string) string {
+	t.Helper()
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	role := "agentauth_test_role_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, pgURL)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP OWNED BY "+role+"; DROP ROLE "+role); err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+		}
+	})
+	if grant != "" {
+		if _, err := conn.Exec(ctx, "GRANT "+grant+" ON SCHEMA "+schema+" TO "+role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.User = url.User(role)
+	return u.String()
 }
 
 func writeSecret(t *testing.T, path, content string, mode os.FileMode) {

@@ -78,7 +78,7 @@ func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error)
 		pool.Close()
 		return nil, nil, fmt.Errorf("%s: cannot connect to %s:%d/%s: %w", urlSetting, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
 	}
-	if err := s.checkSchema(ctx, cfg.ConnConfig.Database); err != nil {
+	if err := s.checkSchema(ctx, cfg.ConnConfig.Database, cfg.ConnConfig.User); err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
@@ -99,15 +99,17 @@ const urlSetting = "database.url / SERVICE_DATABASE_URL"
 // selected to create in". The user's right to create tables there is the
 // other first-start stumble (PostgreSQL 15 took CREATE on public from
 // every user): it is explained where migrate meets it.
-func (s *Store) checkSchema(ctx context.Context, database string) error {
+func (s *Store) checkSchema(ctx context.Context, database, user string) error {
 	var schema *string
 	var path string
 	if err := s.pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
 		return fmt.Errorf("%s: read the schema: %w", urlSetting, err)
 	}
 	if schema == nil {
-		return fmt.Errorf("%s: no schema of search_path (%s) exists in database %s: create it (CREATE SCHEMA <name> AUTHORIZATION <user>) or name an existing one in the URL's search_path",
-			urlSetting, path, database)
+		// PostgreSQL passes over, silently, the schemas that do not exist
+		// and those the user has no USAGE on: say both.
+		return fmt.Errorf("%s: no schema of search_path (%s) both exists in database %s and may be used by user %s: create it (CREATE SCHEMA <name> AUTHORIZATION %s), let the user use it (GRANT USAGE, CREATE ON SCHEMA <name> TO %s), or name another in the URL's search_path",
+			urlSetting, path, database, user, user, user)
 	}
 	return nil
 }
