@@ -49,6 +49,10 @@ func Start(root string, port, servicePort int, log io.Writer) (*Provider, error)
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, errors.New("the Keycloak stand-in needs Node.js 20 or later and npm (Debian: apt-get install nodejs npm)")
 	}
+	root, err := filepath.Abs(root) // node runs in the stand-in's folder
+	if err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(root, "e2e", "keycloak-standin")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err != nil {
 		npm := exec.Command("npm", "ci", "--no-audit", "--no-fund")
