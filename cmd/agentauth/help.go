@@ -28,6 +28,10 @@ auth.oidc.enabled is true, hybrid when auth.hybrid.remoteUrl is set, debug when
 auth.debug is true, API key when an API key is given, else local mode with a key
 file in the data folder.
 
+Exit status: 0 after a clean stop (SIGTERM or SIGINT); 2 when the start fails
+(every problem listed, each naming its setting: a value, a misspelt SERVICE_*
+variable, a key file, the database, a port); 1 when serving fails later.
+
 `
 
 func serveHelp() string { return serveUsage + settingsHelp() }
