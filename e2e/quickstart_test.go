@@ -21,8 +21,8 @@ import (
 // TestQuickstartOIDC runs the documented quick start (go tool task
 // quickstart:oidc, here on free ports) as a newcomer would: it reads the
 // URL and alice's password from what the command prints, signs in with
-// them by POST /auth/login, and stops the command with SIGTERM, which ends
-// agentauth and the stand-in.
+// them by POST /auth/login and in Chromium at the printed URL, and stops
+// the command with SIGTERM, which ends agentauth and the stand-in.
 func TestQuickstartOIDC(t *testing.T) {
 	if err := npmCI(); err != nil {
 		t.Fatal(err)
@@ -104,6 +104,10 @@ func TestQuickstartOIDC(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Errorf("GET /api/v2/me with the session cookie: got %d, want 200", res.StatusCode)
 	}
+
+	// The printed sign-in URL in a browser: the stand-in's login page, back
+	// to agentauth signed in as ADMIN.
+	t.Run("browser", func(t *testing.T) { testCodeFlow(t, &service{url: base}) })
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
