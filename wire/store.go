@@ -12,12 +12,15 @@ package wire
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 
 	gwire "github.com/google/wire"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
+	"github.com/agentauth/agentauth/adapters/auditlog/wal"
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
@@ -129,6 +132,9 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	// folder; the SQLite store is its index for queries.
 	retention := auditlog.Retention{Keep: keep, Archive: cfg.Audit.Archive, ArchiveDir: archiveDir, Anchor: st.NewestCheckpointThrough, After: st.OldestCheckpointAfter}
 	audit, closeAudit, err := auditlog.OpenDurable(filepath.Join(cfg.DataDir, "audit"), st, retention, log)
+	if errors.Is(err, wal.ErrLocked) {
+		err = fmt.Errorf("dataDir / SERVICE_DATA_DIR: %w: another agentauth serves this data folder, and one data folder serves one process (several instances need database.url)", err)
+	}
 	if err != nil {
 		cleanup()
 		return Stores{}, nil, err

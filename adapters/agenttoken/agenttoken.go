@@ -118,7 +118,7 @@ func loadKey(s Settings) (ed25519.PrivateKey, error) {
 	path := DefaultKeyPath(s.DataDir)
 	text, _, err := local.LoadOrCreateKey(path)
 	if err != nil {
-		return nil, fmt.Errorf("agent-token signing key: %w", err)
+		return nil, fmt.Errorf("agent-token signing key in the data folder (dataDir / SERVICE_DATA_DIR; auth.agentTokens.signingKeyFile / SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE names another file): %w", err)
 	}
 	key, err := auditsign.ParseSeed(text)
 	if err != nil {

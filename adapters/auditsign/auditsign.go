@@ -63,7 +63,7 @@ func LoadKey(dataDir string) (key ed25519.PrivateKey, path string, created bool,
 	path = DefaultKeyPath(dataDir)
 	text, created, err := local.LoadOrCreateKey(path)
 	if err != nil {
-		return nil, path, false, fmt.Errorf("audit signing key: %w", err)
+		return nil, path, false, fmt.Errorf("audit signing key in the data folder (dataDir / SERVICE_DATA_DIR; audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE names another file): %w", err)
 	}
 	if key, err = ParseSeed(text); err != nil {
 		return nil, path, false, fmt.Errorf("audit signing key %s: %w", path, err)

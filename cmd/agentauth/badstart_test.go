@@ -47,7 +47,16 @@ func TestEveryBadStartExitsTwoWithPlainLines(t *testing.T) {
 			[]string{"SERVICE_APIKEY is not a setting of agentauth; did you mean SERVICE_API_KEY?"}},
 		{"a key file others may read", nil, func(t *testing.T, dir string) {
 			writeSecret(t, filepath.Join(dir, "secrets", "api-key"), strings.Repeat("k", 43), 0o644)
-		}, []string{"has mode 0644", "chmod 600", "SERVICE_DATA_DIR"}},
+		}, []string{"has mode 0644", "chmod 600", "dataDir / SERVICE_DATA_DIR"}},
+		{"the audit signing key others may read", nil, func(t *testing.T, dir string) {
+			writeSecret(t, filepath.Join(dir, "secrets", "audit-signing.key"), "cGctYXVkaXQtc2lnbmluZy1rZXktMDEyMzQ1Njc4OWE", 0o644)
+		}, []string{"has mode 0644", "chmod 600", "dataDir / SERVICE_DATA_DIR", "audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE"}},
+		{"the agent-token key others may read", nil, func(t *testing.T, dir string) {
+			writeSecret(t, filepath.Join(dir, "secrets", "agent-token-signing.key"), "cGctYWdlbnQtdG9rZW4tc2lnbmluZy1rZXktMDEyMzQ", 0o644)
+		}, []string{"has mode 0644", "chmod 600", "dataDir / SERVICE_DATA_DIR", "auth.agentTokens.signingKeyFile / SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE"}},
+		{"the data folder another process serves", nil, func(t *testing.T, dir string) {
+			start(t, baseEnv(dir), "serve")
+		}, []string{"dataDir / SERVICE_DATA_DIR", "in use by another", "one data folder serves one process"}},
 		{"a configured key file missing", []string{"SERVICE_API_KEY_FILE=/nonexistent/api-key"}, nil,
 			[]string{"auth.apiKeyFile / SERVICE_API_KEY_FILE / --api-key-file: cannot read /nonexistent/api-key"}},
 		{"the data folder a file", []string{"SERVICE_DATA_DIR=/etc/hostname"}, nil,

@@ -36,7 +36,7 @@ func New(dir DataDir, log *zap.Logger) (*apikey.Keyring, error) {
 	path := KeyPath(dir)
 	key, created, err := LoadOrCreateKey(path)
 	if err != nil {
-		return nil, fmt.Errorf("local mode's API key, kept in dataDir / SERVICE_DATA_DIR (SERVICE_API_KEY gives one instead): %w", err)
+		return nil, fmt.Errorf("local mode's API key in the data folder (dataDir / SERVICE_DATA_DIR; SERVICE_API_KEY gives one instead): %w", err)
 	}
 	if created {
 		log.Info("local mode: created a new API key; send it as Authorization: Bearer <key>", zap.String("key_file", path))
@@ -93,7 +93,7 @@ func ReadKey(path string) (string, error) {
 		return "", err
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("local: key file %s has mode %04o; it must be readable by its owner only (chmod 600 %s)", path, perm, path)
+		return "", fmt.Errorf("key file %s has mode %04o; it must be readable by its owner only (chmod 600 %s)", path, perm, path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -101,10 +101,10 @@ func ReadKey(path string) (string, error) {
 	}
 	key := strings.TrimSpace(string(b))
 	if len(key) < apikey.MinKeyLength {
-		return "", fmt.Errorf("local: key file %s holds fewer than %d characters; delete it to have a new key created", path, apikey.MinKeyLength)
+		return "", fmt.Errorf("key file %s holds fewer than %d characters; delete it to have a new key created", path, apikey.MinKeyLength)
 	}
 	if !domain.IsBearerToken(key) {
-		return "", fmt.Errorf("local: key file %s holds characters a Bearer credential cannot carry (RFC 6750); delete it to have a new key created", path)
+		return "", fmt.Errorf("key file %s holds characters a Bearer credential cannot carry (RFC 6750); delete it to have a new key created", path)
 	}
 	return key, nil
 }
