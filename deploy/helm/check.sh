@@ -180,6 +180,7 @@ has defaults \
 	"mount data /var/lib/agentauth rw" \
 	"probe liveness GET /health/live port=management" \
 	"probe readiness GET /health/ready port=management" \
+	"pod.enableServiceLinks false" \
 	"pod.runAsNonRoot true" \
 	"pod.seccompProfile RuntimeDefault" \
 	"container.runAsNonRoot true" \

@@ -10,6 +10,7 @@
 //	mount ca-bundle /etc/agentauth/ca ro
 //	volume ca-bundle configMap:corp-ca ca-bundle.pem->ca.crt
 //	probe liveness GET /health port=http
+//	pod.enableServiceLinks false
 //	pod.runAsNonRoot true
 //	container.readOnlyRootFilesystem true
 //
@@ -121,6 +122,9 @@ func describeDeployment(w io.Writer, d *appsv1.Deployment) {
 		fmt.Fprintf(w, "replicas %d\n", *d.Spec.Replicas)
 	}
 	pod := d.Spec.Template.Spec
+	if pod.EnableServiceLinks != nil {
+		fmt.Fprintf(w, "pod.enableServiceLinks %t\n", *pod.EnableServiceLinks)
+	}
 	if sc := pod.SecurityContext; sc != nil {
 		if sc.RunAsNonRoot != nil {
 			fmt.Fprintf(w, "pod.runAsNonRoot %t\n", *sc.RunAsNonRoot)
