@@ -58,6 +58,9 @@ type Audit struct {
 	// Archive: records past retention go to compressed NDJSON archives
 	// first (true) or are dropped (false).
 	Archive bool `yaml:"archive" env:"SERVICE_AUDIT_ARCHIVE"`
+	// RedactQueryParams are query parameters, besides the built-in
+	// credential names, whose values records replace by a keyed hash.
+	RedactQueryParams []string `yaml:"redactQueryParams" env:"SERVICE_AUDIT_REDACT_QUERY_PARAMS" envSeparator:","`
 }
 
 // RetentionPeriod parses Retention: whole days ("90d") or a Go duration,
@@ -334,6 +337,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Authorizer(); err != nil {
 		bad("auth.roles: %v", err)
+	}
+	for _, n := range c.Audit.RedactQueryParams {
+		if strings.TrimSpace(n) == "" {
+			bad("%s: a parameter name is empty", names("audit.redactQueryParams"))
+			break
+		}
 	}
 	errs = append(errs, c.Auth.AgentTokens.validate()...)
 	errs = append(errs, c.validateAccess()...)

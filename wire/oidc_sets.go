@@ -18,13 +18,14 @@ import (
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
+	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
 
 // oidcSet is coreSet with the login endpoints in the edge's configuration,
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
-	oidcRestConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
+	oidcRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
 	agentTokenSettings, agentTokenLimits, agentTokenSet,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
@@ -103,8 +104,9 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI, BasePath: cfg.Server.BasePath}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, ready)
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks,
+	redactor *domain.TargetRedactor) (rest.Config, error) {
+	c, err := restConfig(cfg, access, tokens, ready, redactor)
 	c.Login = login
 	return c, err
 }

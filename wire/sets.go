@@ -39,7 +39,7 @@ var appSet = gwire.NewSet(
 )
 
 // settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
+var settingsSet = gwire.NewSet(restConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
 	agentTokenSettings, agentTokenLimits)
 
 // coreSet is everything but the identity adapter: store (chosen at run
@@ -61,14 +61,23 @@ func agentTokenLimits(cfg config.Config) app.AgentTokenLimits {
 	return app.AgentTokenLimits{MaxTTL: cfg.Auth.AgentTokens.MaxTTL}
 }
 
-func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks) (rest.Config, error) {
+func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks,
+	redactor *domain.TargetRedactor) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
 	if err != nil {
 		return rest.Config{}, err
 	}
 	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), Debug: cfg.Mode() == config.ModeDebug,
 		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Ready: ready,
-		BasePath: cfg.Server.BasePath}, nil
+		BasePath: cfg.Server.BasePath, Redactor: redactor}, nil
+}
+
+// targetRedactor is the rule that hides credentials in recorded request
+// targets, keyed by a key derived from the audit signing key: instances on
+// one database share that key (config requires it), so their markers of
+// one credential agree, and no further secret is to be kept.
+func targetRedactor(cfg config.Config, signer *auditsign.Checkpointer) (*domain.TargetRedactor, error) {
+	return domain.NewTargetRedactor(signer.DeriveKey("agentauth request-target redaction v1"), cfg.Audit.RedactQueryParams)
 }
 
 // readyChecks are what requests need besides the identity provider: the

@@ -87,7 +87,14 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
+	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -228,7 +235,17 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup6 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks)
+	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
+	if err != nil {
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -330,7 +347,14 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
+	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -428,7 +452,14 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
+	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -526,7 +557,14 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	options := auditOptions(cfg, checkpointer)
 	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks)
+	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup3()
 		cleanup2()

@@ -10,6 +10,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -181,6 +183,17 @@ func New(store ports.AuditCheckpointStore, s Settings, log *zap.Logger) (*Checkp
 
 // PublicKey is the key checkpoints verify under.
 func (c *Checkpointer) PublicKey() ed25519.PublicKey { return c.key.Public().(ed25519.PublicKey) }
+
+// DeriveKey returns a 32-byte key for purpose, derived from the signing
+// key's seed with HKDF-SHA-256 (RFC 5869): one per purpose, none revealing
+// the seed or another.
+func (c *Checkpointer) DeriveKey(purpose string) []byte {
+	key, err := hkdf.Key(sha256.New, c.key.Seed(), nil, purpose, 32)
+	if err != nil {
+		panic(err) // 32 bytes of SHA-256 output: within HKDF's bound
+	}
+	return key
+}
 
 // Observe records that the chain's head is now (seq, hash), durable. It
 // never blocks: signing happens on the signer's goroutine.

@@ -229,3 +229,31 @@ func TestAnotherKeysChainIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestDeriveKey: instances configured with one signing key derive one key
+// per purpose (so their redaction markers agree); another seed or another
+// purpose gives another key.
+func TestDeriveKey(t *testing.T) {
+	signer := func(seed string) *auditsign.Checkpointer {
+		dir := t.TempDir()
+		st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "a.db")), zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeStore)
+		c, closeSigner, err := auditsign.New(st, auditsign.Settings{Key: seed, DataDir: dir, Every: 3, Interval: time.Hour, Out: io.Discard}, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeSigner)
+		return c
+	}
+	const seedA, seedB = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", "HxAREhMUFRYXGBkaGxwdHh8AAQIDBAUGBwgJCgsMDQ4"
+	a1, a2, b := signer(seedA), signer(seedA), signer(seedB)
+	if got, want := a1.DeriveKey("p"), a2.DeriveKey("p"); !bytes.Equal(got, want) || len(got) != 32 {
+		t.Errorf("one seed: keys %x and %x, want equal 32-byte keys", got, want)
+	}
+	if bytes.Equal(a1.DeriveKey("p"), b.DeriveKey("p")) || bytes.Equal(a1.DeriveKey("p"), a1.DeriveKey("q")) {
+		t.Error("another seed or purpose gave the same key")
+	}
+}

@@ -46,7 +46,10 @@ const SessionCookie = "user_session"
 type reqState struct {
 	id string
 	// client is the client's address, behind trusted proxies (clientAddress).
-	client    netip.Addr
+	client netip.Addr
+	// target is the request target (path and query, as sent) as every
+	// record keeps it: credentials replaced (Config.Redactor).
+	target    string
 	principal domain.Principal
 	// authenticated is set once the authenticate stage accepted a credential.
 	authenticated bool
@@ -128,7 +131,7 @@ func (s *Server) withRequestID(c *fiber.Ctx) error {
 	if id == "" {
 		id = newRequestID()
 	}
-	*st = reqState{id: id, client: s.clientAddress(c)}
+	*st = reqState{id: id, client: s.clientAddress(c), target: s.redactor.Redact(c.Request().Header.RequestURI())}
 	c.Locals(stateKey{}, st)
 	c.Set(HeaderRequestID, st.id)
 	securityHeaders(c)
@@ -156,9 +159,10 @@ func (s *Server) withRequestID(c *fiber.Ctx) error {
 // maxUserAgentLog bounds the user agent in the access log.
 const maxUserAgentLog = 256
 
-// accessLog writes one line per request: the reason code of an error
-// answer, the client address (behind trusted proxies) and the user agent
-// (truncated) included. It logs no credential, cookie or other header.
+// accessLog writes one line per request: the request target as the audit
+// record has it (credentials replaced), the reason code of an error answer,
+// the client address (behind trusted proxies) and the user agent
+// (truncated). It logs no credential, cookie or other header.
 func (s *Server) accessLog(c *fiber.Ctx) error {
 	start := time.Now()
 	err := c.Next()
@@ -179,7 +183,7 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 		st.logFields = [...]zap.Field{
 			zap.String("request_id", st.id),
 			zap.String("method", c.Method()),
-			zap.String("path", c.Path()),
+			zap.String("path", st.target),
 			zap.Int("status", c.Response().StatusCode()),
 			zap.Duration("latency", time.Since(start)),
 			zap.String("subject", st.principal.Subject),
@@ -197,10 +201,10 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 // committed the response becomes a 503: nothing is answered unaudited.
 func (s *Server) audit(c *fiber.Ctx) error {
 	st := stateOf(c)
-	// The request target exactly as sent (path and query): the store seals
-	// it (escaped, bounded), so any bytes are recorded faithfully.
-	st.intent = domain.AuditIntent{RequestID: st.id, Client: clientOf(c).String(), Method: c.Method(),
-		Path: string(c.Request().Header.RequestURI())}
+	// The request target as sent (path and query), credentials replaced by
+	// their markers: the store seals it (escaped, bounded), so any other
+	// bytes are recorded faithfully, and the chain's hash covers it.
+	st.intent = domain.AuditIntent{RequestID: st.id, Client: clientOf(c).String(), Method: c.Method(), Path: st.target}
 	c.SetUserContext(ports.WithAuditIntent(c.UserContext(), &st.intent))
 	err := c.Next()
 	reason := ""

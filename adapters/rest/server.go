@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -46,6 +47,10 @@ type Config struct {
 	// BasePath is the path prefix every route is served under
 	// (server.basePath, e.g. /agentauth); empty: the root.
 	BasePath string
+	// Redactor hides credentials in the request target the audit record
+	// and the access log keep; nil: a rule with a key made at start, so
+	// markers correlate within this process only.
+	Redactor *domain.TargetRedactor
 }
 
 // Server is the Fiber application with its dependencies.
@@ -64,6 +69,7 @@ type Server struct {
 	// loopback, the only place debug principals are served.
 	loopbackOnly atomic.Bool
 	ready        *readiness
+	redactor     *domain.TargetRedactor
 }
 
 // Set provides the server.
@@ -79,6 +85,10 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 	s := &Server{cfg: cfg, log: log.Named("http"), authn: authn, authz: authz, auditLog: auditLog,
 		sessions: sessions, audits: audits, settings: settings}
 	s.ready = &readiness{checks: cfg.Ready}
+	s.redactor = cfg.Redactor
+	if s.redactor == nil {
+		s.redactor = processRedactor()
+	}
 	if cfg.Login != nil {
 		s.ready.oidc = cfg.Login.health
 	}
@@ -134,6 +144,19 @@ func (s *Server) routes() {
 	for _, r := range s.apiRoutes() {
 		s.app.Add(r.method, r.path, s.require(r.need), r.handler)
 	}
+}
+
+// processRedactor is the credential rule with a key of this process's
+// own: markers then correlate within it only (tests; production wiring
+// derives the key from the audit signing key).
+func processRedactor() *domain.TargetRedactor {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails on supported platforms
+	r, err := domain.NewTargetRedactor(key, nil)
+	if err != nil {
+		panic(err) // a 32-byte key and no names: unreachable
+	}
+	return r
 }
 
 // App exposes the Fiber application, for tests that use app.Test.

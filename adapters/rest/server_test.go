@@ -64,6 +64,8 @@ type options struct {
 	trustedProxies []netip.Prefix
 	// log receives the server's log; nil: none.
 	log *zap.Logger
+	// redactor is rest.Config.Redactor.
+	redactor *domain.TargetRedactor
 }
 
 // start runs a real server on a 127.0.0.1 port with a real SQLite store.
@@ -89,7 +91,7 @@ func start(t *testing.T, opt options) harness {
 		t.Fatal(err)
 	}
 	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
-	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies}, testKeyring(), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies, Redactor: opt.redactor}, testKeyring(), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
 	if opt.routes != nil {
 		opt.routes(srv.App())
 	}
