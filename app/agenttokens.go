@@ -12,9 +12,12 @@ import (
 )
 
 // AgentTokenLimits bound agent tokens: the longest lifetime a caller may
-// ask for (auth.agentTokens.maxTTL), also the default.
+// ask for (auth.agentTokens.maxTTL), also the default, and how many
+// sub-agents a session may hold (auth.agentTokens.maxSubAgents), so that
+// one token cannot make sub-agents without end.
 type AgentTokenLimits struct {
-	MaxTTL time.Duration
+	MaxTTL       time.Duration
+	MaxSubAgents int
 }
 
 // AgentTokens mints agent tokens: credentials of one agent of a session
@@ -162,9 +165,12 @@ func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Serve
 // for a token of a new sub-agent, never wider.
 type ExchangeRequest struct {
 	SubjectToken string
-	Audience     string   // "": the parent's; another one is refused
-	Tools        []string // nil: the parent's
-	TTL          string   // "": what the parent has left
+	// Audience (a registered server's name or URL) and Resource (its URL,
+	// RFC 8707): "" is the parent's; another server is refused.
+	Audience string
+	Resource string
+	Tools    []string // nil: the parent's
+	TTL      string   // "": what the parent has left
 }
 
 // Exchanged is the child's token with its parent's grant.
@@ -190,8 +196,8 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 	if ag.Depth+1 > domain.MaxAgentDepth {
 		return out, domain.RefuseToken(domain.ReasonTokenDepth, domain.ErrInvalidInput, "sub-agent chains are limited to %d levels", domain.MaxAgentDepth)
 	}
-	if in.Audience != "" && in.Audience != parent.Audience {
-		return out, domain.RefuseToken(domain.ReasonTokenWider, domain.ErrForbidden, "the parent token is for %s, not %s", parent.Audience, in.Audience)
+	if err := s.sameTarget(ctx, parent, in); err != nil {
+		return out, err
 	}
 	tools, err := domain.NarrowTools(parent.Tools, in.Tools)
 	if err != nil {
@@ -215,6 +221,9 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 	if err != nil {
 		return out, err
 	}
+	if err := s.roomForSubAgent(ctx, sess.ID); err != nil {
+		return out, err
+	}
 	child, err := s.created.CreateDelegated(ctx, sess.ID, NewAgent{Parent: ag.ID, Tools: tools}, "agent:"+ag.ID)
 	if err != nil {
 		return out, err
@@ -227,6 +236,54 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 	}
 	out.Minted = Minted{Token: tok, Grant: g}
 	return out, nil
+}
+
+// sameTarget checks that the server an exchange names, by audience (name
+// or URL) or resource (URL), is its parent token's.
+func (s *AgentTokens) sameTarget(ctx context.Context, parent domain.AgentGrant, in ExchangeRequest) error {
+	for _, want := range []struct{ value, param string }{{in.Audience, "audience"}, {in.Resource, "resource"}} {
+		if want.value == "" {
+			continue
+		}
+		servers, err := s.catalog.ListServers(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(servers, func(sv domain.Server) bool {
+			return sv.URL != "" && domain.SameResource(sv.URL, want.value) || want.param == "audience" && sv.Name == want.value
+		})
+		if i < 0 {
+			return domain.RefuseToken(domain.ReasonTokenAudienceUnknown, domain.ErrNotFound, "%s %q is not a registered tool server", want.param, want.value)
+		}
+		if !domain.TokenAudienceIs(parent.Audience, servers[i]) {
+			return domain.RefuseToken(domain.ReasonTokenTarget, domain.ErrForbidden, "the parent token is for %s, not %s", parent.Audience, want.value)
+		}
+	}
+	return nil
+}
+
+// roomForSubAgent refuses a new sub-agent when the session holds
+// MaxSubAgents. Concurrent exchanges may each pass the count; the bound
+// holds within their number.
+func (s *AgentTokens) roomForSubAgent(ctx context.Context, session string) error {
+	if s.limits.MaxSubAgents <= 0 {
+		return nil
+	}
+	agents, err := s.agents.ListAgents(ctx, session)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, a := range agents {
+		if a.Parent != "" {
+			n++
+		}
+	}
+	if n >= s.limits.MaxSubAgents {
+		return domain.RefuseToken(domain.ReasonTokenSubAgents, domain.ErrForbidden,
+			"session %s holds %d sub-agents, the most auth.agentTokens.maxSubAgents allows", session, n)
+	}
+	return nil
 }
 
 // live checks that what a grant names still stands: its session (not

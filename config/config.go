@@ -144,6 +144,11 @@ type AgentTokens struct {
 	PreviousKeyUntil string `yaml:"previousKeyUntil" env:"SERVICE_AGENT_TOKENS_PREVIOUS_KEY_UNTIL"`
 	// MaxTTL is the longest lifetime of a token, and the default.
 	MaxTTL time.Duration `yaml:"maxTTL" env:"SERVICE_AGENT_TOKENS_MAX_TTL"`
+	// RateLimit is how many requests one caller may make per minute to
+	// /oauth2/token and to /oauth2/introspect.
+	RateLimit int `yaml:"rateLimit" env:"SERVICE_AGENT_TOKENS_RATE_LIMIT"`
+	// MaxSubAgents bounds the sub-agents of one session.
+	MaxSubAgents int `yaml:"maxSubAgents" env:"SERVICE_AGENT_TOKENS_MAX_SUB_AGENTS"`
 }
 
 // TokenIssuer is auth.agentTokens.issuer, or the API's own URL.
@@ -174,6 +179,12 @@ func (a AgentTokens) validate() []error {
 	}
 	if a.MaxTTL < time.Second || a.MaxTTL > 24*time.Hour {
 		bad("%s: %v is outside 1s to 24h", names("auth.agentTokens.maxTTL"), a.MaxTTL)
+	}
+	if a.RateLimit < 1 {
+		bad("%s: %d is not a whole number of at least 1", names("auth.agentTokens.rateLimit"), a.RateLimit)
+	}
+	if a.MaxSubAgents < 1 || a.MaxSubAgents > 100_000 {
+		bad("%s: %d is outside 1 to 100000", names("auth.agentTokens.maxSubAgents"), a.MaxSubAgents)
 	}
 	for _, k := range []struct{ seed, setting string }{{a.SigningKey, "auth.agentTokens.signingKeyFile"}, {a.PreviousKey, "auth.agentTokens.previousKeyFile"}} {
 		if k.seed != "" && !validSeed(k.seed) {
@@ -213,7 +224,7 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
-		Auth:    Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute}},
+		Auth:    Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute, RateLimit: 600, MaxSubAgents: 256}},
 		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
 	}
 }

@@ -2,7 +2,9 @@ package domain
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -64,6 +66,12 @@ const (
 	ReasonTokenChainLoop = "token_chain_loop"
 	// ReasonTokenGrantType: the token endpoint was asked for another grant.
 	ReasonTokenGrantType = "unsupported_grant_type"
+	// ReasonTokenTarget: an exchange named (by audience or resource) a
+	// server other than its parent token's.
+	ReasonTokenTarget = "token_target_mismatch"
+	// ReasonTokenSubAgents: the session has as many sub-agents as
+	// auth.agentTokens.maxSubAgents allows.
+	ReasonTokenSubAgents = "token_subagent_limit"
 )
 
 // MethodAgentToken is how a caller that presented an agent token proved
@@ -273,4 +281,54 @@ func stricter(a, b PolicyOutcome) PolicyOutcome {
 		return b
 	}
 	return a
+}
+
+// CanonicalResource is a tool server's resource indicator (RFC 8707 §2,
+// as the MCP authorization specification uses it): an absolute http(s)
+// URL without fragment, scheme and host in lower case, without the
+// scheme's default port, and without a path of "/" alone.
+func CanonicalResource(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("resource %q: want an absolute http(s) URL without fragment or user: %w", raw, ErrInvalidInput)
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("resource %q: want an http(s) URL: %w", raw, ErrInvalidInput)
+	}
+	if port := u.Port(); port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
+		u.Host = u.Hostname()
+		if strings.Contains(u.Host, ":") {
+			u.Host = "[" + u.Host + "]"
+		}
+	}
+	if u.Path == "/" && u.RawQuery == "" {
+		u.Path = ""
+	}
+	u.RawPath, u.ForceQuery = "", false
+	return u.String(), nil
+}
+
+// SameResource reports whether two URLs name one resource (equal once
+// canonical); an invalid one names none.
+func SameResource(a, b string) bool {
+	ca, err := CanonicalResource(a)
+	if err != nil {
+		return false
+	}
+	cb, err := CanonicalResource(b)
+	return err == nil && ca == cb
+}
+
+// TokenAudienceIs reports whether an agent token's audience (its one aud
+// value) is the registered server sv: its canonical resource URL. A gateway
+// in front of sv calls it with the verified token's aud, so that a token
+// minted for another server (or for none) is refused. Tokens minted before
+// audiences were resource URLs carry the server's name, which is accepted
+// while they live (at most auth.agentTokens.maxTTL).
+func TokenAudienceIs(aud string, sv Server) bool {
+	if aud == "" {
+		return false
+	}
+	return aud == sv.Name || sv.URL != "" && SameResource(aud, sv.URL)
 }

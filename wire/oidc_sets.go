@@ -26,7 +26,7 @@ import (
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
 	oidcRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
-	agentTokenSettings, agentTokenLimits, agentTokenSet,
+	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.

@@ -40,7 +40,7 @@ var appSet = gwire.NewSet(
 
 // settingsSet turns the configuration into the named values adapters take.
 var settingsSet = gwire.NewSet(restConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
-	agentTokenSettings, agentTokenLimits)
+	agentTokenSettings, agentTokenLimits, agentTokenRateLimit)
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
@@ -58,7 +58,11 @@ func agentTokenSettings(cfg config.Config) (agenttoken.Settings, error) {
 }
 
 func agentTokenLimits(cfg config.Config) app.AgentTokenLimits {
-	return app.AgentTokenLimits{MaxTTL: cfg.Auth.AgentTokens.MaxTTL}
+	return app.AgentTokenLimits{MaxTTL: cfg.Auth.AgentTokens.MaxTTL, MaxSubAgents: cfg.Auth.AgentTokens.MaxSubAgents}
+}
+
+func agentTokenRateLimit(cfg config.Config) rest.RateLimit {
+	return rest.RateLimit{PerMinute: cfg.Auth.AgentTokens.RateLimit}
 }
 
 func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks,

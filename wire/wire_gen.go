@@ -73,9 +73,11 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
 	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	rateLimit := agentTokenRateLimit(cfg)
 	restAgentTokens := &rest.AgentTokens{
-		Tokens: agentTokens,
-		Keys:   signer,
+		Tokens:    agentTokens,
+		Keys:      signer,
+		RateLimit: rateLimit,
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -218,9 +220,11 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
 	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	rateLimit := agentTokenRateLimit(cfg)
 	restAgentTokens := &rest.AgentTokens{
-		Tokens: agentTokens,
-		Keys:   signer,
+		Tokens:    agentTokens,
+		Keys:      signer,
+		RateLimit: rateLimit,
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -333,9 +337,11 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
 	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	rateLimit := agentTokenRateLimit(cfg)
 	restAgentTokens := &rest.AgentTokens{
-		Tokens: agentTokens,
-		Keys:   signer,
+		Tokens:    agentTokens,
+		Keys:      signer,
+		RateLimit: rateLimit,
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -438,9 +444,11 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
 	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	rateLimit := agentTokenRateLimit(cfg)
 	restAgentTokens := &rest.AgentTokens{
-		Tokens: agentTokens,
-		Keys:   signer,
+		Tokens:    agentTokens,
+		Keys:      signer,
+		RateLimit: rateLimit,
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -543,9 +551,11 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	appAgentTokenLimits := agentTokenLimits(cfg)
 	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
+	rateLimit := agentTokenRateLimit(cfg)
 	restAgentTokens := &rest.AgentTokens{
-		Tokens: agentTokens,
-		Keys:   signer,
+		Tokens:    agentTokens,
+		Keys:      signer,
+		RateLimit: rateLimit,
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)

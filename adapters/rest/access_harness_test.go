@@ -63,9 +63,17 @@ type axHarness struct {
 	stop  func()
 }
 
+// axOptions adjust the harness: the OAuth endpoints' rate limit and its
+// clock, and the bound on a session's sub-agents (zero: the defaults).
+type axOptions struct {
+	rate         int
+	now          func() time.Time
+	maxSubAgents int
+}
+
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
 // file at path (created when absent).
-func axStart(t testing.TB, path string) *axHarness {
+func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	t.Helper()
 	log := zap.NewNop()
 	store, closeStore, err := sqlite.Open(sqlite.Path(path), log)
@@ -102,8 +110,19 @@ func axStart(t testing.TB, path string) *axHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, access.Agents, store, store, rules, authz, keys, clock,
-		app.AgentTokenLimits{MaxTTL: 15 * time.Minute})}
+	var opt axOptions
+	if len(opts) > 0 {
+		opt = opts[0]
+	}
+	limits := app.AgentTokenLimits{MaxTTL: 15 * time.Minute, MaxSubAgents: 1000}
+	if opt.maxSubAgents > 0 {
+		limits.MaxSubAgents = opt.maxSubAgents
+	}
+	rate := RateLimit{PerMinute: 10000, Now: opt.now}
+	if opt.rate > 0 {
+		rate.PerMinute = opt.rate
+	}
+	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, access.Agents, store, store, rules, authz, keys, clock, limits), RateLimit: rate}
 	srv := New(Config{Access: access, AgentTokens: tokens}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -150,6 +169,15 @@ func (r axResponse) decode(t *testing.T, v any) {
 // errorOf decodes the error body.
 func (r axResponse) errorOf(t *testing.T) errorDetail {
 	t.Helper()
+	var oauth struct {
+		Error       any    `json:"error"`
+		Description string `json:"error_description"`
+		ReasonCode  string `json:"reason_code"`
+	}
+	r.decode(t, &oauth)
+	if code, ok := oauth.Error.(string); ok { // an /oauth2/* answer (RFC 6749 §5.2)
+		return errorDetail{Code: code, Message: oauth.Description, ReasonCode: oauth.ReasonCode}
+	}
 	var e errorBody
 	r.decode(t, &e)
 	return e.Error

@@ -66,7 +66,7 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"PUT /api/v2/admin/settings":                         `{"security_gateway":true,"default_session_mode":"auto"}`,
 		"POST /api/v2/sessions/:id/agents/:agent/token":      fmt.Sprintf(`{"audience":"srv-%d"}`, n),
 		"POST /api/v2/sessions/:id/tool-calls/:call/approve": "",
-		"POST /oauth2/introspect":                            `{"token":"not-a-token"}`,
+		"POST /oauth2/introspect":                            `token=not-a-token`,
 		"POST /api/v2/sessions/:id/tool-calls/:call/reject":  "",
 	}
 	body, ok = bodies[r.method+" "+r.path]
@@ -108,6 +108,10 @@ func TestEveryRoleTimesEveryEndpoint(t *testing.T) {
 				before = h.snapshot(t)
 			}
 			res := h.do(t, c.subject, r.method, path, body)
+			oauth := strings.HasPrefix(r.path, oauthPrefix)
+			if oauth { // a form body; RFC 6749 §5.2 errors
+				res, _ = h.post(t, c.subject, path, formType, body)
+			}
 			switch {
 			case allowed && res.status != 200 && res.status != 201 && res.status != 204:
 				t.Errorf("%s: got %d %s, want 200/201/204 (the role grants %s)", name, res.status, res.body, r.need)
@@ -115,7 +119,8 @@ func TestEveryRoleTimesEveryEndpoint(t *testing.T) {
 				t.Errorf("%s: got %d %s, want 403 (the role lacks %s)", name, res.status, res.body, r.need)
 			case !allowed:
 				e := res.errorOf(t)
-				if e.ReasonCode != domain.ReasonRoleLacksPermission || e.Missing != string(r.need) || !strings.Contains(e.Reason, string(r.need)) {
+				if oauth && (e.Code != oauthUnauthorizedClient || e.ReasonCode != domain.ReasonRoleLacksPermission || !strings.Contains(e.Message, string(r.need))) ||
+					!oauth && (e.ReasonCode != domain.ReasonRoleLacksPermission || e.Missing != string(r.need) || !strings.Contains(e.Reason, string(r.need))) {
 					t.Errorf("%s: error %+v, want reason_code %s and missing %s", name, e, domain.ReasonRoleLacksPermission, r.need)
 				}
 				if after := h.snapshot(t); after != before {

@@ -1,10 +1,12 @@
 package rest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
@@ -22,6 +24,9 @@ import (
 type AgentTokens struct {
 	Tokens *app.AgentTokens
 	Keys   KeySet
+	// RateLimit bounds each caller's requests to /oauth2/token (by client
+	// address) and /oauth2/introspect (by authenticated subject).
+	RateLimit RateLimit
 }
 
 // KeySet is the signer's public side.
@@ -59,10 +64,13 @@ type mintRequest struct {
 	TTL      string   `json:"ttl"`
 }
 
+// tokenResponse is RFC 6749 §5.1's answer with RFC 8693's
+// issued_token_type; scope (the tools, space-separated) is always sent.
 type tokenResponse struct {
 	AccessToken     string `json:"access_token"`
 	TokenType       string `json:"token_type"`
 	ExpiresIn       int64  `json:"expires_in"`
+	Scope           string `json:"scope"`
 	IssuedTokenType string `json:"issued_token_type"`
 }
 
@@ -76,7 +84,7 @@ func (s *Server) mintAgentToken(c *fiber.Ctx) error {
 		return tokenRefused(c, err)
 	}
 	note(c, "agent token minted: "+m.Grant.Describe())
-	return s.sendToken(c, m)
+	return s.sendToken(c, m, tokenTypeAccess)
 }
 
 // tokenRefused marks a refused token request as a denial in the audit
@@ -168,21 +176,20 @@ func (s *Server) tokenEndpoints() {
 
 // exchangeToken answers a token exchange with a token for a new sub-agent.
 func (s *Server) exchangeToken(c *fiber.Ctx) error {
-	if gt := c.FormValue("grant_type"); gt != grantTokenExchange {
+	err := s.exchangeLimit.allow(addressCaller(clientOf(c)))
+	if err != nil {
 		refused(c)
-		return domain.RefuseToken(domain.ReasonTokenGrantType, domain.ErrInvalidInput, "grant_type must be %s", grantTokenExchange)
+		return oauthRefuse(fiber.StatusTooManyRequests, oauthTemporarilyUnavailable, err)
 	}
-	if tt := c.FormValue("subject_token_type"); tt != tokenTypeJWT && tt != tokenTypeAccess {
+	form, err := oauthForm(c)
+	if err != nil {
 		refused(c)
-		return domain.RefuseToken(agentverify.ReasonMalformed, domain.ErrInvalidInput, "subject_token_type must be %s", tokenTypeJWT)
+		return err
 	}
-	req := app.ExchangeRequest{SubjectToken: c.FormValue("subject_token"), Audience: c.FormValue("audience"), TTL: c.FormValue("ttl")}
-	// The tools asked for: scope (RFC 8693 §2.1, space-separated) or tools.
-	if scope := c.FormValue("scope") + " " + c.FormValue("tools"); strings.TrimSpace(scope) != "" {
-		req.Tools = strings.FieldsFunc(scope, func(r rune) bool { return r == ' ' || r == ',' })
-		if len(req.Tools) > maxExchangeFormTool {
-			return fmt.Errorf("at most %d tools: %w", maxExchangeFormTool, domain.ErrInvalidInput)
-		}
+	req, issued, err := exchangeRequest(form)
+	if err != nil {
+		refused(c)
+		return err
 	}
 	x, err := s.cfg.AgentTokens.Tokens.Exchange(c.UserContext(), req)
 	if x.Parent.Subject != "" {
@@ -193,24 +200,86 @@ func (s *Server) exchangeToken(c *fiber.Ctx) error {
 		if x.Parent.ID != "" {
 			note(c, "agent token exchange refused; parent: "+x.Parent.Describe())
 		}
-		return tokenRefused(c, err)
+		return exchangeRefused(c, err)
 	}
 	note(c, "agent token exchanged: "+x.Grant.Describe()+"; parent jti "+x.Parent.ID)
-	return s.sendToken(c, x.Minted)
+	return s.sendToken(c, x.Minted, issued)
+}
+
+// exchangeRequest reads an RFC 8693 request: the grant, the subject token
+// and its type, what is asked for (audience, resource, scope) and the
+// token type wanted (an access token, which is a JWT, by default).
+func exchangeRequest(form url.Values) (app.ExchangeRequest, string, error) {
+	if gt := form.Get("grant_type"); gt != grantTokenExchange {
+		return app.ExchangeRequest{}, "", oauthRefuse(fiber.StatusBadRequest, oauthUnsupportedGrantType,
+			domain.RefuseToken(domain.ReasonTokenGrantType, domain.ErrInvalidInput, "grant_type must be %s", grantTokenExchange))
+	}
+	if form.Get("subject_token") == "" {
+		return app.ExchangeRequest{}, "", badOAuthRequest("subject_token is required")
+	}
+	if tt := form.Get("subject_token_type"); tt != tokenTypeAccess && tt != tokenTypeJWT {
+		return app.ExchangeRequest{}, "", badOAuthRequest("subject_token_type must be %s or %s", tokenTypeAccess, tokenTypeJWT)
+	}
+	if form.Has("actor_token") || form.Has("actor_token_type") {
+		return app.ExchangeRequest{}, "", badOAuthRequest("actor_token is not supported: the subject token's act chain names the actors")
+	}
+	issued := cmp.Or(form.Get("requested_token_type"), tokenTypeAccess)
+	if issued != tokenTypeAccess && issued != tokenTypeJWT {
+		return app.ExchangeRequest{}, "", badOAuthRequest("requested_token_type must be %s or %s", tokenTypeAccess, tokenTypeJWT)
+	}
+	req := app.ExchangeRequest{SubjectToken: form.Get("subject_token"), Audience: form.Get("audience"), Resource: form.Get("resource"), TTL: form.Get("ttl")}
+	// The tools asked for: scope (RFC 8693 §2.1, space-separated) or tools.
+	if scope := form.Get("scope") + " " + form.Get("tools"); strings.TrimSpace(scope) != "" {
+		req.Tools = strings.FieldsFunc(scope, func(r rune) bool { return r == ' ' || r == ',' })
+		if len(req.Tools) > maxExchangeFormTool {
+			return app.ExchangeRequest{}, "", oauthRefuse(fiber.StatusBadRequest, oauthInvalidScope,
+				fmt.Errorf("at most %d tools: %w", maxExchangeFormTool, domain.ErrInvalidInput))
+		}
+	}
+	return req, issued, nil
+}
+
+// exchangeRefused names a refused exchange's OAuth error: the subject
+// token's standing (invalid, expired, revoked, its session closed, no room
+// for a sub-agent) is invalid_grant; the server named, invalid_target; the
+// tools, invalid_scope; a malformed request, invalid_request. Anything
+// else (the store failing) keeps its own status.
+func exchangeRefused(c *fiber.Ctx, err error) error {
+	code := ""
+	var tr *domain.TokenRefusal
+	switch {
+	case errors.As(err, &tr) && (tr.Code == domain.ReasonTokenAudienceUnknown || tr.Code == domain.ReasonTokenTarget):
+		code = oauthInvalidTarget
+	case errors.As(err, &tr) && (tr.Code == domain.ReasonTokenWider || tr.Code == domain.ReasonTokenNoTools ||
+		tr.Code == domain.ReasonTokenToolOutOfReach || tr.Code == domain.ReasonPolicyDeny):
+		code = oauthInvalidScope
+	case errors.Is(err, domain.ErrInvalidInput):
+		code = oauthInvalidRequest
+	case errors.Is(err, domain.ErrUnauthenticated) || errors.Is(err, domain.ErrForbidden) || errors.Is(err, domain.ErrNotFound) ||
+		errors.Is(err, domain.ErrNotVisible) || errors.Is(err, domain.ErrConflict):
+		code = oauthInvalidGrant
+	default:
+		return err
+	}
+	refused(c)
+	return oauthRefuse(fiber.StatusBadRequest, code, err)
 }
 
 // sendToken answers a token: never cached (no-store is on every answer).
-func (s *Server) sendToken(c *fiber.Ctx, m app.Minted) error {
+func (s *Server) sendToken(c *fiber.Ctx, m app.Minted, issued string) error {
 	c.Set(fiber.HeaderPragma, "no-cache")
-	return c.JSON(tokenResponse{AccessToken: m.Token, TokenType: "Bearer",
-		ExpiresIn: int64(m.Grant.Expires.Sub(m.Grant.IssuedAt).Seconds()), IssuedTokenType: tokenTypeJWT})
+	return c.JSON(tokenResponse{AccessToken: m.Token, TokenType: "Bearer", ExpiresIn: int64(m.Grant.Expires.Sub(m.Grant.IssuedAt).Seconds()),
+		Scope: strings.Join(m.Grant.Tools, " "), IssuedTokenType: issued})
 }
 
 func (s *Server) serveJWKS(c *fiber.Ctx) error { return c.JSON(s.cfg.AgentTokens.Keys.JWKS()) }
 
 func (s *Server) serveMetadata(c *fiber.Ctx) error { return c.JSON(s.metadata()) }
 
-// metadata is the RFC 8414 document of what exists.
+// metadata is the RFC 8414 document of what exists, and only that: token
+// exchange without client authentication (the subject token is the
+// credential), introspection with the caller's Bearer credential (RFC 7662
+// §2.1), no authorization endpoint (so no response type).
 func (s *Server) metadata() map[string]any {
 	iss := s.cfg.AgentTokens.Keys.Issuer()
 	base := strings.TrimSuffix(iss, "/")
@@ -220,8 +289,9 @@ func (s *Server) metadata() map[string]any {
 		"token_endpoint":                        base + tokenEndpoint,
 		"introspection_endpoint":                base + introspectionEndpoint,
 		"grant_types_supported":                 []string{grantTokenExchange},
-		"id_token_signing_alg_values_supported": []string{string(jose.EdDSA)},
-		"response_types_supported":              []string{},
+		"token_endpoint_auth_methods_supported": []string{"none"},
+		"introspection_endpoint_auth_methods_supported": []string{"bearer"},
+		"response_types_supported":                      []string{},
 	}
 }
 
@@ -263,19 +333,17 @@ type introspection struct {
 }
 
 func (s *Server) introspect(c *fiber.Ctx) error {
-	// RFC 7662 posts a form; a JSON body {"token": …} is taken too.
-	token := c.FormValue("token")
-	if c.Is("json") {
-		var req struct {
-			Token string `json:"token"`
-		}
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		token = req.Token
+	if err := s.introspectLimit.allow("sub:" + principalOf(c).Subject); err != nil {
+		refused(c)
+		return oauthRefuse(fiber.StatusTooManyRequests, oauthTemporarilyUnavailable, err)
 	}
+	form, err := oauthForm(c)
+	if err != nil {
+		return err
+	}
+	token := form.Get("token")
 	if token == "" {
-		return fmt.Errorf("token: required (form field): %w", domain.ErrInvalidInput)
+		return badOAuthRequest("token is required")
 	}
 	in, err := s.cfg.AgentTokens.Tokens.Introspect(c.UserContext(), token)
 	if err != nil {

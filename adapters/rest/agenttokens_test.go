@@ -70,7 +70,8 @@ func TestMintAgentToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		out := h.must(t, 200, tt.subject, "POST", "/api/v2/sessions/"+session+"/agents/"+tt.agent+"/token", tt.body)
-		if out["token_type"] != "Bearer" || out["issued_token_type"] != tokenTypeJWT || out["expires_in"].(float64) <= 0 {
+		if out["token_type"] != "Bearer" || out["issued_token_type"] != tokenTypeAccess || out["expires_in"].(float64) <= 0 ||
+			out["scope"] != strings.Join(tt.tools, " ") {
 			t.Errorf("%s: answer %v", tt.name, out)
 			continue
 		}
@@ -251,7 +252,7 @@ func TestExchangeAgentToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ct.User != "uma" || len(ct.Agents) != 2 || ct.Agents[0] != root || !slices.Equal(ct.Tools, []string{"fs.read"}) || ct.Mode != pt.Mode ||
-		ct.Expires.After(pt.Expires) || out.IssuedTokenType != tokenTypeJWT {
+		ct.Expires.After(pt.Expires) || out.IssuedTokenType != tokenTypeAccess || out.Scope != "fs.read" {
 		t.Errorf("child %+v of parent %+v", ct, pt)
 	}
 	// The sub-agent exists as the agents API would have made it.
@@ -272,39 +273,38 @@ func TestExchangeAgentToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name   string
-		token  string
-		form   url.Values
-		status int
-		code   string
+		name            string
+		token           string
+		form            url.Values
+		oauthCode, code string
 	}{
-		{"a tool the parent lacks", out.AccessToken, url.Values{"scope": {"fs.write"}}, 403, domain.ReasonTokenWider},
-		{"another audience", parent, url.Values{"audience": {"sh"}}, 403, domain.ReasonTokenWider},
-		{"longer than the parent", out.AccessToken, url.Values{"ttl": {"5m"}}, 400, domain.ReasonTokenTTL},
-		{"another issuer's token", otherTok, nil, 401, agentverify.ReasonUnknownKey},
-		{"not a token", "abc", nil, 401, agentverify.ReasonMalformed},
-		{"another grant type", parent, url.Values{"grant_type": {"client_credentials"}}, 400, domain.ReasonTokenGrantType},
-		{"another subject token type", parent, url.Values{"subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"}}, 400, agentverify.ReasonMalformed},
+		{"a tool the parent lacks", out.AccessToken, url.Values{"scope": {"fs.write"}}, oauthInvalidScope, domain.ReasonTokenWider},
+		{"another audience", parent, url.Values{"audience": {"sh"}}, oauthInvalidTarget, domain.ReasonTokenTarget},
+		{"longer than the parent", out.AccessToken, url.Values{"ttl": {"5m"}}, oauthInvalidRequest, domain.ReasonTokenTTL},
+		{"another issuer's token", otherTok, nil, oauthInvalidGrant, agentverify.ReasonUnknownKey},
+		{"not a token", "abc", nil, oauthInvalidGrant, agentverify.ReasonMalformed},
+		{"another grant type", parent, url.Values{"grant_type": {"client_credentials"}}, oauthUnsupportedGrantType, domain.ReasonTokenGrantType},
+		{"another subject token type", parent, url.Values{"subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"}}, oauthInvalidRequest, ""},
 	}
 	var page struct {
 		Records []auditjson.Record `json:"records"`
 	}
 	for _, tt := range tests {
 		r := h.exchange(t, tt.token, tt.form)
-		if r.status != tt.status || r.errorOf(t).ReasonCode != tt.code {
-			t.Errorf("%s: %d %s, want %d %s", tt.name, r.status, r.body, tt.status, tt.code)
+		if e := r.errorOf(t); r.status != 400 || e.Code != tt.oauthCode || e.ReasonCode != tt.code {
+			t.Errorf("%s: %d %s, want 400 %s (%s)", tt.name, r.status, r.body, tt.oauthCode, tt.code)
 		}
 		h.do(t, "adm", "GET", "/api/v2/audit?limit=1", "").decode(t, &page) // newest first: the exchange
 		if len(page.Records) != 1 || page.Records[0].Path != tokenEndpoint || page.Records[0].Decision != string(domain.AuditDeny) ||
-			!strings.Contains(page.Records[0].Reason, tt.code) {
-			t.Errorf("%s: audit records %+v, want a denial naming %s", tt.name, page.Records, tt.code)
+			!strings.Contains(page.Records[0].Reason, tt.oauthCode+": "+tt.code) {
+			t.Errorf("%s: audit records %+v, want a denial naming %s: %s", tt.name, page.Records, tt.oauthCode, tt.code)
 		}
 	}
 	// A deny rule made after the parent was minted holds for the child.
 	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.write","scope":"subject","value":"uma"}`)
 	for _, form := range []url.Values{{"scope": {"fs.write"}}, nil} {
-		if r := h.exchange(t, parent, form); r.status != 403 || r.errorOf(t).ReasonCode != domain.ReasonPolicyDeny {
-			t.Errorf("exchange %v after a deny rule: %d %s, want 403 %s", form, r.status, r.body, domain.ReasonPolicyDeny)
+		if r := h.exchange(t, parent, form); r.status != 400 || r.errorOf(t).ReasonCode != domain.ReasonPolicyDeny {
+			t.Errorf("exchange %v after a deny rule: %d %s, want 400 %s", form, r.status, r.body, domain.ReasonPolicyDeny)
 		}
 	}
 	if r := h.exchange(t, parent, url.Values{"scope": {"fs.read"}}); r.status != 200 {
@@ -312,8 +312,8 @@ func TestExchangeAgentToken(t *testing.T) {
 	}
 	// Deleting the session revokes the chain: no more exchanges.
 	h.must(t, 204, "uma", "DELETE", "/api/v2/sessions/"+session, "")
-	if r := h.exchange(t, parent, nil); r.status != 401 || r.errorOf(t).ReasonCode != domain.ReasonTokenRevoked {
-		t.Errorf("after the session's deletion: %d %s, want 401 %s", r.status, r.body, domain.ReasonTokenRevoked)
+	if r := h.exchange(t, parent, nil); r.status != 400 || r.errorOf(t).Code != oauthInvalidGrant || r.errorOf(t).ReasonCode != domain.ReasonTokenRevoked {
+		t.Errorf("after the session's deletion: %d %s, want 400 invalid_grant %s", r.status, r.body, domain.ReasonTokenRevoked)
 	}
 }
 
@@ -417,7 +417,13 @@ func (h *axHarness) doToken(t *testing.T, token, method, path, body string) axRe
 
 func (h *axHarness) introspect(t *testing.T, subject, token string) map[string]any {
 	t.Helper()
-	return h.must(t, 200, subject, "POST", introspectionEndpoint, `{"token":"`+token+`"}`)
+	r, _ := h.post(t, subject, introspectionEndpoint, formType, url.Values{"token": {token}}.Encode())
+	if r.status != 200 {
+		t.Fatalf("introspection as %s: %d %s", subject, r.status, r.body)
+	}
+	out := map[string]any{}
+	r.decode(t, &out)
+	return out
 }
 
 // TestAgentTokenAsksAndRevokes: an agent token asks for live decisions on
@@ -465,7 +471,7 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 		{"GET", calls, ""},
 		{"POST", "/api/v2/sessions/" + session + "/agents", `{}`},
 		{"POST", "/api/v2/sessions/" + session + "/agents/" + root + "/token", `{"audience":"fs"}`},
-		{"POST", introspectionEndpoint, `{"token":"x"}`},
+		{"POST", introspectionEndpoint, `token=x`},
 		{"GET", jwksPath, ""},
 	} {
 		r := h.doToken(t, tok, ep.method, ep.path, ep.body)
@@ -475,7 +481,9 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 	}
 	// Who introspects: holders of tokens:introspect (ADMIN by default, a
 	// tool server's role), not the session's user.
-	h.must(t, 403, "uma", "POST", introspectionEndpoint, `{"token":"`+tok+`"}`)
+	if r, _ := h.post(t, "uma", introspectionEndpoint, formType, "token="+tok); r.status != 403 {
+		t.Errorf("introspection as uma: %d %s, want 403", r.status, r.body)
+	}
 	if in := h.introspect(t, "adm", tok); in["active"] != true || in["sub"] != "uma" || in["aud"] != "fs" || in["session_id"] != session {
 		t.Errorf("introspect: %v", in)
 	}

@@ -3,6 +3,7 @@ package rest
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
@@ -174,6 +175,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			}
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`)
 		}
+	}
+	if strings.HasPrefix(c.Path(), oauthPrefix) {
+		return writeOAuthError(c, err, p)
 	}
 	if s.wantsPage(c, p.status) {
 		return s.writePage(c, p)

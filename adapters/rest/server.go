@@ -70,6 +70,9 @@ type Server struct {
 	loopbackOnly atomic.Bool
 	ready        *readiness
 	redactor     *domain.TargetRedactor
+	// exchangeLimit and introspectLimit bound each caller's requests to
+	// the token and introspection endpoints.
+	exchangeLimit, introspectLimit *windowLimiter
 }
 
 // Set provides the server.
@@ -91,6 +94,9 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 	}
 	if cfg.Login != nil {
 		s.ready.oidc = cfg.Login.health
+	}
+	if cfg.AgentTokens != nil {
+		s.exchangeLimit, s.introspectLimit = newWindowLimiter(cfg.AgentTokens.RateLimit), newWindowLimiter(cfg.AgentTokens.RateLimit)
 	}
 	s.metrics = newHTTPMetrics(s)
 	s.app = fiber.New(fiber.Config{
