@@ -1,10 +1,11 @@
 // Package agentverify verifies agentauth's agent tokens in a tool server,
 // offline: it fetches agentauth's JSON Web Key Set once (and again only for
 // a key id it does not know, at most once per refetch interval), checks the
-// signature (EdDSA only), the issuer, the audience (the tool server's own
-// name), the lifetime and the claims, and returns who acts: the user, the
+// signature (EdDSA only), the JWT type (at+jwt, RFC 9068), the issuer, the
+// audience (the tool server's own resource URL, as agentauth registered
+// it), the lifetime and the claims, and returns who acts: the user, the
 // agent and its chain of parent agents, the session, its mode and the
-// tools the token may call.
+// tools the token may call. Each refusal has its own reason code.
 //
 // What an offline check cannot see: that the session was closed or
 // deleted, the agent removed or the policy changed after the token was
@@ -18,8 +19,10 @@ package agentverify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -40,10 +43,14 @@ const TokenType = "at+jwt"
 // its own Act the agent that created it, and so on (RFC 8693 §4.1).
 type Claims struct {
 	jwt.Claims
-	Act     *Actor   `json:"act,omitempty"`
-	Session string   `json:"session_id"`
-	Mode    string   `json:"mode"`
-	Tools   []string `json:"tools"`
+	// ClientID is the acting agent (RFC 9068 §2.2).
+	ClientID string `json:"client_id"`
+	// Scope is the tools the token may call, space-separated (RFC 9068
+	// §2.2.3).
+	Scope   string `json:"scope"`
+	Act     *Actor `json:"act,omitempty"`
+	Session string `json:"session_id"`
+	Mode    string `json:"mode"`
 	// Ask are the tools among Tools whose calls need approval (a tool
 	// server asks agentauth for the live decision of those).
 	Ask []string `json:"ask_tools,omitempty"`
@@ -129,6 +136,9 @@ const (
 	ReasonNotYetValid  = "token_not_yet_valid"
 	ReasonClaims       = "token_claims_invalid"
 	ReasonKeysNotKnown = "token_keys_unavailable"
+	// ReasonType: the JWT header typ is not at+jwt (RFC 9068 §4): a JWT
+	// of another kind signed with the same key is no access token.
+	ReasonType = "token_type_invalid"
 )
 
 // Error is a refused token with its reason code.
@@ -169,8 +179,10 @@ func WithLeeway(d time.Duration) Option { return func(v *Verifier) { v.leeway = 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(v *Verifier) { v.now = now } }
 
-// New returns a verifier of issuer's tokens for audience (the tool
-// server's registered name). Both must be set.
+// New returns a verifier of issuer's tokens for audience: the tool
+// server's resource URL in agentauth's canonical form (scheme and host in
+// lower case, no default port, no lone "/" path), which is what tokens
+// carry as aud. Both must be set.
 func New(issuer, audience string, keys Keys, opts ...Option) (*Verifier, error) {
 	if issuer == "" || audience == "" || keys == nil {
 		return nil, errors.New("agentverify: issuer, audience and keys are required")
@@ -203,14 +215,17 @@ var everyAlgorithm = []jose.SignatureAlgorithm{jose.EdDSA, jose.HS256, jose.HS38
 // Verify checks token and returns what it grants, or an *Error naming the
 // reason.
 func (v *Verifier) Verify(ctx context.Context, token string) (Token, error) {
-	tok, err := jwt.ParseSigned(token, allowed)
+	tok, err := jose.ParseSignedCompact(token, allowed)
+	if err == nil && len(tok.Signatures) != 1 {
+		err = errors.New("not one signature")
+	}
 	if err != nil {
-		if _, err2 := jwt.ParseSigned(token, everyAlgorithm); err2 == nil {
+		if _, err2 := jose.ParseSignedCompact(token, everyAlgorithm); err2 == nil {
 			return Token{}, refuse(ReasonAlgorithm, "agent tokens are signed with %s only", Algorithm)
 		}
 		return Token{}, refuse(ReasonMalformed, "not a signed JWT")
 	}
-	h := tok.Headers[0]
+	h := tok.Signatures[0].Header
 	if h.KeyID == "" {
 		return Token{}, refuse(ReasonUnknownKey, "the token names no key (kid)")
 	}
@@ -221,9 +236,18 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Token, error) {
 	if key == nil {
 		return Token{}, refuse(ReasonUnknownKey, "key %q is not (or no longer) one of the issuer's", h.KeyID)
 	}
-	var c Claims
-	if err := tok.Claims(key.Key, &c); err != nil {
+	// The signature first, then what it covers: a payload that verifies but
+	// does not parse is a claims problem, not a forged signature.
+	payload, err := tok.Verify(key.Key)
+	if err != nil {
 		return Token{}, refuse(ReasonSignature, "the signature does not verify under key %q", h.KeyID)
+	}
+	if !accessTokenType(h.ExtraHeaders[jose.HeaderType]) {
+		return Token{}, refuse(ReasonType, "the JWT header typ is %q, not %s (RFC 9068 §4)", h.ExtraHeaders[jose.HeaderType], TokenType)
+	}
+	var c Claims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return Token{}, refuse(ReasonClaims, "the claims do not parse: %v", err)
 	}
 	exp := jwt.Expected{Issuer: v.issuer, Time: v.now()}
 	if v.audience != "" {
@@ -244,10 +268,17 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Token, error) {
 	return tokenOf(c)
 }
 
+// accessTokenType reports whether a typ header names an RFC 9068 access
+// token: at+jwt, or application/at+jwt, in any case (RFC 7515 §4.1.9).
+func accessTokenType(typ any) bool {
+	s, ok := typ.(string)
+	return ok && (strings.EqualFold(s, TokenType) || strings.EqualFold(s, "application/"+TokenType))
+}
+
 // tokenOf checks the claims every agent token carries and flattens them.
 func tokenOf(c Claims) (Token, error) {
-	if c.Expiry == nil || c.IssuedAt == nil || c.ID == "" || c.Subject == "" || c.Session == "" || c.Mode == "" || len(c.Audience) == 0 {
-		return Token{}, refuse(ReasonClaims, "exp, iat, jti, sub, aud, session_id and mode are required")
+	if c.Expiry == nil || c.IssuedAt == nil || c.ID == "" || c.Subject == "" || c.ClientID == "" || c.Session == "" || c.Mode == "" || len(c.Audience) == 0 {
+		return Token{}, refuse(ReasonClaims, "exp, iat, jti, sub, client_id, aud, session_id and mode are required")
 	}
 	var agents []string
 	for a := c.Act; a != nil; a = a.Act {
@@ -259,13 +290,13 @@ func tokenOf(c Claims) (Token, error) {
 	if len(agents) == 0 {
 		return Token{}, refuse(ReasonClaims, "the token names no acting agent (act)")
 	}
+	if agents[0] != c.ClientID {
+		return Token{}, refuse(ReasonClaims, "client_id %q is not the acting agent %q", c.ClientID, agents[0])
+	}
 	for i, j := 0, len(agents)-1; i < j; i, j = i+1, j-1 {
 		agents[i], agents[j] = agents[j], agents[i]
 	}
-	tools := c.Tools
-	if tools == nil {
-		tools = []string{}
-	}
+	tools := strings.Fields(c.Scope)
 	return Token{ID: c.ID, Issuer: c.Issuer, Audience: c.Audience, User: c.Subject, Agents: agents, Session: c.Session,
 		Mode: c.Mode, Tools: tools, Ask: c.Ask, IssuedAt: c.IssuedAt.Time(), Expires: c.Expiry.Time()}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/agentauth/agentauth/adapters/agenttoken"
+	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/domain"
 )
@@ -81,8 +83,39 @@ func claimsOf(g domain.AgentGrant, iss string) agentverify.Claims {
 	return agentverify.Claims{
 		Claims: jwt.Claims{Issuer: iss, Subject: g.Subject, Audience: jwt.Audience{g.Audience}, ID: g.ID,
 			IssuedAt: jwt.NewNumericDate(g.IssuedAt), Expiry: jwt.NewNumericDate(g.Expires)},
-		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: string(g.Mode), Tools: g.Tools,
+		ClientID: g.Agent(), Scope: strings.Join(g.Tools, " "),
+		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: string(g.Mode),
 	}
+}
+
+// signTyped signs payload (claims, or raw JSON) with key under kid and
+// the JWT header typ ("" for none), as a holder of the signing key could.
+func signTyped(t *testing.T, key ed25519.PrivateKey, kid, typ string, payload any) string {
+	t.Helper()
+	opts := &jose.SignerOptions{}
+	if typ != "" {
+		opts = opts.WithType(jose.ContentType(typ))
+	}
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, ok := payload.(string); ok {
+		jws, err := s.Sign([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := jws.CompactSerialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	tok, err := jwt.Signed(s).Claims(payload).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 func TestVerify(t *testing.T) {
@@ -91,7 +124,17 @@ func TestVerify(t *testing.T) {
 	now := t0
 	clock := func() time.Time { return now }
 	old := newSigner(t, agenttoken.Settings{Key: oldKey, Now: clock})
-	cur := newSigner(t, agenttoken.Settings{Key: newSeed(), PreviousKey: oldKey, PreviousUntil: until, Now: clock})
+	curSeed := newSeed()
+	cur := newSigner(t, agenttoken.Settings{Key: curSeed, PreviousKey: oldKey, PreviousUntil: until, Now: clock})
+	curKey, err := auditsign.ParseSeed(curSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	curKid := cur.JWKS().Keys[0].KeyID
+	otherClient := claimsOf(grant(t0), issuer)
+	otherClient.ClientID = "agt_root"
+	noClient := claimsOf(grant(t0), issuer)
+	noClient.ClientID = ""
 	other := newSigner(t, agenttoken.Settings{Issuer: "https://elsewhere.test"})
 	kid := old.JWKS().Keys[0].KeyID
 	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
@@ -133,6 +176,14 @@ func TestVerify(t *testing.T) {
 		{"not a JWT", "abc.def", "fs", t0, agentverify.ReasonMalformed},
 		{"no acting agent", sign(t, cur, noAct), "fs", t0, agentverify.ReasonClaims},
 		{"chain deeper than the cap", sign(t, cur, deep), "fs", t0, agentverify.ReasonClaims},
+		{"our key, typ JWT", signTyped(t, curKey, curKid, "JWT", claimsOf(grant(t0), issuer)), "fs", t0, agentverify.ReasonType},
+		{"our key, no typ", signTyped(t, curKey, curKid, "", claimsOf(grant(t0), issuer)), "fs", t0, agentverify.ReasonType},
+		{"our key, typ application/at+jwt", signTyped(t, curKey, curKid, "application/at+jwt", claimsOf(grant(t0), issuer)), "fs", t0, ""},
+		{"our key, typ AT+JWT", signTyped(t, curKey, curKid, "AT+JWT", claimsOf(grant(t0), issuer)), "fs", t0, ""},
+		{"our key, claims that do not parse", signTyped(t, curKey, curKid, "at+jwt", `{"iss":"`+issuer+`","exp":"soon"}`), "fs", t0, agentverify.ReasonClaims},
+		{"our key, a payload that is no JSON object", signTyped(t, curKey, curKid, "at+jwt", `[1,2]`), "fs", t0, agentverify.ReasonClaims},
+		{"our key, no client_id", signTyped(t, curKey, curKid, "at+jwt", noClient), "fs", t0, agentverify.ReasonClaims},
+		{"our key, client_id other than the acting agent", signTyped(t, curKey, curKid, "at+jwt", otherClient), "fs", t0, agentverify.ReasonClaims},
 	}
 	for _, tt := range tests {
 		now = tt.at

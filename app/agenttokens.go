@@ -101,8 +101,13 @@ func (s *AgentTokens) Mint(ctx context.Context, p domain.Principal, session, age
 	if err != nil {
 		return Minted{}, err
 	}
+	aud, err := domain.CanonicalResource(server.URL)
+	if err != nil {
+		return Minted{}, domain.RefuseToken(domain.ReasonTokenAudienceUnknown, domain.ErrInvalidInput,
+			"server %s has no valid resource URL to name as the token's audience: %v", server.Name, err)
+	}
 	now := s.clock.Now().UTC().Truncate(time.Second)
-	g := domain.AgentGrant{ID: newID("tok_"), Subject: sess.Owner, Chain: chain, Audience: server.Name, Session: sess.ID,
+	g := domain.AgentGrant{ID: newID("tok_"), Subject: sess.Owner, Chain: chain, Audience: aud, Session: sess.ID,
 		Mode: sess.Mode, Tools: tools, Ask: ask, IssuedAt: now, Expires: now.Add(ttl)}
 	tok, err := s.signer.Sign(g)
 	if err != nil {
@@ -143,7 +148,9 @@ func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Serve
 	if err != nil {
 		return domain.Server{}, nil, err
 	}
-	i := slices.IndexFunc(servers, func(sv domain.Server) bool { return audience != "" && (sv.Name == audience || sv.URL == audience) })
+	i := slices.IndexFunc(servers, func(sv domain.Server) bool {
+		return audience != "" && (sv.Name == audience || domain.SameResource(sv.URL, audience))
+	})
 	if i < 0 {
 		return domain.Server{}, nil, domain.RefuseToken(domain.ReasonTokenAudienceUnknown, domain.ErrNotFound,
 			"audience %q is not the name or URL of a registered tool server", audience)
@@ -250,7 +257,7 @@ func (s *AgentTokens) sameTarget(ctx context.Context, parent domain.AgentGrant, 
 			return err
 		}
 		i := slices.IndexFunc(servers, func(sv domain.Server) bool {
-			return sv.URL != "" && domain.SameResource(sv.URL, want.value) || want.param == "audience" && sv.Name == want.value
+			return domain.SameResource(sv.URL, want.value) || want.param == "audience" && sv.Name == want.value
 		})
 		if i < 0 {
 			return domain.RefuseToken(domain.ReasonTokenAudienceUnknown, domain.ErrNotFound, "%s %q is not a registered tool server", want.param, want.value)

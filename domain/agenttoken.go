@@ -321,14 +321,11 @@ func SameResource(a, b string) bool {
 }
 
 // TokenAudienceIs reports whether an agent token's audience (its one aud
-// value) is the registered server sv: its canonical resource URL. A gateway
-// in front of sv calls it with the verified token's aud, so that a token
-// minted for another server (or for none) is refused. Tokens minted before
-// audiences were resource URLs carry the server's name, which is accepted
-// while they live (at most auth.agentTokens.maxTTL).
+// value, as verified) is the registered server sv: exactly sv's canonical
+// resource URL, as minted. A gateway in front of sv calls it so that a
+// token minted for another server, for none, or naming sv otherwise (by
+// its name, by a URL spelled differently) is refused.
 func TokenAudienceIs(aud string, sv Server) bool {
-	if aud == "" {
-		return false
-	}
-	return aud == sv.Name || sv.URL != "" && SameResource(aud, sv.URL)
+	want, err := CanonicalResource(sv.URL)
+	return err == nil && aud == want
 }

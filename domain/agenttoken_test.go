@@ -64,3 +64,52 @@ func TestTokenLifetime(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalResource(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://fs.example.com/mcp", "https://fs.example.com/mcp"},
+		{"HTTPS://FS.Example.COM/mcp", "https://fs.example.com/mcp"},
+		{"https://fs.example.com:443/mcp", "https://fs.example.com/mcp"},
+		{"http://fs.example.com:80", "http://fs.example.com"},
+		{"https://fs.example.com/", "https://fs.example.com"},
+		{"https://fs.example.com:8443/MCP", "https://fs.example.com:8443/MCP"},
+		{"http://[::1]:80/mcp", "http://[::1]/mcp"},
+		{"https://fs.example.com/mcp?tenant=a", "https://fs.example.com/mcp?tenant=a"},
+		{"https://fs.example.com/mcp#x", ""},
+		{"https://user@fs.example.com/mcp", ""},
+		{"ftp://fs.example.com/mcp", ""},
+		{"/mcp", ""},
+		{"fs", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		got, err := CanonicalResource(tt.in)
+		if tt.want == "" && err == nil || tt.want != "" && (err != nil || got != tt.want) {
+			t.Errorf("CanonicalResource(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestTokenAudienceIs is the check an MCP gateway makes: the token's aud
+// is exactly the registered server's canonical resource URL.
+func TestTokenAudienceIs(t *testing.T) {
+	fs := Server{Name: "fs", URL: "HTTPS://fs.example.com:443/mcp"}
+	tests := []struct {
+		aud  string
+		sv   Server
+		want bool
+	}{
+		{"https://fs.example.com/mcp", fs, true},
+		{"fs", fs, false},                             // the name is input, never an audience
+		{"HTTPS://fs.example.com:443/mcp", fs, false}, // spelled otherwise than minted
+		{"https://fs.example.com/mcp/", fs, false},    // another path
+		{"https://sh.example.com/mcp", fs, false},     // another server
+		{"", fs, false},
+		{"https://fs.example.com/mcp", Server{Name: "fs"}, false}, // a server without URL has no audience
+	}
+	for _, tt := range tests {
+		if got := TokenAudienceIs(tt.aud, tt.sv); got != tt.want {
+			t.Errorf("TokenAudienceIs(%q, %+v) = %v, want %v", tt.aud, tt.sv, got, tt.want)
+		}
+	}
+}

@@ -182,16 +182,19 @@ func callTool(t *testing.T, url, token, tool string) (int, string) {
 // still passes until expiry.
 func TestAgentCredentials(t *testing.T) {
 	s := startCredService(t)
-	keys := agentverify.NewRemoteKeys(s.mgmt+"/.well-known/jwks.json", nil, time.Second)
-	v, err := agentverify.New(credIssuer, "fs", keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := &toolServer{verifier: v, intro: s.url + "/oauth2/introspect", live: true}
-	offline := &toolServer{verifier: v}
+	live := &toolServer{intro: s.url + "/oauth2/introspect", live: true}
+	offline := &toolServer{}
 	liveSrv, offlineSrv := httptest.NewServer(live), httptest.NewServer(offline)
 	defer liveSrv.Close()
 	defer offlineSrv.Close()
+	// The audience is the tool server's resource URL, as registered (fs);
+	// the offline-only copy stands for the same server.
+	keys := agentverify.NewRemoteKeys(s.mgmt+"/.well-known/jwks.json", nil, time.Second)
+	v, err := agentverify.New(credIssuer, liveSrv.URL, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.verifier, offline.verifier = v, v
 
 	credCall(t, s, "POST", "/api/v2/servers", `{"name":"fs","url":"`+liveSrv.URL+`"}`, 201)
 	credCall(t, s, "POST", "/api/v2/tools", `{"name":"fs.read","server":"fs","read_only":true}`, 201)

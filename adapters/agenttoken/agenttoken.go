@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -162,10 +163,15 @@ func (s *Signer) Key(_ context.Context, kid string) (*jose.JSONWebKey, error) {
 
 // Sign signs g with the current key.
 func (s *Signer) Sign(g domain.AgentGrant) (string, error) {
+	client := "" // a grant without agents is refused where it is verified
+	if len(g.Chain) > 0 {
+		client = g.Agent()
+	}
 	c := agentverify.Claims{
 		Claims: jwt.Claims{Issuer: s.issuer, Subject: g.Subject, Audience: jwt.Audience{g.Audience}, ID: g.ID,
 			IssuedAt: jwt.NewNumericDate(g.IssuedAt), NotBefore: jwt.NewNumericDate(g.IssuedAt), Expiry: jwt.NewNumericDate(g.Expires)},
-		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: string(g.Mode), Tools: g.Tools, Ask: g.Ask,
+		ClientID: client, Scope: strings.Join(g.Tools, " "),
+		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: string(g.Mode), Ask: g.Ask,
 	}
 	tok, err := jwt.Signed(s.signer).Claims(c).Serialize()
 	if err != nil {

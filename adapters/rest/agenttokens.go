@@ -320,6 +320,8 @@ type introspection struct {
 	Active    bool               `json:"active"`
 	Issuer    string             `json:"iss,omitempty"`
 	Subject   string             `json:"sub,omitempty"`
+	ClientID  string             `json:"client_id,omitempty"`
+	Scope     string             `json:"scope,omitempty"`
 	Audience  string             `json:"aud,omitempty"`
 	Act       *agentverify.Actor `json:"act,omitempty"`
 	Session   string             `json:"session_id,omitempty"`
@@ -359,7 +361,8 @@ func (s *Server) introspect(c *fiber.Ctx) error {
 	}
 	g := in.Grant
 	note(c, "token introspected: active; "+g.Describe())
-	return c.JSON(introspection{Active: true, Issuer: s.cfg.AgentTokens.Keys.Issuer(), Subject: g.Subject, Audience: g.Audience,
+	return c.JSON(introspection{Active: true, Issuer: s.cfg.AgentTokens.Keys.Issuer(), Subject: g.Subject, ClientID: g.Agent(),
+		Scope: strings.Join(g.Tools, " "), Audience: g.Audience,
 		Act: agentverify.ActorChain(g.Chain), Session: g.Session, Mode: g.Mode, Tools: g.Tools, Ask: g.Ask, ID: g.ID,
 		IssuedAt: g.IssuedAt.Unix(), Expires: g.Expires.Unix(), TokenType: "Bearer"})
 }

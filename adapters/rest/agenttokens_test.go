@@ -22,6 +22,12 @@ import (
 	"github.com/agentauth/agentauth/domain"
 )
 
+// The resource URLs (audiences) of the harness's servers fs and sh.
+const (
+	fsURL = "http://127.0.0.1:7/mcp"
+	shURL = "http://127.0.0.1:9/mcp"
+)
+
 // axVerifier reads the key set from the API (as uma: any authenticated
 // caller may) and verifies tokens for audience.
 func axVerifier(t *testing.T, h *axHarness, audience string) *agentverify.Verifier {
@@ -75,9 +81,9 @@ func TestMintAgentToken(t *testing.T) {
 			t.Errorf("%s: answer %v", tt.name, out)
 			continue
 		}
-		aud := "fs"
+		aud := fsURL
 		if strings.Contains(tt.body, `"sh"`) {
-			aud = "sh"
+			aud = shURL
 		}
 		tok, err := axVerifier(t, h, aud).Verify(context.Background(), out["access_token"].(string))
 		if err != nil {
@@ -102,7 +108,7 @@ func TestMintAgentToken(t *testing.T) {
 	found := false
 	for _, rec := range page.Records {
 		if strings.HasSuffix(rec.Path, child+"/token") && rec.Decision == string(domain.AuditAllow) {
-			found = strings.Contains(rec.Reason, "uma → "+root+" → "+child) && strings.Contains(rec.Reason, "audience fs")
+			found = strings.Contains(rec.Reason, "uma → "+root+" → "+child) && strings.Contains(rec.Reason, "audience "+fsURL)
 		}
 		if strings.Contains(rec.Reason, "eyJ") {
 			t.Errorf("audit record holds a token: %q", rec.Reason)
@@ -236,7 +242,7 @@ func TestExchangeAgentToken(t *testing.T) {
 	h := axNew(t)
 	session, root, _ := axTokenSession(t, h)
 	parent := axMint(t, h, session, root, `{"audience":"fs","ttl":"10m"}`)
-	v := axVerifier(t, h, "fs")
+	v := axVerifier(t, h, fsURL)
 	pt, err := v.Verify(context.Background(), parent)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +329,7 @@ func TestExchangeAgentToken(t *testing.T) {
 func TestExchangeChainsNeverWiden(t *testing.T) {
 	h := axNew(t)
 	session, root, _ := axTokenSession(t, h)
-	v := axVerifier(t, h, "fs")
+	v := axVerifier(t, h, fsURL)
 	rng := rand.New(rand.NewPCG(13, 1))
 	every := []string{"fs.read", "fs.write", "fs.delete", "shell.run"}
 	tok := axMint(t, h, session, root, `{"audience":"fs"}`)
@@ -484,7 +490,7 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 	if r, _ := h.post(t, "uma", introspectionEndpoint, formType, "token="+tok); r.status != 403 {
 		t.Errorf("introspection as uma: %d %s, want 403", r.status, r.body)
 	}
-	if in := h.introspect(t, "adm", tok); in["active"] != true || in["sub"] != "uma" || in["aud"] != "fs" || in["session_id"] != session {
+	if in := h.introspect(t, "adm", tok); in["active"] != true || in["sub"] != "uma" || in["aud"] != fsURL || in["session_id"] != session {
 		t.Errorf("introspect: %v", in)
 	}
 	if in := h.introspect(t, "adm", "not-a-token"); len(in) != 1 || in["active"] != false {
@@ -523,7 +529,7 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
 	uses, introspections := 0, 0
 	for _, rec := range page.Records {
-		if rec.AuthMethod == domain.MethodAgentToken && strings.Contains(rec.Reason, "uma → "+root) && strings.Contains(rec.Reason, "audience fs") {
+		if rec.AuthMethod == domain.MethodAgentToken && strings.Contains(rec.Reason, "uma → "+root) && strings.Contains(rec.Reason, "audience "+fsURL) {
 			uses++
 		}
 		if rec.Path == introspectionEndpoint && strings.Contains(rec.Reason, "token introspected") {
@@ -543,7 +549,7 @@ func TestMintByAnotherManagerIsBoundedByTheOwner(t *testing.T) {
 	session, root, _ := axTokenSession(t, h)
 	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"ADMIN"}`)
 	out := h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/agents/"+root+"/token", `{"audience":"fs"}`)
-	tok, err := axVerifier(t, h, "fs").Verify(context.Background(), out["access_token"].(string))
+	tok, err := axVerifier(t, h, fsURL).Verify(context.Background(), out["access_token"].(string))
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}

@@ -1,19 +1,27 @@
 package rest
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/agentauth/agentauth/adapters/agenttoken"
+	"github.com/agentauth/agentauth/adapters/auditsign"
+	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/domain"
 )
 
-// oauthError is RFC 6749 §5.2's error body, with agentauth's reason code
+// oauthErrorJSON is RFC 6749 §5.2's error body, with agentauth's reason code
 // and request id as extension members.
 type oauthErrorJSON struct {
 	Error       any    `json:"error"`
@@ -221,6 +229,75 @@ func TestSubAgentBound(t *testing.T) {
 		}
 		if r.status != want || (want == 400 && (e.Error != "invalid_grant" || e.ReasonCode != domain.ReasonTokenSubAgents)) {
 			t.Errorf("exchange %d: %d %s, want %d (then invalid_grant, %s)", i+1, r.status, r.body, want, domain.ReasonTokenSubAgents)
+		}
+	}
+}
+
+// TestAgentTokensAreRFC9068: a minted token carries typ at+jwt, client_id
+// (the acting agent), scope (its tools) and aud (the server's canonical
+// resource URL, whether the audience was named by name or URL);
+// introspection answers the same; a token signed with the agent-token key
+// but another typ is refused everywhere a token is accepted.
+func TestAgentTokensAreRFC9068(t *testing.T) {
+	dir := t.TempDir()
+	h := axStart(t, filepath.Join(dir, "agentauth.db"))
+	session, root, _ := axTokenSession(t, h)
+	const resource = "http://127.0.0.1:7/mcp"
+	for _, audience := range []string{"fs", "HTTP://127.0.0.1:7/mcp", resource} {
+		tok := axMint(t, h, session, root, `{"audience":"`+audience+`","tools":["fs.read"]}`)
+		jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.EdDSA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims map[string]any
+		if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &claims); err != nil {
+			t.Fatal(err)
+		}
+		if typ := jws.Signatures[0].Header.ExtraHeaders[jose.HeaderType]; typ != "at+jwt" || claims["client_id"] != root || claims["scope"] != "fs.read" ||
+			claims["aud"] != resource {
+			t.Errorf("audience %s: typ %v, claims %v; want at+jwt, client_id %s, scope fs.read, aud %s", audience, typ, claims, root, resource)
+		}
+		in := h.introspect(t, "adm", tok)
+		if in["client_id"] != root || in["scope"] != "fs.read" || in["aud"] != resource || in["token_type"] != "Bearer" {
+			t.Errorf("introspection %v: want client_id, scope and aud", in)
+		}
+	}
+	// The agent-token key itself signs a JWT of another type.
+	seed, err := os.ReadFile(agenttoken.DefaultKeyPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := auditsign.ParseSeed(string(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := h.srv.cfg.AgentTokens.Keys.JWKS().Keys[0].KeyID
+	now := time.Now()
+	claims := agentverify.Claims{Claims: jwt.Claims{Issuer: axIssuer, Subject: "uma", Audience: jwt.Audience{resource}, ID: "tok_forged",
+		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Minute))},
+		ClientID: root, Scope: "fs.read fs.write", Act: agentverify.ActorChain([]string{root}), Session: session, Mode: "auto"}
+	for _, typ := range []string{"JWT", ""} {
+		opts := &jose.SignerOptions{}
+		if typ != "" {
+			opts = opts.WithType(jose.ContentType(typ))
+		}
+		sg, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged, err := jwt.Signed(sg).Claims(claims).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := h.doToken(t, forged, "POST", "/api/v2/sessions/"+session+"/tool-calls", `{"tool":"fs.read"}`); r.status != 401 ||
+			r.errorOf(t).ReasonCode != agentverify.ReasonType {
+			t.Errorf("typ %q at the tool-calls endpoint: %d %s, want 401 %s", typ, r.status, r.body, agentverify.ReasonType)
+		}
+		if in := h.introspect(t, "adm", forged); in["active"] != false {
+			t.Errorf("typ %q introspected: %v, want inactive", typ, in)
+		}
+		if r := h.exchange(t, forged, nil); r.status != 400 || r.errorOf(t).ReasonCode != agentverify.ReasonType {
+			t.Errorf("typ %q exchanged: %d %s, want 400 invalid_grant %s", typ, r.status, r.body, agentverify.ReasonType)
 		}
 	}
 }
