@@ -104,6 +104,11 @@ type Server struct {
 	ManagementPort int `yaml:"managementPort" env:"SERVICE_MANAGEMENT_PORT"`
 	// ManagementHost is its address; empty: Host.
 	ManagementHost string `yaml:"managementHost" env:"SERVICE_MANAGEMENT_HOST"`
+	// PublicPort turns on the public listener (agent-token discovery
+	// without credentials, and the OAuth endpoints); 0 leaves it off.
+	PublicPort int `yaml:"publicPort" env:"SERVICE_PUBLIC_PORT"`
+	// PublicHost is its address; empty: Host.
+	PublicHost string `yaml:"publicHost" env:"SERVICE_PUBLIC_HOST"`
 }
 
 // Log is the process log (not the audit log).
@@ -151,12 +156,28 @@ type AgentTokens struct {
 	MaxSubAgents int `yaml:"maxSubAgents" env:"SERVICE_AGENT_TOKENS_MAX_SUB_AGENTS"`
 }
 
-// TokenIssuer is auth.agentTokens.issuer, or the API's own URL.
+// TokenIssuer is auth.agentTokens.issuer; unset, the public listener's
+// URL (else the API's) with the base path.
 func (c Config) TokenIssuer() string {
 	if c.Auth.AgentTokens.Issuer != "" {
 		return c.Auth.AgentTokens.Issuer
 	}
-	return "http://" + c.Addr()
+	if c.Server.PublicPort != 0 {
+		return "http://" + c.PublicAddr() + c.Server.BasePath
+	}
+	return "http://" + c.Addr() + c.Server.BasePath
+}
+
+// PublicAddr is host:port of the public listener; empty when off.
+func (c Config) PublicAddr() string {
+	if c.Server.PublicPort == 0 {
+		return ""
+	}
+	host := c.Server.PublicHost
+	if host == "" {
+		host = c.Server.Host
+	}
+	return net.JoinHostPort(host, fmt.Sprint(c.Server.PublicPort))
 }
 
 // PreviousUntil parses auth.agentTokens.previousKeyUntil; zero when unset.
@@ -296,6 +317,17 @@ func (c Config) Validate() error {
 		bad("%s: %d is not a port number (1-65535, or 0 to leave the management listener off)", names("server.managementPort"), c.Server.ManagementPort)
 	} else if c.Server.ManagementPort != 0 && c.Server.ManagementPort == c.Server.Port && c.ManagementAddr() == c.Addr() {
 		bad("%s: %d is the API port; pick another", names("server.managementPort"), c.Server.ManagementPort)
+	}
+	if c.Server.PublicPort < 0 || c.Server.PublicPort > 65535 {
+		bad("%s: %d is not a port number (1-65535, or 0 to leave the public listener off)", names("server.publicPort"), c.Server.PublicPort)
+	} else if c.Server.PublicPort != 0 && (c.PublicAddr() == c.Addr() || c.PublicAddr() == c.ManagementAddr()) {
+		bad("%s: %d is the API or the management port; pick another", names("server.publicPort"), c.Server.PublicPort)
+	}
+	if iss := c.Auth.AgentTokens.Issuer; iss != "" {
+		if u, err := url.Parse(iss); err == nil && strings.TrimSuffix(u.Path, "/") != c.Server.BasePath {
+			bad("%s: %q has the path %q, but server.basePath is %q: the issuer's path must be the base path (the public listener serves the metadata at /.well-known/oauth-authorization-server<base path> and the endpoints under it)",
+				names("auth.agentTokens.issuer"), iss, u.Path, c.Server.BasePath)
+		}
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		bad("%s: must be a positive duration such as 30s", names("server.shutdownTimeout"))

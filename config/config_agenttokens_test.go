@@ -25,6 +25,9 @@ func TestAgentTokenSettings(t *testing.T) {
 		{"previous key without until", func(a *AgentTokens) { a.PreviousKey = seed }, "auth.agentTokens.previousKeyUntil"},
 		{"until without key", func(a *AgentTokens) { a.PreviousKeyUntil = "2026-12-01T00:00:00Z" }, "auth.agentTokens.previousKeyFile"},
 		{"until not a time", func(a *AgentTokens) { a.PreviousKey, a.PreviousKeyUntil = seed, "tomorrow" }, "RFC 3339"},
+		{"issuer with a path but no base path", func(a *AgentTokens) { a.Issuer = "https://gw.example.com/agentauth" }, "the issuer's path must be the base path"},
+		{"no rate limit", func(a *AgentTokens) { a.RateLimit = 0 }, "auth.agentTokens.rateLimit"},
+		{"no sub-agents", func(a *AgentTokens) { a.MaxSubAgents = 0 }, "auth.agentTokens.maxSubAgents"},
 	}
 	for _, tt := range tests {
 		c := Defaults()
@@ -37,8 +40,34 @@ func TestAgentTokenSettings(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", tt.name, err, tt.want)
 		}
 	}
-	if got := Defaults().TokenIssuer(); got != "http://127.0.0.1:8080" {
-		t.Errorf("default issuer %q", got)
+	issuers := []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"defaults: the API", func(*Config) {}, "http://127.0.0.1:8080"},
+		{"the public listener", func(c *Config) { c.Server.PublicPort = 9443 }, "http://127.0.0.1:9443"},
+		{"the public listener with its host and a base path", func(c *Config) {
+			c.Server.PublicPort, c.Server.PublicHost, c.Server.BasePath = 9443, "0.0.0.0", "/agentauth"
+		}, "http://0.0.0.0:9443/agentauth"},
+		{"configured", func(c *Config) {
+			c.Server.PublicPort, c.Server.BasePath, c.Auth.AgentTokens.Issuer = 9443, "/agentauth", "https://gw.example.com/agentauth"
+		}, "https://gw.example.com/agentauth"},
+	}
+	for _, tt := range issuers {
+		c := Defaults()
+		tt.set(&c)
+		if got := c.TokenIssuer(); got != tt.want {
+			t.Errorf("%s: issuer %q, want %q", tt.name, got, tt.want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+	c := Defaults()
+	c.Server.PublicPort = c.Server.Port
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "server.publicPort") {
+		t.Errorf("public port = API port: %v, want an error naming server.publicPort", err)
 	}
 }
 

@@ -71,7 +71,7 @@ func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens
 	if err != nil {
 		return rest.Config{}, err
 	}
-	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), Debug: cfg.Mode() == config.ModeDebug,
+	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), PublicAddr: cfg.PublicAddr(), Debug: cfg.Mode() == config.ModeDebug,
 		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Ready: ready,
 		BasePath: cfg.Server.BasePath, Redactor: redactor}, nil
 }

@@ -69,6 +69,10 @@ type axOptions struct {
 	rate         int
 	now          func() time.Time
 	maxSubAgents int
+	// issuer replaces axIssuer; basePath is Config.BasePath; public, when
+	// set, is the public listener.
+	issuer, basePath string
+	public           net.Listener
 }
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
@@ -106,13 +110,17 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 		ToolCalls: app.NewToolCalls(store, store, store, rules, store, sessions, authz, clock),
 		Dashboard: app.NewDashboard(store, store, store, authz),
 	}
-	keys, err := agenttoken.New(agenttoken.Settings{Issuer: axIssuer, DataDir: filepath.Dir(path)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var opt axOptions
 	if len(opts) > 0 {
 		opt = opts[0]
+	}
+	issuer := axIssuer
+	if opt.issuer != "" {
+		issuer = opt.issuer
+	}
+	keys, err := agenttoken.New(agenttoken.Settings{Issuer: issuer, DataDir: filepath.Dir(path)})
+	if err != nil {
+		t.Fatal(err)
 	}
 	limits := app.AgentTokenLimits{MaxTTL: 15 * time.Minute, MaxSubAgents: 1000}
 	if opt.maxSubAgents > 0 {
@@ -123,14 +131,14 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 		rate.PerMinute = opt.rate
 	}
 	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, access.Agents, store, store, rules, authz, keys, clock, limits), RateLimit: rate}
-	srv := New(Config{Access: access, AgentTokens: tokens}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
+	srv := New(Config{Access: access, AgentTokens: tokens, BasePath: opt.basePath}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.ServeListeners(ctx, ln, nil, opt.public) }()
 	h := &axHarness{path: path, url: "http://" + ln.Addr().String(), srv: srv, store: store, authz: authz}
 	stopped := false
 	h.stop = func() {

@@ -173,7 +173,6 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"POST /api/v2/sessions/:id/agents/:agent/token":      domain.PermAgentsToken,
 		"GET /.well-known/jwks.json":                         domain.PermMeRead,
 		"POST /oauth2/introspect":                            domain.PermTokensIntrospect,
-		"GET /.well-known/oauth-authorization-server":        domain.PermMeRead,
 	}
 	h := axNew(t)
 	seen := map[string]bool{}

@@ -35,8 +35,10 @@ type KeySet interface {
 	JWKS() jose.JSONWebKeySet
 }
 
-// Paths of the key set and the RFC 8414 metadata, on the API port (any
-// authenticated caller) and on the management listener (no credential).
+// Paths of the key set (on the public listener under the issuer, on the
+// API port to any authenticated caller, on the management listener) and of
+// the RFC 8414 metadata (on the public listener only, see public.go: a
+// copy elsewhere would name an issuer other than where it is served).
 const (
 	jwksPath     = "/.well-known/jwks.json"
 	metadataPath = "/.well-known/oauth-authorization-server"
@@ -53,7 +55,6 @@ func (s *Server) agentTokenRoutes() []route {
 		{fiber.MethodPost, "/api/v2/sessions/:id/agents/:agent/token", domain.PermAgentsToken, s.mintAgentToken},
 		// Any authenticated caller: every built-in role holds me:read.
 		{fiber.MethodGet, jwksPath, domain.PermMeRead, s.serveJWKS},
-		{fiber.MethodGet, metadataPath, domain.PermMeRead, s.serveMetadata},
 		{fiber.MethodPost, introspectionEndpoint, domain.PermTokensIntrospect, s.introspect},
 	}
 }
@@ -295,20 +296,16 @@ func (s *Server) metadata() map[string]any {
 	}
 }
 
-// managementKeys adds the key set and metadata to the management
-// listener's mux, without credential.
+// managementKeys adds the key set to the management listener's mux,
+// without credential, for tool servers inside the cluster.
 func (s *Server) managementKeys(mux *http.ServeMux) {
 	if s.cfg.AgentTokens == nil {
 		return
 	}
-	serve := func(v func() any) http.HandlerFunc {
-		return func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(v())
-		}
-	}
-	mux.Handle("GET "+jwksPath, serve(func() any { return s.cfg.AgentTokens.Keys.JWKS() }))
-	mux.Handle("GET "+metadataPath, serve(func() any { return s.metadata() }))
+	mux.HandleFunc("GET "+jwksPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.cfg.AgentTokens.Keys.JWKS())
+	})
 }
 
 // introspectionEndpoint answers RFC 7662 introspection to holders of

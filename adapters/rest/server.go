@@ -27,6 +27,9 @@ type Config struct {
 	// ManagementAddr is host:port of the management listener (probes and
 	// metrics without credentials); empty: none.
 	ManagementAddr string
+	// PublicAddr is host:port of the public listener (agent-token
+	// discovery, see public.go); empty: none.
+	PublicAddr string
 	// Debug marks every response with X-Auth-Debug: true.
 	Debug bool
 	// ShutdownTimeout bounds how long in-flight requests may take to finish.
@@ -73,6 +76,8 @@ type Server struct {
 	// exchangeLimit and introspectLimit bound each caller's requests to
 	// the token and introspection endpoints.
 	exchangeLimit, introspectLimit *windowLimiter
+	// publicApp serves the public listener; nil without agent tokens.
+	publicApp *fiber.App
 }
 
 // Set provides the server.
@@ -99,7 +104,18 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 		s.exchangeLimit, s.introspectLimit = newWindowLimiter(cfg.AgentTokens.RateLimit), newWindowLimiter(cfg.AgentTokens.RateLimit)
 	}
 	s.metrics = newHTTPMetrics(s)
-	s.app = fiber.New(fiber.Config{
+	s.app = fiber.New(s.fiberConfig())
+	s.routes()
+	if cfg.AgentTokens != nil {
+		s.publicApp = s.newPublicApp()
+	}
+	return s
+}
+
+// fiberConfig is the configuration of the API's and the public listener's
+// applications.
+func (s *Server) fiberConfig() fiber.Config {
+	return fiber.Config{
 		AppName:               "agentauth",
 		DisableStartupMessage: true,
 		ReadBufferSize:        readBufferSize,
@@ -108,9 +124,7 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          s.handleError,
-	})
-	s.routes()
-	return s
+	}
 }
 
 // route is one authenticated endpoint and the permission it needs.
@@ -175,15 +189,23 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return &ListenError{Addr: s.cfg.Addr, Settings: "server.host / SERVICE_HOST, server.port / SERVICE_PORT", Err: err}
 	}
-	if s.cfg.ManagementAddr == "" {
-		return s.Serve(ctx, ln)
+	var mln, pln net.Listener
+	if s.cfg.ManagementAddr != "" {
+		if mln, err = net.Listen("tcp", s.cfg.ManagementAddr); err != nil {
+			_ = ln.Close()
+			return &ListenError{Addr: s.cfg.ManagementAddr, Settings: "server.managementHost / SERVICE_MANAGEMENT_HOST, server.managementPort / SERVICE_MANAGEMENT_PORT", Err: err}
+		}
 	}
-	mln, err := net.Listen("tcp", s.cfg.ManagementAddr)
-	if err != nil {
-		_ = ln.Close()
-		return &ListenError{Addr: s.cfg.ManagementAddr, Settings: "server.managementHost / SERVICE_MANAGEMENT_HOST, server.managementPort / SERVICE_MANAGEMENT_PORT", Err: err}
+	if s.cfg.PublicAddr != "" && s.publicApp != nil {
+		if pln, err = net.Listen("tcp", s.cfg.PublicAddr); err != nil {
+			_ = ln.Close()
+			if mln != nil {
+				_ = mln.Close()
+			}
+			return &ListenError{Addr: s.cfg.PublicAddr, Settings: "server.publicHost / SERVICE_PUBLIC_HOST, server.publicPort / SERVICE_PUBLIC_PORT", Err: err}
+		}
 	}
-	return s.ServeWithManagement(ctx, ln, mln)
+	return s.ServeListeners(ctx, ln, mln, pln)
 }
 
 // ListenError is a listener Run could not open: the port is taken or the
@@ -201,25 +223,47 @@ func (e *ListenError) Error() string {
 
 func (e *ListenError) Unwrap() error { return e.Err }
 
-// ServeWithManagement is Serve with the management listener on mln. The
-// management listener answers until the API listener has drained; if it
-// fails, the service stops.
+// ServeWithManagement is Serve with the management listener on mln.
 func (s *Server) ServeWithManagement(ctx context.Context, ln, mln net.Listener) error {
+	return s.ServeListeners(ctx, ln, mln, nil)
+}
+
+// ServeListeners is Serve with the management listener on mln and the
+// public listener on pln (either nil: none). Both answer until the API
+// listener has drained; if one fails, the service stops.
+func (s *Server) ServeListeners(ctx context.Context, ln, mln, pln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	drained := make(chan struct{})
-	mgmt := make(chan error, 1)
-	go func() {
-		err := s.serveManagement(ctx, mln, drained)
-		if err != nil {
-			cancel()
+	var side []chan error
+	run := func(serve func(context.Context, net.Listener, <-chan struct{}) error, l net.Listener) {
+		done := make(chan error, 1)
+		side = append(side, done)
+		go func() {
+			err := serve(ctx, l, drained)
+			if err != nil {
+				cancel()
+			}
+			done <- err
+		}()
+	}
+	if mln != nil {
+		run(s.serveManagement, mln)
+	}
+	if pln != nil {
+		if s.publicApp == nil {
+			_ = pln.Close()
+			return errors.New("public listener: agent tokens are off")
 		}
-		mgmt <- err
-	}()
+		run(s.servePublic, pln)
+	}
 	err := s.Serve(ctx, ln)
 	close(drained)
 	cancel()
-	return errors.Join(err, <-mgmt)
+	for _, done := range side {
+		err = errors.Join(err, <-done)
+	}
+	return err
 }
 
 // Serve is Run on an existing listener.
@@ -236,11 +280,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.ready.stopping.Store(true)
 	s.log.Info("shutting down: finishing in-flight requests")
-	timeout := s.cfg.ShutdownTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	if err := s.app.ShutdownWithTimeout(timeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.app.ShutdownWithTimeout(s.shutdownTimeout()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	// A shutdown that comes before the server has taken the listener over
@@ -250,6 +290,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// shutdownTimeout bounds how long in-flight requests may take to finish.
+func (s *Server) shutdownTimeout() time.Duration {
+	if s.cfg.ShutdownTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return s.cfg.ShutdownTimeout
 }
 
 // listensOnLoopback reports whether both the configured address (host:port)
