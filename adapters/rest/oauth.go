@@ -116,6 +116,11 @@ func writeOAuthError(c *fiber.Ctx, err error, p problem) error {
 			desc = oe.err.Error()
 		}
 	}
+	if status != fiber.StatusUnauthorized {
+		// The edge set a challenge for the error's 401; this answer is no
+		// authentication challenge, and clients would take it for one.
+		c.Response().Header.Del(fiber.HeaderWWWAuthenticate)
+	}
 	if status == fiber.StatusTooManyRequests {
 		var rl *rateLimited
 		if errors.As(err, &rl) {

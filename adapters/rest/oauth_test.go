@@ -110,6 +110,11 @@ func TestOAuthEndpointsAnswerOAuthErrors(t *testing.T) {
 		if tt.status == 401 && !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%s: WWW-Authenticate %q, want Bearer", tt.name, hdr.Get("WWW-Authenticate"))
 		}
+		// A challenge on another status makes clients (oauth4webapi) take
+		// the answer for an authentication challenge, not an OAuth error.
+		if tt.status != 401 && hdr.Get("WWW-Authenticate") != "" {
+			t.Errorf("%s: %d with WWW-Authenticate %q, want none", tt.name, r.status, hdr.Get("WWW-Authenticate"))
+		}
 	}
 	// Nothing above made a sub-agent: a refused exchange creates none.
 	var agents struct {
