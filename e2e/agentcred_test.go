@@ -82,8 +82,9 @@ func (ts *toolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startCredService runs agentauth in API-key mode with a TOOLSERVER role
-// (tokens:introspect) for the tool server's own key.
-func startCredService(t *testing.T) *service {
+// (tokens:introspect) for the tool server's own key; env adds variables
+// (a later one replaces an earlier one of the same name).
+func startCredService(t *testing.T, env ...string) *service {
 	t.Helper()
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "toolserver.key")
@@ -111,6 +112,7 @@ func startCredService(t *testing.T) *service {
 		"SERVICE_MANAGEMENT_PORT=" + fmt.Sprint(mgmt),
 		"SERVICE_DATA_DIR=" + t.TempDir(),
 	}
+	cmd.Env = append(cmd.Env, env...)
 	w := logFile(t, fmt.Sprintf("agentauth-cred-%d", port))
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
