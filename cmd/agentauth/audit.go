@@ -33,7 +33,9 @@ Usage:
       database, and from each --checkpoints file: the API's answer of GET /api/v2/audit/checkpoints,
       NDJSON, or the service's log lines). Prints every break by kind; exit status 1 on any break.
   agentauth audit public-key [serve flags: --config, --data-dir, --audit-signing-key-file]
-      Print the public key checkpoints are signed with (hex), for --public-key.
+      Print the public key checkpoints are signed with (hex), for --public-key: of the configured key
+      (or SERVICE_AUDIT_SIGNING_KEY), else {dataDir}/secrets/audit-signing.key, else the key the
+      service published at {dataDir}/audit-signing.pub.
 `
 
 func auditCommand(args []string, env map[string]string, stdout, stderr io.Writer) int {
@@ -54,8 +56,12 @@ func auditCommand(args []string, env map[string]string, stdout, stderr io.Writer
 	return exitUsage
 }
 
-// auditPublicKey prints the public key of the configured signing key. It
-// never creates a key: that is the service's first start.
+// auditPublicKey prints the public key of the configured signing key (the
+// setting or SERVICE_AUDIT_SIGNING_KEY), else of the default key file, else
+// the key the service published in its data folder: a service given its
+// key in the environment (a Kubernetes Secret) keeps no key file, and the
+// secret is rarely in the shell that asks. It never creates a key: that is
+// the service's first start.
 func auditPublicKey(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	if wantsHelp(args) {
 		fmt.Fprint(stdout, auditUsage)
@@ -69,22 +75,38 @@ func auditPublicKey(args []string, env map[string]string, stdout, stderr io.Writ
 	// default key file, which must exist already.
 	key, err := auditsign.ParseSeed(cfg.Audit.SigningKey)
 	path := cmp.Or(cfg.Audit.SigningKeyFile, "SERVICE_AUDIT_SIGNING_KEY")
+	var pub ed25519.PublicKey
 	if cfg.Audit.SigningKey == "" {
 		path = auditsign.DefaultKeyPath(cfg.DataDir)
-		if _, err := os.Stat(path); err != nil {
-			fmt.Fprintf(stderr, "agentauth audit public-key: no signing key at %s (the service creates it on its first start): %v\n", path, err)
+		if _, statErr := os.Stat(path); statErr == nil {
+			key, _, _, err = auditsign.LoadKey(cfg.DataDir)
+		} else if pub, err = readPublishedKey(cfg.DataDir); err == nil {
+			path = auditsign.PublicKeyPath(cfg.DataDir)
+		} else {
+			fmt.Fprintf(stderr, "agentauth audit public-key: no signing key at %s nor a published key at %s (the service writes both on its first start; "+
+				"one given SERVICE_AUDIT_SIGNING_KEY writes the published key only): %v\n", path, auditsign.PublicKeyPath(cfg.DataDir), statErr)
 			return exitFailure
 		}
-		key, _, _, err = auditsign.LoadKey(cfg.DataDir)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth audit public-key: %v\n", err)
 		return exitFailure
 	}
-	pub := key.Public().(ed25519.PublicKey)
+	if pub == nil {
+		pub = key.Public().(ed25519.PublicKey)
+	}
 	fmt.Fprintln(stdout, auditsign.FormatPublicKey(pub))
 	fmt.Fprintf(stderr, "key id %s (from %s)\n", domain.AuditKeyID(pub), path)
 	return exitOK
+}
+
+// readPublishedKey reads the public key a service wrote to its data folder.
+func readPublishedKey(dataDir string) (ed25519.PublicKey, error) {
+	text, err := os.ReadFile(auditsign.PublicKeyPath(dataDir))
+	if err != nil {
+		return nil, err
+	}
+	return auditsign.ParsePublicKey(string(text))
 }
 
 type multiFlag []string

@@ -321,3 +321,45 @@ func TestAuditVerifyCommandAfterPostgresRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditPublicKeyFromTheEnvironment: the key given as
+// SERVICE_AUDIT_SIGNING_KEY (a Kubernetes secretKeyRef) is printed, with
+// no key file in the data folder.
+func TestAuditPublicKeyFromTheEnvironment(t *testing.T) {
+	const seed = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
+	key, err := auditsign.ParseSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := auditsign.FormatPublicKey(key.Public().(ed25519.PublicKey))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"audit", "public-key", "--data-dir", t.TempDir()}, map[string]string{"SERVICE_AUDIT_SIGNING_KEY": seed}, &stdout, &stderr)
+	if code != exitOK || strings.TrimSpace(stdout.String()) != want || !strings.Contains(stderr.String(), "SERVICE_AUDIT_SIGNING_KEY") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %s from SERVICE_AUDIT_SIGNING_KEY", code, stdout.String(), stderr.String(), want)
+	}
+}
+
+// TestAuditPublicKeyOfAServiceGivenItsKeyInTheEnvironment: a service
+// started with SERVICE_AUDIT_SIGNING_KEY keeps no key file, only the public
+// key it published in its data folder; `audit public-key --data-dir`,
+// run without the secret, prints that key.
+func TestAuditPublicKeyOfAServiceGivenItsKeyInTheEnvironment(t *testing.T) {
+	const seed = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
+	dir := t.TempDir()
+	st, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(dir, "agentauth.db")), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, closeSigner, err := auditsign.New(st, auditsign.Settings{Key: seed, DataDir: dir, Every: 10, Interval: time.Hour, Out: &bytes.Buffer{}}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := auditsign.FormatPublicKey(signer.PublicKey())
+	closeSigner()
+	closeStore()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"audit", "public-key", "--data-dir", dir}, map[string]string{}, &stdout, &stderr)
+	if code != exitOK || strings.TrimSpace(stdout.String()) != want || !strings.Contains(stderr.String(), auditsign.PublicKeyPath(dir)) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %s from %s", code, stdout.String(), stderr.String(), want, auditsign.PublicKeyPath(dir))
+	}
+}
