@@ -13,11 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import * as jose from 'jose';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
-import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
-import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { startToolServer } from './tool-server.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -127,33 +123,9 @@ test('openid-client introspects (RFC 7662) with the tool server\'s credential', 
   await assert.rejects(client.tokenIntrospection(anonymous, parent), (e) => e.status === 401 || e.cause?.status === 401);
 });
 
-// verifier is an MCP OAuthTokenVerifier built from the published metadata
-// alone: RFC 9068 claims map onto the SDK's AuthInfo as they are.
-const verifier = {
-  async verifyAccessToken(token) {
-    try {
-      const { payload } = await verifyWithJose(token);
-      return { token, clientId: payload.client_id, scopes: payload.scope.split(' '), expiresAt: payload.exp, resource: new URL(payload.aud) };
-    } catch (e) {
-      throw new InvalidTokenError(e.message);
-    }
-  },
-};
-
 test('an MCP server with requireBearerAuth takes agent tokens as they are', async (t) => {
   const url = new URL(resource);
-  const app = createMcpExpressApp({ host: url.hostname });
-  app.post(url.pathname, requireBearerAuth({ verifier, requiredScopes: ['fs.read'], expectedResource: url }), async (req, res) => {
-    const server = new McpServer({ name: 'fs', version: '1.0.0' });
-    server.registerTool('fs.read', { description: 'read a file' }, async (extra) => ({
-      content: [{ type: 'text', text: JSON.stringify({ client: extra.authInfo.clientId, scopes: extra.authInfo.scopes }) }],
-    }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => { transport.close(); server.close(); });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
-  });
-  const listener = await new Promise((resolve) => { const l = app.listen(Number(url.port), url.hostname, () => resolve(l)); });
+  const listener = await startToolServer(issuer.href, resource);
   t.after(() => new Promise((resolve) => listener.close(resolve)));
 
   const config = await discover();
