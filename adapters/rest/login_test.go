@@ -280,6 +280,24 @@ func TestCodeFlowEndpoints(t *testing.T) {
 	if second := sessionCookie(resp); resp.StatusCode != http.StatusFound || second.Value == "" || second.Value == first.Value || resp.Header.Get("Location") != "/" {
 		t.Errorf("second login: got %d, cookie %q (first %q), Location=%q", resp.StatusCode, second.Value, first.Value, resp.Header.Get("Location"))
 	}
+	// The authorization codes are in no audit record: each callback's
+	// record keeps the state and a marker in the code's place.
+	recs, err := h.store.AuditChain(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	callbacks := 0
+	for _, rec := range recs {
+		if strings.Contains(rec.Path, "code-1") || strings.Contains(rec.Path, "code-2") {
+			t.Errorf("audit record %d holds an authorization code: %q", rec.Seq, rec.Path)
+		}
+		if strings.HasPrefix(rec.Path, "/auth/callback?") && strings.Contains(rec.Path, "&code="+domain.RedactedMarker) {
+			callbacks++
+		}
+	}
+	if callbacks != 3 {
+		t.Errorf("%d callback records with the code's marker, want 3 (two logins and a replay)", callbacks)
+	}
 }
 
 // sessionSetCookie is the Set-Cookie header of user_session ("" if none).
