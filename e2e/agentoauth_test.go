@@ -23,6 +23,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	jwxjwt "github.com/lestrrat-go/jwx/v3/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentauth/agentauth/agentverify"
 )
@@ -164,23 +165,49 @@ func TestAgentTokensWithRealLibraries(t *testing.T) {
 			}
 			return &auth.TokenInfo{Scopes: tok.Tools, Expiration: tok.Expires, UserID: tok.User, Extra: map[string]any{"agent": tok.Agent()}}, nil
 		}
-		tool := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info := auth.TokenInfoFromContext(r.Context())
-			_ = json.NewEncoder(w).Encode(map[string]any{"user": info.UserID, "agent": info.Extra["agent"], "scopes": info.Scopes})
+		// An MCP server with one tool, behind the SDK's middleware.
+		type caller struct {
+			User   string   `json:"user"`
+			Agent  string   `json:"agent"`
+			Scopes []string `json:"scopes"`
+		}
+		server := mcp.NewServer(&mcp.Implementation{Name: "fs", Version: "1.0.0"}, nil)
+		mcp.AddTool(server, &mcp.Tool{Name: "fs.read", Description: "read a file"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, caller, error) {
+			info := req.Extra.TokenInfo
+			return nil, caller{User: info.UserID, Agent: info.Extra["agent"].(string), Scopes: info.Scopes}, nil
 		})
-		srv := httptest.NewServer(auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{Scopes: []string{"fs.read"}})(tool))
+		handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+		srv := httptest.NewServer(auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{Scopes: []string{"fs.read"}})(handler))
 		defer srv.Close()
-		tests := []struct {
+
+		// The SDK's client, the agent token as its Bearer credential.
+		client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0.0"}, nil)
+		session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer(o.parent)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = session.Close()
+		var who caller
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &who); err != nil || who.User == "" || who.Agent == "" || !slices.Equal(who.Scopes, []string{"fs.read", "fs.write"}) {
+			t.Errorf("fs.read answered %s (%v), want the user, the agent and the token's scopes", b, err)
+		}
+		// The middleware's refusals.
+		for _, tt := range []struct {
 			name, token string
 			status      int
 		}{
-			{"the agent token", o.parent, 200},
 			{"a token for another server", o.otherToken, 401},
 			{"no token", "", 401},
 			{"not a token", "x.y.z", 401},
-		}
-		for _, tt := range tests {
-			req, _ := http.NewRequest("GET", srv.URL, nil)
+		} {
+			req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
 			if tt.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tt.token)
 			}
@@ -192,13 +219,6 @@ func TestAgentTokensWithRealLibraries(t *testing.T) {
 			res.Body.Close()
 			if res.StatusCode != tt.status {
 				t.Errorf("%s: %d %s, want %d", tt.name, res.StatusCode, b, tt.status)
-			}
-			var who struct {
-				User, Agent string
-				Scopes      []string
-			}
-			if tt.status == 200 && (json.Unmarshal(b, &who) != nil || who.User == "" || who.Agent == "" || !slices.Equal(who.Scopes, []string{"fs.read", "fs.write"})) {
-				t.Errorf("%s: %s, want the user, the agent and the token's scopes", tt.name, b)
 			}
 		}
 	})
@@ -220,4 +240,14 @@ func TestAgentTokensWithRealLibraries(t *testing.T) {
 			t.Fatalf("node tests failed: %v", err)
 		}
 	})
+}
+
+// bearer is a transport that sends token as the Bearer credential, as an
+// MCP client's HTTP client does.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
