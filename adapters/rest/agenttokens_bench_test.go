@@ -16,7 +16,8 @@ import (
 // benchTokenHarness serves the access model with a session of uma, its
 // root agent, server fs with two tools and a rule allowing them.
 func benchTokenHarness(b *testing.B) (h *axHarness, session, agent string) {
-	h = axStart(b, filepath.Join(b.TempDir(), "agentauth.db"))
+	// No sub-agent bound or rate limit within reach of a benchmark's loop.
+	h = axStart(b, filepath.Join(b.TempDir(), "agentauth.db"), axOptions{maxSubAgents: 1 << 30, rate: 1 << 30})
 	ctx, now := porttest.Context(b), time.Now().UTC()
 	for _, err := range []error{
 		h.store.CreateSession(ctx, domain.Session{ID: "ses_b", Owner: "uma", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: now}),
