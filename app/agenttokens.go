@@ -276,15 +276,9 @@ func (s *AgentTokens) roomForSubAgent(ctx context.Context, session string) error
 	if s.limits.MaxSubAgents <= 0 {
 		return nil
 	}
-	agents, err := s.agents.ListAgents(ctx, session)
+	n, err := s.agents.CountSubAgents(ctx, session)
 	if err != nil {
 		return err
-	}
-	n := 0
-	for _, a := range agents {
-		if a.Parent != "" {
-			n++
-		}
 	}
 	if n >= s.limits.MaxSubAgents {
 		return domain.RefuseToken(domain.ReasonTokenSubAgents, domain.ErrForbidden,

@@ -58,6 +58,9 @@ type AgentStore interface {
 	GetAgent(ctx context.Context, id string) (domain.Agent, error)
 	// ListAgents returns the session's agents, oldest first.
 	ListAgents(ctx context.Context, session string) ([]domain.Agent, error)
+	// CountSubAgents returns how many of the session's agents have a
+	// parent (the bound on an agent token's exchanges).
+	CountSubAgents(ctx context.Context, session string) (int, error)
 }
 
 // ToolCallFilter narrows ListToolCalls. Zero fields do not filter.

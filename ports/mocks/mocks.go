@@ -728,6 +728,21 @@ func (m *MockAgentStore) EXPECT() *MockAgentStoreMockRecorder {
 	return m.recorder
 }
 
+// CountSubAgents mocks base method.
+func (m *MockAgentStore) CountSubAgents(arg0 context.Context, arg1 string) (int, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CountSubAgents", arg0, arg1)
+	ret0, _ := ret[0].(int)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// CountSubAgents indicates an expected call of CountSubAgents.
+func (mr *MockAgentStoreMockRecorder) CountSubAgents(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CountSubAgents", reflect.TypeOf((*MockAgentStore)(nil).CountSubAgents), arg0, arg1)
+}
+
 // CreateAgent mocks base method.
 func (m *MockAgentStore) CreateAgent(arg0 context.Context, arg1 domain.Agent) error {
 	m.ctrl.T.Helper()

@@ -291,6 +291,11 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	if none, err := st.ListAgents(ctx, "s9"); err != nil || len(none) != 0 {
 		t.Errorf("ListAgents(s9) = %+v, %v; want none", none, err)
 	}
+	for session, want := range map[string]int{"s1": 2, "s2": 0, "s9": 0} {
+		if n, err := st.CountSubAgents(ctx, session); err != nil || n != want {
+			t.Errorf("CountSubAgents(%s) = %d, %v; want %d", session, n, err, want)
+		}
+	}
 
 	call := domain.ToolCall{ID: "c1", Session: "s1", Agent: "a0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "uma", CreatedAt: t0,
 		Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Rule: "r1", Message: "ask"}}

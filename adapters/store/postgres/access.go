@@ -324,6 +324,15 @@ func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent,
 	return nonNil(out), nil
 }
 
+// CountSubAgents counts the session's agents that have a parent.
+func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents WHERE session = $1 AND parent <> ''`, session).Scan(&n); err != nil {
+		return 0, storeErr("count sub-agents", err)
+	}
+	return n, nil
+}
+
 // CreateToolCall stores a decided tool call.
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",

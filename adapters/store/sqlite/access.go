@@ -362,6 +362,15 @@ func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent,
 	return out, rows.Err()
 }
 
+// CountSubAgents counts the session's agents that have a parent.
+func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error) {
+	var n int
+	if err := s.queryRow(ctx, `SELECT count(*) FROM agents WHERE session = ? AND parent <> ''`, session).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count sub-agents: %w", err)
+	}
+	return n, nil
+}
+
 // CreateToolCall stores a decided tool call.
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
