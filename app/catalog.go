@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -24,14 +23,15 @@ func NewCatalog(store ports.CatalogStore, policies *PolicyRules, projects ports.
 	return &Catalog{store: store, policies: policies, projects: projects, authz: authz, clock: clock}
 }
 
-// CreateServer registers an MCP-style server reachable at an http(s) URL.
+// CreateServer registers an MCP-style server reachable at an http(s) URL,
+// which its agent tokens name as their audience: a resource indicator
+// (RFC 8707), so without fragment or user information.
 func (s *Catalog) CreateServer(ctx context.Context, name, rawURL string) (domain.Server, error) {
 	if err := domain.ValidateName("server", name); err != nil {
 		return domain.Server{}, err
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return domain.Server{}, fmt.Errorf("server url %q: want an http:// or https:// URL: %w", rawURL, domain.ErrInvalidInput)
+	if _, err := domain.CanonicalResource(rawURL); err != nil {
+		return domain.Server{}, fmt.Errorf("server url %q: want an http:// or https:// URL without fragment or user information: %w", rawURL, domain.ErrInvalidInput)
 	}
 	sv := domain.Server{Name: name, URL: rawURL, CreatedAt: s.clock.Now().UTC()}
 	if err := s.store.CreateServer(ctx, sv); err != nil {

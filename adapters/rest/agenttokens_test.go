@@ -559,3 +559,26 @@ func TestMintByAnotherManagerIsBoundedByTheOwner(t *testing.T) {
 		t.Errorf("ADMIN asking for fs.delete in a USER's session: %d %s, want 403 %s", r.status, r.body, domain.ReasonTokenToolOutOfReach)
 	}
 }
+
+// TestServerURLIsAResourceIndicator: a server's URL becomes its tokens'
+// audience (RFC 8707), so registration refuses one that cannot be: a
+// fragment, user information, another scheme, no host.
+func TestServerURLIsAResourceIndicator(t *testing.T) {
+	h := axNew(t)
+	tests := []struct {
+		url    string
+		status int
+	}{
+		{"https://fs.example.com/mcp", 201},
+		{"HTTPS://Sh.Example.com:443/", 201},
+		{"https://fs.example.com/mcp#tools", 400},
+		{"https://user:pw@fs.example.com/mcp", 400},
+		{"ftp://fs.example.com/mcp", 400},
+		{"https:///mcp", 400},
+	}
+	for i, tt := range tests {
+		if r := h.do(t, "adm", "POST", "/api/v2/servers", fmt.Sprintf(`{"name":"srv-%d","url":%q}`, i, tt.url)); r.status != tt.status {
+			t.Errorf("server URL %q: %d %s, want %d", tt.url, r.status, r.body, tt.status)
+		}
+	}
+}
