@@ -196,6 +196,9 @@ func (s *Server) Run(ctx context.Context) error {
 			return &ListenError{Addr: s.cfg.ManagementAddr, Settings: "server.managementHost / SERVICE_MANAGEMENT_HOST, server.managementPort / SERVICE_MANAGEMENT_PORT", Err: err}
 		}
 	}
+	if s.cfg.PublicAddr == "" && s.publicApp != nil {
+		s.log.Info("agent-token discovery is not served: no public listener (server.publicPort); tool servers read the key set on the management listener or with a credential")
+	}
 	if s.cfg.PublicAddr != "" && s.publicApp != nil {
 		if pln, err = net.Listen("tcp", s.cfg.PublicAddr); err != nil {
 			_ = ln.Close()
