@@ -190,8 +190,9 @@ has defaults \
 	"container.seccompProfile RuntimeDefault"
 lacks defaults \
 	'^kind (PodDisruptionBudget|Ingress|Secret|ConfigMap|PersistentVolumeClaim|ServiceMonitor|NetworkPolicy|HorizontalPodAutoscaler)/' \
-	'^env SERVICE_(OIDC_CLIENT_SECRET|OIDC_ISSUER|DATABASE_URL|AUDIT_SIGNING_KEY)' \
+	'^env SERVICE_(OIDC_CLIENT_SECRET|OIDC_ISSUER|DATABASE_URL|AUDIT_SIGNING_KEY|AGENT_TOKENS_|PUBLIC_PORT)' \
 	'^service rel-agentauth [A-Za-z]+ port management' \
+	'^kind Service/rel-agentauth-public' '^port public' \
 	'^container\.capabilities\.add '
 
 # (b) ci/full-values.yaml: OIDC, CA bundle, NODE_EXTRA_CA_CERTS, database, API key and
@@ -212,6 +213,11 @@ has full \
 	"env SERVICE_API_KEY<-secretKeyRef:agentauth-api-key/api-key" \
 	"env SERVICE_AUDIT_SIGNING_KEY<-secretKeyRef:agentauth-audit-signing/signing-key" \
 	"env SERVICE_AGENT_TOKENS_SIGNING_KEY<-secretKeyRef:agentauth-agent-token-signing/signing-key" \
+	"env SERVICE_AGENT_TOKENS_ISSUER=https://tokens.agentauth.example.test" \
+	"env SERVICE_PUBLIC_PORT=9100" \
+	"port public 9100" \
+	"kind Service/rel-agentauth-public" \
+	"service rel-agentauth-public ClusterIP port public 9100->public" \
 	"env SERVICE_LOG_LEVEL=debug" \
 	"volume ca-bundle configMap:corp-ca ca-bundle.pem->ca.crt" \
 	"mount ca-bundle /etc/agentauth/ca ro" \
@@ -264,6 +270,9 @@ refuses hpa-no-db "autoscaling.enabled needs a database" "${AUTH[@]}" --set auto
 refuses monitor-no-management "serviceMonitor.enabled scrapes the management port" "${AUTH[@]}" \
 	--set serviceMonitor.enabled=true --set management.enabled=false
 refuses management-on-api-port "management.port must differ from containerPort" "${AUTH[@]}" --set management.port=8080
+refuses public-on-management-port "public.port must differ" "${AUTH[@]}" --set public.enabled=true --set public.port=9000
+refuses extraenv-agent-key "backend.extraEnv sets SERVICE_AGENT_TOKENS_SIGNING_KEY" "${AUTH[@]}" \
+	--set agentTokens.signingKey.existingSecret=k --set backend.extraEnv.SERVICE_AGENT_TOKENS_SIGNING_KEY=x
 
 # Hybrid mode through extraEnv is a way to authenticate too.
 render hybrid --set backend.extraEnv.SERVICE_HYBRID_REMOTE_URL=https://centre.example.test
@@ -284,6 +293,7 @@ has operated \
 	"servicemonitor.selector app.kubernetes.io/component=management" \
 	"kind NetworkPolicy/rel-agentauth" \
 	"netpol.ingress port=http peers=0" \
+	"netpol.ingress port=public peers=0" \
 	"netpol.ingress port=management peers=1" \
 	"kind HorizontalPodAutoscaler/rel-agentauth" \
 	"hpa Deployment/rel-agentauth min=2 max=6" \

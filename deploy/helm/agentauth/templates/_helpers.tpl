@@ -88,6 +88,9 @@ Checks that stop a wrong configuration from rendering. Included by the Deploymen
 {{- if and .Values.management.enabled (eq (int .Values.management.port) (int .Values.containerPort)) }}
 {{- fail "management.port must differ from containerPort" }}
 {{- end }}
+{{- if and .Values.public.enabled (or (eq (int .Values.public.port) (int .Values.containerPort)) (and .Values.management.enabled (eq (int .Values.public.port) (int .Values.management.port)))) }}
+{{- fail "public.port must differ from containerPort and management.port" }}
+{{- end }}
 {{- if and (gt (int .Values.replicaCount) 1) (not (include "agentauth.hasDatabase" .)) }}
 {{- fail (printf "replicaCount is %d but no database is configured: several agentauth instances must share one PostgreSQL database (they cannot share the SQLite file in their data directory). Set database.url or database.existingSecret, or set replicaCount to 1." (int .Values.replicaCount)) }}
 {{- end }}
@@ -125,6 +128,9 @@ Names of the environment variables the chart sets itself; backend.extraEnv may n
 {{- if include "agentauth.hasDatabase" . }}{{ $names = append $names "SERVICE_DATABASE_URL" }}{{ end }}
 {{- if .Values.apiKey.existingSecret }}{{ $names = append $names "SERVICE_API_KEY" }}{{ end }}
 {{- if .Values.audit.signingKey.existingSecret }}{{ $names = concat $names (list "SERVICE_AUDIT_SIGNING_KEY" "SERVICE_AUDIT_SIGNING_KEY_FILE") }}{{ end }}
+{{- if .Values.agentTokens.signingKey.existingSecret }}{{ $names = concat $names (list "SERVICE_AGENT_TOKENS_SIGNING_KEY" "SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE") }}{{ end }}
+{{- if .Values.agentTokens.issuer }}{{ $names = append $names "SERVICE_AGENT_TOKENS_ISSUER" }}{{ end }}
+{{- if .Values.public.enabled }}{{ $names = append $names "SERVICE_PUBLIC_PORT" }}{{ end }}
 {{- join "," $names }}
 {{- end }}
 
