@@ -575,7 +575,7 @@ func (c *Credentials) Authenticate(ctx context.Context, cred ports.Credential) (
 	case ports.CredentialCookie:
 		return c.Login.Authenticate(ctx, cred.Value)
 	case ports.CredentialBearer:
-		var unavailable error
+		var unavailable, refusal error
 		for _, a := range c.Bearer {
 			p, err := a.Authenticate(ctx, cred)
 			if err == nil && p.SessionID != "" {
@@ -595,9 +595,16 @@ func (c *Credentials) Authenticate(ctx context.Context, cred ports.Credential) (
 			if errors.Is(err, domain.ErrUnavailable) && unavailable == nil {
 				unavailable = err
 			}
+			if tr := (*domain.TokenRefusal)(nil); errors.As(err, &tr) && refusal == nil {
+				refusal = err
+			}
 		}
 		if unavailable != nil {
 			return domain.Principal{}, unavailable
+		}
+		if refusal != nil {
+			// The rule the token failed, for the audit record and the log.
+			return domain.Principal{}, refusal
 		}
 	}
 	return domain.Principal{}, fmt.Errorf("credential not accepted: %w", domain.ErrUnauthenticated)

@@ -399,6 +399,13 @@ func TestCredentialsRouting(t *testing.T) {
 	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "k"}); !errors.Is(err, domain.ErrUnauthenticated) {
 		t.Errorf("both refuse: got %v, want ErrUnauthenticated", err)
 	}
+	refused := domain.RefuseToken("oidc_token_audience", domain.ErrUnauthenticated, "not ours")
+	jwt.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, refused)
+	key.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unauth)
+	var got *domain.TokenRefusal
+	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "k"}); !errors.As(err, &got) || got.Code != "oidc_token_audience" {
+		t.Errorf("verifier refuses with a reason: got %v, want that reason kept for the audit and the log", err)
+	}
 	if _, err := creds.Authenticate(t.Context(), ports.Credential{}); !errors.Is(err, domain.ErrUnauthenticated) {
 		t.Errorf("no credential: got %v, want ErrUnauthenticated", err)
 	}

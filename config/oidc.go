@@ -29,6 +29,9 @@ type OIDC struct {
 	// empty: Keycloak's realm_access and resource_access.<clientId>.
 	RolesClaim string `yaml:"rolesClaim" env:"SERVICE_OIDC_ROLES_CLAIM"`
 	ClientID   string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
+	// Audience is a further aud value marking Bearer access tokens meant
+	// for this service (an API identifier), besides the client id.
+	Audience string `yaml:"audience" env:"SERVICE_OIDC_AUDIENCE"`
 	// ClientSecret comes from the environment (secret storage).
 	ClientSecret string `yaml:"-" env:"SERVICE_OIDC_CLIENT_SECRET"`
 	// FileClientSecret is auth.oidc.clientSecret of the config file, kept

@@ -149,6 +149,8 @@ var Settings = []Setting{
 		Help: "generic: any OpenID provider (an issuer of any form; grants, revocation and introspection at the discovery document's endpoints)."},
 	{Key: "auth.oidc.rolesClaim", Env: "SERVICE_OIDC_ROLES_CLAIM", Flag: "oidc-roles-claim", Default: "Keycloak's realm_access and resource_access.<clientId>", Accepts: "a dotted claim path such as groups or resource_access.agent-service.roles",
 		Help: "The claim holding role names (an array of strings or one string), read in the id token, else the access token."},
+	{Key: "auth.oidc.audience", Env: "SERVICE_OIDC_AUDIENCE", Flag: "oidc-audience", Default: "none (the client id only)", Accepts: "an aud value such as https://agents.example.com/api",
+		Help: "Bearer access tokens whose aud holds this value are meant for the service too, besides those naming the client id in aud, azp or client_id."},
 	{Key: "auth.oidc.additionalIssuers", Default: "none", Accepts: "a list of {issuer, clientId, discoveryUrl, caFile} (config file only)",
 		Help: "Further issuers (another realm, e.g. for machine clients) whose access tokens are accepted as Bearer tokens, roles taken the same way; logins stay on auth.oidc.issuer."},
 	{Key: "auth.oidc.clientId", Env: "SERVICE_OIDC_CLIENT_ID", Flag: "oidc-client-id", Default: "none", Accepts: "the client id at the provider",

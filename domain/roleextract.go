@@ -11,6 +11,10 @@ import (
 const (
 	TokenID     = "id_token"
 	TokenAccess = "access_token"
+	// TokenUserinfo and TokenIntrospection are the answers of the
+	// provider's userinfo and introspection endpoints (generic providers).
+	TokenUserinfo      = "userinfo"
+	TokenIntrospection = "introspection"
 )
 
 // Claims is a decoded JWT payload. Values have the types encoding/json gives
@@ -56,15 +60,7 @@ type RoleExtraction struct {
 // "Contains no roles" means neither claim holds a role string: an id_token
 // carrying only unknown names does not fall back to the access token.
 func ExtractRoles(idToken, accessToken Claims, clientID string, roleMap map[string]Role) RoleExtraction {
-	var ex RoleExtraction
-	names := ex.collect(TokenID, idToken, clientID)
-	source := TokenID
-	if len(names) == 0 {
-		names = ex.collect(TokenAccess, accessToken, clientID)
-		source = TokenAccess
-	}
-	ex.recognise(names, source, roleMap)
-	return ex
+	return ExtractRolesFrom([]ClaimSource{{TokenID, idToken}, {TokenAccess, accessToken}}, "", clientID, roleMap)
 }
 
 // ExtractRolesAt is ExtractRoles for a provider that says where its roles
@@ -73,12 +69,38 @@ func ExtractRoles(idToken, accessToken Claims, clientID string, roleMap map[stri
 // "resource_access.agent-service.roles", instead of Keycloak's two claims;
 // steps 3 and 4 are the same.
 func ExtractRolesAt(idToken, accessToken Claims, claim string, roleMap map[string]Role) RoleExtraction {
+	return ExtractRolesFrom([]ClaimSource{{TokenID, idToken}, {TokenAccess, accessToken}}, claim, "", roleMap)
+}
+
+// ClaimSource is one set of claims roles may come from, named for the
+// report (TokenID, TokenUserinfo, TokenAccess, TokenIntrospection).
+type ClaimSource struct {
+	Token  string
+	Claims Claims
+}
+
+// ExtractRolesFrom generalises steps 1 and 2 to any number of sources: the
+// roles are those of the first source holding a role name, read at the
+// dotted path claim, or with claim empty in Keycloak's realm_access and
+// resource_access.<clientID>; steps 3 and 4 follow. A nil source is
+// skipped.
+func ExtractRolesFrom(sources []ClaimSource, claim, clientID string, roleMap map[string]Role) RoleExtraction {
 	var ex RoleExtraction
-	names := ex.collectAt(TokenID, idToken, claim)
+	var names []RoleFinding
 	source := TokenID
-	if len(names) == 0 {
-		names = ex.collectAt(TokenAccess, accessToken, claim)
-		source = TokenAccess
+	for _, s := range sources {
+		if s.Claims == nil {
+			continue
+		}
+		if claim == "" {
+			names = ex.collect(s.Token, s.Claims, clientID)
+		} else {
+			names = ex.collectAt(s.Token, s.Claims, claim)
+		}
+		source = s.Token
+		if len(names) > 0 {
+			break
+		}
 	}
 	ex.recognise(names, source, roleMap)
 	return ex

@@ -243,3 +243,28 @@ func TestExtractRolesAt(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractRolesFrom: the first source whose claim holds a role name
+// wins (id token, then userinfo, then access token), with the source named.
+func TestExtractRolesFrom(t *testing.T) {
+	nested := Claims{"ext": map[string]any{"roles": []any{"lead"}}}
+	for _, tc := range []struct {
+		name       string
+		sources    []ClaimSource
+		claim      string
+		wantRoles  []Role
+		wantSource string
+	}{
+		{"userinfo when the id token has none", []ClaimSource{{TokenID, Claims{"sub": "a"}}, {TokenUserinfo, nested}, {TokenAccess, Claims{"ext": map[string]any{"roles": []any{"admin"}}}}},
+			"ext.roles", []Role{RoleLead}, TokenUserinfo},
+		{"id token first", []ClaimSource{{TokenID, nested}, {TokenUserinfo, Claims{"ext": map[string]any{"roles": []any{"admin"}}}}}, "ext.roles", []Role{RoleLead}, TokenID},
+		{"nil sources skipped", []ClaimSource{{TokenID, nil}, {TokenIntrospection, nested}}, "ext.roles", []Role{RoleLead}, TokenIntrospection},
+		{"none anywhere", []ClaimSource{{TokenID, Claims{}}, {TokenUserinfo, nil}}, "ext.roles", []Role{RoleUser}, "default"},
+		{"Keycloak claims without a path", []ClaimSource{{TokenID, Claims{}}, {TokenUserinfo, Claims{"realm_access": map[string]any{"roles": []any{"auditor"}}}}}, "", []Role{RoleAuditor}, TokenUserinfo},
+	} {
+		got := ExtractRolesFrom(tc.sources, tc.claim, "agentauth", nil)
+		if !slices.Equal(got.Roles, tc.wantRoles) || got.Source != tc.wantSource {
+			t.Errorf("%s: got %v from %q, want %v from %q", tc.name, got.Roles, got.Source, tc.wantRoles, tc.wantSource)
+		}
+	}
+}

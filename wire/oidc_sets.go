@@ -52,6 +52,7 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 		Additional:   extra,
 		Generic:      o.Provider == config.ProviderGeneric,
 		RolesClaim:   o.RolesClaim,
+		Audience:     o.Audience,
 		Issuer:       o.Issuer,
 		DiscoveryURL: o.DiscoveryURL,
 		ClientID:     o.ClientID,

@@ -37,6 +37,7 @@ const (
 	IdPRefresh       = "refresh"
 	IdPLogout        = "logout"
 	IdPIntrospection = "introspection"
+	IdPUserinfo      = "userinfo"
 )
 
 // Identity-provider outcomes (the kinds of error besides ok).
@@ -89,7 +90,7 @@ var (
 var (
 	loginKinds    = []string{LoginPassword, LoginCode}
 	loginOutcomes = []string{LoginOK, LoginRefused, LoginLockedOut, LoginUnavailable, LoginInvalid, LoginError}
-	idpCalls      = []string{IdPDiscovery, IdPJWKS, IdPCodeExchange, IdPPasswordGrant, IdPRefresh, IdPLogout, IdPIntrospection}
+	idpCalls      = []string{IdPDiscovery, IdPJWKS, IdPCodeExchange, IdPPasswordGrant, IdPRefresh, IdPLogout, IdPIntrospection, IdPUserinfo}
 	idpOutcomes   = []string{IdPOK, IdPRefused, IdPTLS, IdPTimeout, IdPUnreachable, IdPBadAnswer}
 )
 

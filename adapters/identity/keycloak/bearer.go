@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -26,9 +29,25 @@ type Authenticator struct {
 	p        *Provider
 	byIssuer map[string]*Provider
 	cache    *tokenCache
+	// refused remembers opaque tokens the provider called inactive, for a
+	// short while, so that a client repeating one does not make a call to
+	// the provider per request.
+	refused *tokenCache
+	// flight makes concurrent first requests with one opaque token share
+	// one introspection call.
+	flight singleflight.Group
 	// noCache turns the cache off (benchmarks).
 	noCache bool
 }
+
+// Bounds of the introspection caches: an active opaque token is reused
+// until its exp and at most IntrospectionCacheMax (a token the provider
+// revokes stays accepted that long), an inactive one is refused without
+// asking again for refusedFor.
+const (
+	IntrospectionCacheMax = 2 * time.Minute
+	refusedFor            = 30 * time.Second
+)
 
 var _ ports.Authenticator = (*Authenticator)(nil)
 
@@ -38,7 +57,7 @@ func NewAuthenticator(p *Provider) *Authenticator {
 	for _, q := range p.extra {
 		byIssuer[q.cfg.Issuer] = q
 	}
-	return &Authenticator{p: p, byIssuer: byIssuer, cache: newTokenCache(p.cfg.CacheSize)}
+	return &Authenticator{p: p, byIssuer: byIssuer, cache: newTokenCache(p.cfg.CacheSize), refused: newTokenCache(p.cfg.CacheSize)}
 }
 
 // Authenticate verifies a Bearer access token and returns its principal
@@ -55,17 +74,21 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 			return p, nil
 		}
 	}
+	if a.p.cfg.Generic && strings.Count(cred.Value, ".") != 2 {
+		return a.introspected(ctx, key, cred.Value, now)
+	}
 	q := a.p
 	if iss, ok := unverifiedIssuer(cred.Value); ok && len(a.byIssuer) > 1 {
 		if q, ok = a.byIssuer[iss]; !ok {
-			return domain.Principal{}, fmt.Errorf("keycloak: access token of issuer %q, which is not trusted (auth.oidc.issuer, auth.oidc.additionalIssuers): %w", iss, domain.ErrUnauthenticated)
+			return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w",
+				refuse(ReasonUntrustedIssuer, "issuer %q is not trusted (auth.oidc.issuer, auth.oidc.additionalIssuers)", iss))
 		}
 	}
 	v, err := q.verify(ctx, cred.Value, kindAccess, "")
 	if err != nil {
 		return domain.Principal{}, err
 	}
-	ex := q.roles(nil, v.claims)
+	ex := q.roles([]domain.ClaimSource{{Token: domain.TokenAccess, Claims: v.claims}})
 	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
 	if q == a.p {
 		// Back-channel logouts come from the primary issuer only.
@@ -75,6 +98,35 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		a.cache.put(key, p, v.expiry.Add(a.p.cfg.Skew), now)
 	}
 	return p, nil
+}
+
+// introspected authenticates an opaque access token of a generic
+// provider through its introspection endpoint (RFC 7662): asked once per
+// token however many requests carry it at once, the answer reused until
+// the token's exp and at most IntrospectionCacheMax.
+func (a *Authenticator) introspected(ctx context.Context, key [sha256.Size]byte, token string, now time.Time) (domain.Principal, error) {
+	if _, ok := a.refused.get(key, now); ok {
+		return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w", refuse(ReasonInactive, "the provider says the token is not active"))
+	}
+	v, err, _ := a.flight.Do(string(key[:]), func() (any, error) {
+		claims, err := a.p.introspect(context.WithoutCancel(ctx), token)
+		if err != nil {
+			return nil, err
+		}
+		p, exp, err := a.p.introspectedPrincipal(claims)
+		if errors.Is(err, domain.ErrUnauthenticated) {
+			a.refused.put(key, domain.Principal{}, now.Add(refusedFor), now)
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.cache.put(key, p, exp, now) // exp is bounded by IntrospectionCacheMax
+		return p, nil
+	})
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	return v.(domain.Principal), nil
 }
 
 // unverifiedIssuer reads the iss claim of a JWS without verifying it, only

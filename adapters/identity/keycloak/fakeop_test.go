@@ -1,10 +1,12 @@
 package keycloak
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"maps"
@@ -51,6 +53,26 @@ type fakeOP struct {
 	// document name (its public URL), while the server is reached at
 	// issuer (the internal URL).
 	public string
+
+	// A generic provider's ways (TestGeneric…): opaque access tokens
+	// answered by introspection; a userinfo endpoint; grant_types_supported
+	// (nil: not advertised); no typ claim and this header typ on access
+	// tokens; no refresh token; the nonce and at_hash put in id tokens.
+	opaque         bool
+	userinfo       map[string]any
+	grants         []string
+	accessHeader   string
+	noTypClaim     bool
+	noRefresh      bool
+	nonce          string
+	atHash         string
+	introspectHits atomic.Int32
+	userinfoHits   atomic.Int32
+	inactive       bool // introspection answers active: false
+	// tokenError, when set, is the OAuth error every grant answers, with
+	// tokenStatus (default 400).
+	tokenError  string
+	tokenStatus int
 }
 
 // tokenIssuer is the issuer tokens and the discovery document name.
@@ -79,6 +101,8 @@ func newFakeOPAt(t testing.TB, path string) *fakeOP {
 	mux.HandleFunc(path+"/.well-known/openid-configuration", op.discovery)
 	mux.HandleFunc(path+"/protocol/openid-connect/certs", op.certs)
 	mux.HandleFunc(path+"/protocol/openid-connect/token", op.token)
+	mux.HandleFunc(path+"/protocol/openid-connect/token/introspect", op.introspect)
+	mux.HandleFunc(path+"/protocol/openid-connect/userinfo", op.userinfoEndpoint)
 	mux.HandleFunc(path+"/protocol/openid-connect/logout", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -107,7 +131,7 @@ func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
 		iss = op.discoveryIssuer
 	}
 	base := op.tokenIssuer() + "/protocol/openid-connect"
-	_ = json.NewEncoder(w).Encode(map[string]any{
+	doc := map[string]any{
 		"issuer":                                iss,
 		"authorization_endpoint":                base + "/auth",
 		"token_endpoint":                        base + "/token",
@@ -115,7 +139,46 @@ func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
 		"end_session_endpoint":                  base + "/logout",
 		"introspection_endpoint":                base + "/token/introspect",
 		"id_token_signing_alg_values_supported": []string{"RS256", "HS256", "ES256"},
-	})
+	}
+	if op.grants != nil {
+		doc["grant_types_supported"] = op.grants
+	}
+	if op.userinfo != nil {
+		doc["userinfo_endpoint"] = base + "/userinfo"
+	}
+	_ = json.NewEncoder(w).Encode(doc)
+}
+
+// opaqueToken is the access token of a provider with opaque tokens.
+const opaqueToken = "opaque-access-token-of-alice"
+
+func (op *fakeOP) introspect(w http.ResponseWriter, r *http.Request) {
+	op.introspectHits.Add(1)
+	_ = r.ParseForm()
+	if id, secret, ok := r.BasicAuth(); !ok || id != testClient || secret != testSecret {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if op.inactive || r.PostForm.Get("token") != opaqueToken {
+		_, _ = w.Write([]byte(`{"active":false}`))
+		return
+	}
+	c := op.accessClaims()
+	delete(c, "azp")
+	c["active"], c["client_id"] = true, testClient
+	_ = json.NewEncoder(w).Encode(c)
+}
+
+func (op *fakeOP) userinfoEndpoint(w http.ResponseWriter, r *http.Request) {
+	op.userinfoHits.Add(1)
+	if r.Header.Get("Authorization") == "" {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(op.userinfo)
 }
 
 func (op *fakeOP) certs(w http.ResponseWriter, _ *http.Request) {
@@ -143,11 +206,22 @@ func (op *fakeOP) token(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"error":"unauthorized_client"}`))
 		return
 	}
+	if op.tokenError != "" {
+		w.WriteHeader(cmp.Or(op.tokenStatus, http.StatusBadRequest))
+		_, _ = w.Write([]byte(`{"error":"` + op.tokenError + `"}`))
+		return
+	}
 	switch r.PostForm.Get("grant_type") {
 	case "password":
 		if r.PostForm.Get("username") != "alice" || r.PostForm.Get("password") != "alice-pw" {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Invalid user credentials"}`))
+			return
+		}
+	case "authorization_code":
+		if r.PostForm.Get("code") != "code-alice" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
 			return
 		}
 	case "refresh_token":
@@ -161,14 +235,38 @@ func (op *fakeOP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"access_token":       op.sign(op.accessClaims(), nil),
-		"id_token":           op.sign(op.idClaims(""), nil),
+	access := opaqueToken
+	if !op.opaque {
+		ac := op.accessClaims()
+		if op.noTypClaim {
+			delete(ac, "typ")
+		}
+		access = op.sign(ac, &signOpts{typ: op.accessHeader})
+	}
+	idc := op.idClaims(op.nonce)
+	if op.atHash != "" {
+		idc["at_hash"] = op.atHash
+	}
+	res := map[string]any{
+		"access_token":       access,
+		"id_token":           op.sign(idc, nil),
 		"refresh_token":      "rt-alice",
 		"expires_in":         300,
 		"refresh_expires_in": 1800,
 		"token_type":         "Bearer",
-	})
+	}
+	if op.noRefresh {
+		delete(res, "refresh_token")
+		delete(res, "refresh_expires_in")
+	}
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+// atHashOf is the at_hash of an RS256 id token for access (OpenID Connect
+// Core 3.1.3.6): the left half of its SHA-256, base64url.
+func atHashOf(access string) string {
+	sum := sha256.Sum256([]byte(access))
+	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 }
 
 func (op *fakeOP) accessClaims() map[string]any {

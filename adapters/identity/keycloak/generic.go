@@ -1,14 +1,19 @@
 package keycloak
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/adapters/telemetry"
@@ -16,13 +21,10 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// roles extracts the roles of a login or Bearer token: from
+// roles extracts the roles from the first source holding any: at
 // auth.oidc.rolesClaim when set, else by Keycloak's rules.
-func (p *Provider) roles(idToken, accessToken domain.Claims) domain.RoleExtraction {
-	if p.cfg.RolesClaim != "" {
-		return domain.ExtractRolesAt(idToken, accessToken, p.cfg.RolesClaim, p.cfg.RoleMap)
-	}
-	return domain.ExtractRoles(idToken, accessToken, p.cfg.ClientID, p.cfg.RoleMap)
+func (p *Provider) roles(sources []domain.ClaimSource) domain.RoleExtraction {
+	return domain.ExtractRolesFrom(sources, p.cfg.RolesClaim, p.cfg.ClientID, p.cfg.RoleMap)
 }
 
 // genericGrant asks a generic provider's token endpoint (from discovery)
@@ -41,16 +43,136 @@ func (p *Provider) genericGrant(ctx context.Context, call, op, refreshToken stri
 		return ports.TokenSet{}, p.classify(op, err)
 	}
 	p.clientAccepted()
-	idToken, _ := tok.Extra("id_token").(string)
-	var refreshIn int
-	if v, ok := tok.Extra("refresh_expires_in").(float64); ok {
-		refreshIn = int(v)
-	}
 	rt := tok.RefreshToken
 	if rt == "" {
 		rt = refreshToken
 	}
-	return p.tokenSet(ctx, tok.AccessToken, idToken, rt, refreshIn, "", refreshToken == "")
+	return p.genericTokenSet(ctx, tok, rt, "", refreshToken == "")
+}
+
+// genericTokenSet verifies a generic provider's token response as OpenID
+// Connect Core says a client must: the id token (signature, iss, aud,
+// azp, exp, nonce, and at_hash when present; required at login, needID)
+// while the access token stays opaque. The access token's claims are used
+// only when it is a JWT that verifies as an access token of this client.
+// Roles come from the id token, else the userinfo endpoint (asked here,
+// at login and refresh, never per request), else that access token.
+func (p *Provider) genericTokenSet(ctx context.Context, tok *oauth2.Token, refresh, nonce string, needID bool) (ports.TokenSet, error) {
+	idRaw, _ := tok.Extra("id_token").(string)
+	var id verified
+	switch {
+	case idRaw != "":
+		var err error
+		if id, err = p.verify(ctx, idRaw, kindID, nonce); err != nil {
+			return ports.TokenSet{}, err
+		}
+		if id.id.AccessTokenHash != "" {
+			if err := id.id.VerifyAccessToken(tok.AccessToken); err != nil {
+				return ports.TokenSet{}, refuseAs(kindID, refuse(ReasonATHash, "at_hash does not match the access token"))
+			}
+		}
+	case needID:
+		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoIDToken, "the token response has no id_token (is scope openid allowed for the client?)"))
+	}
+	var at verified
+	if strings.Count(tok.AccessToken, ".") == 2 {
+		v, err := p.verify(ctx, tok.AccessToken, kindAccess, "")
+		switch {
+		case errors.Is(err, domain.ErrUnavailable):
+			return ports.TokenSet{}, err
+		case err == nil:
+			at = v
+		default: // a JWT for another audience, or of another format: opaque to this client
+			p.log.Debug("access token not used for roles", zap.String("reason", refusalCode(err)))
+		}
+	}
+	subject := cmp.Or(id.subject, at.subject)
+	if id.subject != "" && at.subject != "" && id.subject != at.subject {
+		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonSubject, "id token and access token name different subjects"))
+	}
+	sources := []domain.ClaimSource{{Token: domain.TokenID, Claims: id.claims}}
+	var userinfo domain.Claims
+	if len(p.roles(sources).Findings) == 0 {
+		var err error
+		if userinfo, err = p.userinfo(ctx, tok.AccessToken); err != nil {
+			return ports.TokenSet{}, err
+		}
+		if sub, _ := userinfo["sub"].(string); userinfo != nil && (subject == "" && sub == "" || subject != "" && sub != subject) {
+			// OpenID Connect Core 5.3.2: the answer is not to be used.
+			return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonSubject, "the userinfo answer names subject %q, the tokens %q", sub, subject))
+		}
+		if subject == "" {
+			subject, _ = userinfo["sub"].(string)
+		}
+	}
+	if subject == "" {
+		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoSubject, "the token response names no subject: no id token, no JWT access token and no userinfo endpoint"))
+	}
+	sources = append(sources, domain.ClaimSource{Token: domain.TokenUserinfo, Claims: userinfo}, domain.ClaimSource{Token: domain.TokenAccess, Claims: at.claims})
+	ts := ports.TokenSet{
+		Subject:      subject,
+		Username:     firstString("preferred_username", id.claims, userinfo, at.claims),
+		Roles:        p.roles(sources),
+		AccessToken:  tok.AccessToken,
+		RefreshToken: refresh,
+		IDToken:      idRaw,
+		AccessExpiry: tok.Expiry,
+		SessionID:    firstString("sid", id.claims, at.claims),
+	}
+	if ts.AccessExpiry.IsZero() { // no expires_in: the JWT's own, else the id token's
+		ts.AccessExpiry = cmp.Or(at.expiry, id.expiry)
+	}
+	if in := refreshExpiresIn(tok); in > 0 {
+		ts.RefreshExpiry = p.cfg.Now().Add(time.Duration(in) * time.Second)
+	}
+	return ts, nil
+}
+
+// userinfo asks the provider's userinfo endpoint with the access token;
+// nil when the provider has none. A signed answer (application/jwt) is
+// verified like a token.
+func (p *Provider) userinfo(ctx context.Context, accessToken string) (domain.Claims, error) {
+	d := p.disc.Load()
+	if d == nil || d.userinfo == "" {
+		return nil, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.userinfo, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	resp, err := p.http.Do(req)
+	telemetry.IdPCalled(telemetry.IdPUserinfo, outcomeOf(err))
+	if err != nil {
+		return nil, p.classify("userinfo", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		p.log.Warn("the userinfo endpoint did not answer", zap.Int("status", resp.StatusCode), zap.Error(err))
+		return nil, fmt.Errorf("keycloak: userinfo answered %d: %w", resp.StatusCode, domain.ErrUnavailable)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/jwt" {
+		claims, _, _, err := p.verifySignature(ctx, strings.TrimSpace(string(body)))
+		if err != nil {
+			return nil, fmt.Errorf("keycloak: userinfo: %w", err)
+		}
+		return claims, nil
+	}
+	var claims domain.Claims
+	if err := json.Unmarshal(body, &claims); err != nil {
+		return nil, fmt.Errorf("keycloak: userinfo answer: %w: %w", err, domain.ErrUnavailable)
+	}
+	return claims, nil
+}
+
+// refusalCode is the reason code of a token refusal, "" for other errors.
+func refusalCode(err error) string {
+	var r *domain.TokenRefusal
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	return ""
 }
 
 // clientPost posts form to a provider endpoint with the client's
@@ -95,26 +217,65 @@ func (p *Provider) genericRevoke(ctx context.Context, refreshToken string) error
 	return nil
 }
 
-// genericIntrospect asks a generic provider's introspection endpoint
-// (RFC 7662).
-func (p *Provider) genericIntrospect(ctx context.Context, token string) (bool, error) {
+// introspect asks the provider's introspection endpoint (RFC 7662) about
+// token, as this client, and returns its answer.
+func (p *Provider) introspect(ctx context.Context, token string) (domain.Claims, error) {
 	d := p.disc.Load()
 	if d == nil {
-		return false, p.Ready()
+		return nil, p.Ready()
 	}
 	if d.introspection == "" {
-		return false, fmt.Errorf("keycloak: the provider advertises no introspection endpoint: %w", domain.ErrUnavailable)
+		return nil, fmt.Errorf("keycloak: access_token: %w", refuse(ReasonOpaque, "not a JWT, and the provider advertises no introspection endpoint to ask"))
 	}
-	body, err := p.clientPost(ctx, d.introspection, url.Values{"token": {token}})
+	body, err := p.clientPost(ctx, d.introspection, url.Values{"token": {token}, "token_type_hint": {"access_token"}})
 	telemetry.IdPCalled(telemetry.IdPIntrospection, outcomeOf(err))
 	if err != nil {
-		return false, p.classify("introspection", err)
+		return nil, p.classify("introspection", err)
 	}
-	var res struct {
-		Active bool `json:"active"`
+	var claims domain.Claims
+	if err := json.Unmarshal(body, &claims); err != nil {
+		return nil, fmt.Errorf("keycloak: introspection answer: %w: %w", err, domain.ErrUnavailable)
 	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return false, fmt.Errorf("keycloak: introspection answer: %w: %w", err, domain.ErrUnavailable)
+	return claims, nil
+}
+
+// introspectedPrincipal checks an introspection answer as a Bearer
+// token's claims: active, not expired, of our issuer when it says one,
+// naming a subject, and issued to this client (client_id, aud or azp) or
+// the configured audience. It returns the principal and until when the
+// answer holds (its exp, else now plus IntrospectionCacheMax).
+func (p *Provider) introspectedPrincipal(c domain.Claims) (domain.Principal, time.Time, error) {
+	fail := func(code, format string, args ...any) (domain.Principal, time.Time, error) {
+		return domain.Principal{}, time.Time{}, fmt.Errorf("keycloak: access_token (introspected): %w", refuse(code, format, args...))
 	}
-	return res.Active, nil
+	now := p.cfg.Now()
+	if active, _ := c["active"].(bool); !active {
+		return fail(ReasonInactive, "the provider says the token is not active")
+	}
+	until := now.Add(IntrospectionCacheMax)
+	if raw, ok := c["exp"]; ok {
+		exp, ok := numericDate(raw)
+		if !ok || !now.Before(exp.Add(p.cfg.Skew)) {
+			return fail(ReasonExpired, "expired")
+		}
+		if e := exp.Add(p.cfg.Skew); e.Before(until) {
+			until = e
+		}
+	}
+	if iss, ok := c["iss"].(string); ok && iss != p.cfg.Issuer {
+		return fail(ReasonIssuer, "issuer %q is not %q", iss, p.cfg.Issuer)
+	}
+	sub, _ := c["sub"].(string)
+	if sub == "" {
+		return fail(ReasonNoSubject, "the introspection answer names no subject")
+	}
+	aud := audience(c["aud"])
+	clientID, _ := c["client_id"].(string)
+	azp, _ := c["azp"].(string)
+	if clientID != p.cfg.ClientID && azp != p.cfg.ClientID && !contains(aud, p.cfg.ClientID) && (p.cfg.Audience == "" || !contains(aud, p.cfg.Audience)) {
+		return fail(ReasonAudience, "issued to %q (aud %q), not to client %q%s", clientID, aud, p.cfg.ClientID, p.audienceNote())
+	}
+	ex := p.roles([]domain.ClaimSource{{Token: domain.TokenIntrospection, Claims: c}})
+	sid, _ := c["sid"].(string)
+	return domain.Principal{Subject: sub, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid}, until, nil
 }

@@ -82,6 +82,9 @@ type Config struct {
 	// (domain.ExtractRolesAt); empty: Keycloak's realm_access and
 	// resource_access.<clientId> (domain.ExtractRoles).
 	RolesClaim string
+	// Audience is a further aud value that marks a Bearer access token as
+	// meant for this service (an API identifier), besides the client id.
+	Audience string
 
 	// bearerOnly: an issuer of Additional, used only to verify access
 	// tokens (no client secret).
@@ -234,8 +237,14 @@ type discovery struct {
 	endSession    string
 	introspection string
 	revocation    string
-	algs          []string
-	verifier      *oidc.IDTokenVerifier
+	userinfo      string
+	// grants are grant_types_supported, or the default OpenID Discovery
+	// gives when the document does not say.
+	grants []string
+	// scopes are scopes_supported (nil: not said).
+	scopes   []string
+	algs     []string
+	verifier *oidc.IDTokenVerifier
 }
 
 var _ ports.IdentityProvider = (*Provider)(nil)
@@ -406,7 +415,10 @@ func (p *Provider) Discover(ctx context.Context) error {
 		EndSession    string   `json:"end_session_endpoint"`
 		Introspection string   `json:"introspection_endpoint"`
 		Revocation    string   `json:"revocation_endpoint"`
+		Userinfo      string   `json:"userinfo_endpoint"`
 		Algs          []string `json:"id_token_signing_alg_values_supported"`
+		Grants        []string `json:"grant_types_supported"`
+		Scopes        []string `json:"scopes_supported"`
 	}
 	if err := op.Claims(&meta); err != nil {
 		err = fmt.Errorf("discovery document: %w", err)
@@ -418,7 +430,10 @@ func (p *Provider) Discover(ctx context.Context) error {
 		p.setStatus(err, nil)
 		return err
 	}
-	meta.JWKSURI, meta.Introspection, meta.Revocation = p.cfg.internal(meta.JWKSURI), p.cfg.internal(meta.Introspection), p.cfg.internal(meta.Revocation)
+	meta.JWKSURI, meta.Introspection, meta.Revocation, meta.Userinfo = p.cfg.internal(meta.JWKSURI), p.cfg.internal(meta.Introspection), p.cfg.internal(meta.Revocation), p.cfg.internal(meta.Userinfo)
+	if meta.Grants == nil {
+		meta.Grants = []string{"authorization_code", "implicit"} // OpenID Discovery 1.0, section 3
+	}
 	endpoint := op.Endpoint()
 	endpoint.TokenURL = p.cfg.internal(endpoint.TokenURL)
 	algs := allowedAlgs(meta.Algs)
@@ -443,6 +458,9 @@ func (p *Provider) Discover(ctx context.Context) error {
 		endSession:    meta.EndSession,
 		introspection: meta.Introspection,
 		revocation:    meta.Revocation,
+		userinfo:      meta.Userinfo,
+		grants:        meta.Grants,
+		scopes:        meta.Scopes,
 		algs:          algs,
 		verifier: oidc.NewVerifier(p.cfg.Issuer, p.keys, &oidc.Config{
 			SupportedSigningAlgs: algs,

@@ -56,12 +56,20 @@ func (p *Provider) ExchangeCode(ctx context.Context, code string, req ports.Auth
 		return ports.TokenSet{}, p.classify("code exchange", err)
 	}
 	p.clientAccepted()
-	idToken, _ := tok.Extra("id_token").(string)
-	var refreshIn int
-	if v, ok := tok.Extra("refresh_expires_in").(float64); ok {
-		refreshIn = int(v)
+	if p.cfg.Generic {
+		return p.genericTokenSet(ctx, tok, tok.RefreshToken, req.Nonce, true)
 	}
-	return p.tokenSet(ctx, tok.AccessToken, idToken, tok.RefreshToken, refreshIn, req.Nonce, true)
+	idToken, _ := tok.Extra("id_token").(string)
+	return p.tokenSet(ctx, tok.AccessToken, idToken, tok.RefreshToken, refreshExpiresIn(tok), req.Nonce, true)
+}
+
+// refreshExpiresIn is Keycloak's refresh_expires_in of a token response
+// (0: not said).
+func refreshExpiresIn(tok *oauth2.Token) int {
+	if v, ok := tok.Extra("refresh_expires_in").(float64); ok {
+		return int(v)
+	}
+	return 0
 }
 
 // PasswordGrant logs in with username and password (ROPC, scope=openid).
@@ -127,7 +135,9 @@ func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
 // check uses it; request authentication never does).
 func (p *Provider) Introspect(ctx context.Context, token string) (bool, error) {
 	if p.cfg.Generic {
-		return p.genericIntrospect(ctx, token)
+		c, err := p.introspect(ctx, token)
+		active, _ := c["active"].(bool)
+		return active, err
 	}
 	res, err := p.kc.RetrospectToken(ctx, token, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
 	telemetry.IdPCalled(telemetry.IdPIntrospection, outcomeOf(err))
@@ -154,8 +164,9 @@ func (p *Provider) EndSessionURL(idTokenHint string) string {
 	return d.endSession + sep + q.Encode()
 }
 
-// tokenSet verifies a token response and extracts the roles. The id token
-// is required at login (needID) and optional on refresh.
+// tokenSet verifies a Keycloak token response, both tokens against the
+// JWKS, and extracts the roles. The id token is required at login (needID)
+// and optional on refresh.
 func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, refreshIn int, nonce string, needID bool) (ports.TokenSet, error) {
 	at, err := p.verify(ctx, access, kindAccess, "")
 	if err != nil {
@@ -169,16 +180,16 @@ func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, ref
 			return ports.TokenSet{}, err
 		}
 		if it.subject != at.subject {
-			return ports.TokenSet{}, fmt.Errorf("keycloak: id token and access token name different subjects: %w", domain.ErrUnauthenticated)
+			return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonSubject, "id token and access token name different subjects"))
 		}
 		idClaims = it.claims
 	case needID:
-		return ports.TokenSet{}, fmt.Errorf("keycloak: the token response has no id_token (is scope openid allowed for the client?): %w", domain.ErrUnauthenticated)
+		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoIDToken, "the token response has no id_token (is scope openid allowed for the client?)"))
 	}
 	ts := ports.TokenSet{
 		Subject:      at.subject,
 		Username:     firstString("preferred_username", idClaims, at.claims),
-		Roles:        p.roles(idClaims, at.claims),
+		Roles:        p.roles([]domain.ClaimSource{{Token: domain.TokenID, Claims: idClaims}, {Token: domain.TokenAccess, Claims: at.claims}}),
 		AccessToken:  access,
 		RefreshToken: refresh,
 		IDToken:      id,

@@ -36,12 +36,14 @@ func (p *Provider) VerifyLogoutToken(ctx context.Context, raw string) (ports.Log
 	if len(raw) > maxLogoutToken {
 		return fail(fmt.Errorf("longer than %d bytes", maxLogoutToken))
 	}
-	claims, headerTyp, err := p.verifySignature(ctx, raw)
+	claims, headerTyp, _, err := p.verifySignature(ctx, raw)
 	if errors.Is(err, domain.ErrUnavailable) {
 		return ports.LogoutToken{}, err
 	}
 	if err != nil {
-		return fail(err)
+		// Only the message: a refused logout token is a 400, not the
+		// 401 of a refused access token.
+		return fail(errors.New(err.Error()))
 	}
 	lt, err := p.checkLogoutClaims(claims, headerTyp)
 	if err != nil {

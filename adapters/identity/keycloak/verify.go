@@ -5,11 +5,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentauth/agentauth/domain"
@@ -35,26 +36,26 @@ type verified struct {
 	claims  domain.Claims
 	subject string
 	expiry  time.Time
+	// id is go-oidc's view of the token, for at_hash (id tokens).
+	id *oidc.IDToken
 }
 
 // verify checks raw as a token of kind: signature (allow-listed
 // asymmetric algorithms, provider's keys), iss, then checkClaims. nonce is
-// checked on id tokens when not empty.
+// checked on id tokens when not empty. Refusals carry a reason code.
 func (p *Provider) verify(ctx context.Context, raw string, kind tokenKind, nonce string) (verified, error) {
-	fail := func(err error) (verified, error) {
-		return verified{}, fmt.Errorf("keycloak: %s: %w: %w", kind, err, domain.ErrUnauthenticated)
-	}
-	claims, headerTyp, err := p.verifySignature(ctx, raw)
+	claims, headerTyp, id, err := p.verifySignature(ctx, raw)
 	if errors.Is(err, domain.ErrUnavailable) {
 		return verified{}, err
 	}
 	if err != nil {
-		return fail(err)
+		return verified{}, refuseAs(kind, err)
 	}
 	v, err := p.checkClaims(claims, headerTyp, kind, nonce)
 	if err != nil {
-		return fail(err)
+		return verified{}, refuseAs(kind, err)
 	}
+	v.id = id
 	return v, nil
 }
 
@@ -62,32 +63,39 @@ func (p *Provider) verify(ctx context.Context, raw string, kind tokenKind, nonce
 // the provider's keys in an allow-listed asymmetric algorithm and that it
 // names our issuer, and returns its claims and header typ. Before
 // discovery it fails with Ready's error.
-func (p *Provider) verifySignature(ctx context.Context, raw string) (domain.Claims, string, error) {
+func (p *Provider) verifySignature(ctx context.Context, raw string) (domain.Claims, string, *oidc.IDToken, error) {
 	if strings.Count(raw, ".") != 2 {
-		return nil, "", errors.New("not a signed JWT")
+		return nil, "", nil, refuse(ReasonMalformed, "not a signed JWT")
 	}
 	d := p.disc.Load()
 	if d == nil {
-		return nil, "", p.Ready()
+		return nil, "", nil, p.Ready()
 	}
 	jws, err := jose.ParseSigned(raw, p.keys.allowed())
 	if err != nil {
-		return nil, "", fmt.Errorf("malformed or disallowed algorithm: %w", err)
+		return nil, "", nil, refuse(ReasonMalformed, "malformed or disallowed algorithm: %v", err)
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, "", errors.New("want exactly one signature")
+		return nil, "", nil, refuse(ReasonMalformed, "want exactly one signature")
 	}
 	headerTyp, _ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string)
-	if _, err := d.verifier.Verify(ctx, raw); err != nil { // signature and iss
-		return nil, "", err
+	id, err := d.verifier.Verify(ctx, raw) // signature and iss
+	if errors.Is(err, domain.ErrUnavailable) {
+		return nil, "", nil, err
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "issued by a different provider") {
+			return nil, "", nil, refuse(ReasonIssuer, "%v", err)
+		}
+		return nil, "", nil, refuse(ReasonSignature, "%v", err)
 	}
 	// The payload was verified above; decode it once more as a generic map
 	// (go-oidc keeps only its own fields).
 	var claims domain.Claims
 	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &claims); err != nil {
-		return nil, "", fmt.Errorf("claims: %w", err)
+		return nil, "", nil, refuse(ReasonMalformed, "claims: %v", err)
 	}
-	return claims, headerTyp, nil
+	return claims, headerTyp, id, nil
 }
 
 // checkClaims checks everything but the signature; it is pure so that it
@@ -96,29 +104,29 @@ func (p *Provider) checkClaims(c domain.Claims, headerTyp string, kind tokenKind
 	now := p.cfg.Now()
 	skew := p.cfg.Skew
 	if iss, _ := c["iss"].(string); iss != p.cfg.Issuer {
-		return verified{}, fmt.Errorf("issuer %q is not %q", iss, p.cfg.Issuer)
+		return verified{}, refuse(ReasonIssuer, "issuer %q is not %q", iss, p.cfg.Issuer)
 	}
 	sub, _ := c["sub"].(string)
 	if sub == "" {
-		return verified{}, errors.New("no sub claim")
+		return verified{}, refuse(ReasonNoSubject, "no sub claim")
 	}
 	exp, ok := numericDate(c["exp"])
 	if !ok {
-		return verified{}, errors.New("no valid exp claim")
+		return verified{}, refuse(ReasonExpired, "no valid exp claim")
 	}
 	if !now.Before(exp.Add(skew)) {
-		return verified{}, fmt.Errorf("expired at %s", exp.UTC().Format(time.RFC3339))
+		return verified{}, refuse(ReasonExpired, "expired at %s", exp.UTC().Format(time.RFC3339))
 	}
 	if raw, present := c["nbf"]; present {
 		nbf, ok := numericDate(raw)
 		if !ok || now.Add(skew).Before(nbf) {
-			return verified{}, errors.New("not valid yet (nbf)")
+			return verified{}, refuse(ReasonNotYetValid, "not valid yet (nbf)")
 		}
 	}
 	if raw, present := c["iat"]; present {
 		iat, ok := numericDate(raw)
 		if !ok || now.Add(skew).Before(iat) {
-			return verified{}, errors.New("issued in the future (iat)")
+			return verified{}, refuse(ReasonNotYetValid, "issued in the future (iat)")
 		}
 	}
 	aud := audience(c["aud"])
@@ -126,38 +134,74 @@ func (p *Provider) checkClaims(c domain.Claims, headerTyp string, kind tokenKind
 	typ, hasTyp := c["typ"].(string)
 	switch kind {
 	case kindAccess:
-		// Keycloak marks its tokens with a typ claim ("Bearer", "ID",
-		// "Refresh"); RFC 9068 providers with the at+jwt header type.
-		switch {
-		case hasTyp && !strings.EqualFold(typ, "Bearer"):
-			return verified{}, fmt.Errorf("typ %q is not an access token", typ)
-		case !hasTyp && !isATJWT(headerTyp):
-			return verified{}, fmt.Errorf("neither a typ claim nor an at+jwt header (header typ %q): not an access token", headerTyp)
+		if err := p.accessTokenType(c, typ, hasTyp, headerTyp); err != nil {
+			return verified{}, err
 		}
-		if azp != p.cfg.ClientID && !contains(aud, p.cfg.ClientID) {
-			return verified{}, fmt.Errorf("issued to %q (aud %q), not to client %q", azp, aud, p.cfg.ClientID)
+		clientID, _ := c["client_id"].(string) // RFC 9068
+		if azp != p.cfg.ClientID && clientID != p.cfg.ClientID && !contains(aud, p.cfg.ClientID) &&
+			(p.cfg.Audience == "" || !contains(aud, p.cfg.Audience)) {
+			return verified{}, refuse(ReasonAudience, "issued to %q (aud %q, client_id %q), not to client %q%s", azp, aud, clientID, p.cfg.ClientID, p.audienceNote())
 		}
 	case kindID:
 		if hasTyp && typ != "ID" {
-			return verified{}, fmt.Errorf("typ %q is not an id token", typ)
+			return verified{}, refuse(ReasonType, "typ %q is not an id token", typ)
 		}
 		if isATJWT(headerTyp) {
-			return verified{}, errors.New("an access token is not an id token")
+			return verified{}, refuse(ReasonType, "an access token is not an id token")
 		}
 		if !contains(aud, p.cfg.ClientID) {
-			return verified{}, fmt.Errorf("audience %q does not name client %q", aud, p.cfg.ClientID)
+			return verified{}, refuse(ReasonAudience, "audience %q does not name client %q", aud, p.cfg.ClientID)
 		}
 		if len(aud) > 1 && azp != p.cfg.ClientID {
-			return verified{}, fmt.Errorf("several audiences and azp %q is not client %q", azp, p.cfg.ClientID)
+			return verified{}, refuse(ReasonAudience, "several audiences and azp %q is not client %q", azp, p.cfg.ClientID)
 		}
 		if nonce != "" {
 			got, _ := c["nonce"].(string)
 			if subtle.ConstantTimeCompare([]byte(got), []byte(nonce)) != 1 {
-				return verified{}, errors.New("nonce does not match the login request")
+				return verified{}, refuse(ReasonNonce, "nonce does not match the login request")
 			}
 		}
 	}
 	return verified{claims: c, subject: sub, expiry: exp}, nil
+}
+
+func (p *Provider) audienceNote() string {
+	if p.cfg.Audience == "" {
+		return ""
+	}
+	return " or audience " + strconv.Quote(p.cfg.Audience)
+}
+
+// accessTokenType tells an access token from other JWTs of the provider.
+//
+// A typ claim, as Keycloak marks its tokens ("Bearer", "ID", "Refresh"),
+// decides when present. Without one, Keycloak mode wants the RFC 9068
+// header typ at+jwt; generic mode also accepts header typ JWT or none,
+// what most providers send (Hydra, Auth0, Okta, Entra), but refuses a
+// token that carries what only id tokens carry (nonce, at_hash, c_hash)
+// unless its header says at+jwt: an id token of our client names the
+// client in aud and would pass every other check.
+func (p *Provider) accessTokenType(c domain.Claims, typ string, hasTyp bool, headerTyp string) error {
+	switch {
+	case hasTyp && strings.EqualFold(typ, "Bearer"):
+		return nil
+	case hasTyp && typ == "ID":
+		return refuse(ReasonIDTokenAsBearer, "typ %q: an id token is not an access token", typ)
+	case hasTyp:
+		return refuse(ReasonType, "typ %q is not an access token", typ)
+	case isATJWT(headerTyp):
+		return nil
+	case !p.cfg.Generic:
+		return refuse(ReasonType, "neither a typ claim nor an at+jwt header (header typ %q): not an access token", headerTyp)
+	case headerTyp != "" && !strings.EqualFold(headerTyp, "JWT"):
+		return refuse(ReasonType, "header typ %q is not at+jwt, JWT or absent: not an access token", headerTyp)
+	}
+	for _, claim := range []string{"nonce", "at_hash", "c_hash"} {
+		if _, ok := c[claim]; ok {
+			return refuse(ReasonIDTokenAsBearer, "it carries %s, which only id tokens carry: an id token is not an access token", claim)
+		}
+	}
+	return nil
 }
 
 func isATJWT(typ string) bool {
