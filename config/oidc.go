@@ -302,8 +302,10 @@ const (
 )
 
 // CheckGenericIssuer accepts the issuer of any OpenID provider: an https
-// URL (plain http only on a loopback host) without query, fragment, user
-// info or trailing slash.
+// URL (plain http only on a loopback host) without query, fragment or user
+// info. A trailing slash is allowed: the issuer must be exactly what the
+// provider's discovery document says (OpenID Discovery 4.3), and some
+// providers' issuers end in one (Auth0).
 func CheckGenericIssuer(issuer string) error {
 	if issuer == "" {
 		return fmt.Errorf("must be set to the provider's issuer URL")
@@ -315,8 +317,8 @@ func CheckGenericIssuer(issuer string) error {
 	if err := checkScheme(u); err != nil {
 		return fmt.Errorf("%q: %v", issuer, err)
 	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(u.Path, "/") {
-		return fmt.Errorf("%q: no query, fragment, user info or trailing slash allowed", issuer)
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: no query, fragment or user info allowed", issuer)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,6 +99,7 @@ func newFakeOPAt(t testing.TB, path string) *fakeOP {
 	op.srv = httptest.NewServer(mux)
 	t.Cleanup(op.srv.Close)
 	op.issuer = op.srv.URL + path
+	path = strings.TrimSuffix(path, "/") // an issuer may end in "/"; its endpoints are below it
 	mux.HandleFunc(path+"/.well-known/openid-configuration", op.discovery)
 	mux.HandleFunc(path+"/protocol/openid-connect/certs", op.certs)
 	mux.HandleFunc(path+"/protocol/openid-connect/token", op.token)
@@ -130,7 +132,7 @@ func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
 	if op.discoveryIssuer != "" {
 		iss = op.discoveryIssuer
 	}
-	base := op.tokenIssuer() + "/protocol/openid-connect"
+	base := strings.TrimSuffix(op.tokenIssuer(), "/") + "/protocol/openid-connect"
 	doc := map[string]any{
 		"issuer":                                iss,
 		"authorization_endpoint":                base + "/auth",

@@ -170,10 +170,11 @@ func (c Config) backChannel() string {
 // public issuer to the discovery URL, for the calls the service makes
 // itself; other URLs, and every URL without a discovery URL, stay.
 func (c Config) internal(endpoint string) string {
-	if c.DiscoveryURL == "" || !strings.HasPrefix(endpoint, c.Issuer+"/") {
+	public := strings.TrimSuffix(c.Issuer, "/") + "/" // an issuer may end in "/" (OpenID Discovery 4.3: as discovered)
+	if c.DiscoveryURL == "" || !strings.HasPrefix(endpoint, public) {
 		return endpoint
 	}
-	return c.DiscoveryURL + endpoint[len(c.Issuer):]
+	return strings.TrimSuffix(c.DiscoveryURL, "/") + "/" + endpoint[len(public):]
 }
 
 // IssuerMismatchError is a discovery document naming another issuer than
@@ -400,7 +401,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.http), p.cfg.HTTPTimeout)
 	defer cancel()
 	from := p.cfg.backChannel()
-	docURL := from + "/.well-known/openid-configuration"
+	docURL := strings.TrimSuffix(from, "/") + "/.well-known/openid-configuration"
 	// The document's issuer is checked below, to name both values.
 	op, err := oidc.NewProvider(oidc.InsecureIssuerURLContext(ctx, p.cfg.Issuer), from)
 	telemetry.IdPCalled(telemetry.IdPDiscovery, outcomeOf(err))

@@ -3,9 +3,12 @@ package keycloak
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -176,5 +179,38 @@ func TestOpaqueBearerIntrospection(t *testing.T) {
 	_, err = NewAuthenticator(kc.provider(t, nil)).Authenticate(t.Context(), bearer(opaqueToken))
 	if refusal(err) != ReasonMalformed {
 		t.Errorf("opaque token in Keycloak mode: got %v, want code %q", err, ReasonMalformed)
+	}
+}
+
+// TestIssuerWithTrailingSlash: the issuer is exactly what the discovery
+// document says, a trailing "/" included (Auth0, zitadel's example OP),
+// and the internal discovery URL still moves the endpoints below it.
+func TestIssuerWithTrailingSlash(t *testing.T) {
+	op := newFakeOPAt(t, "/tenant/")
+	p := op.provider(t, func(c *Config) { c.Generic = true })
+	if _, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(op.sign(op.accessClaims(), nil))); err != nil {
+		t.Errorf("Bearer of issuer %s: %v", op.issuer, err)
+	}
+	if _, err := p.PasswordGrant(t.Context(), "alice", "alice-pw"); err != nil {
+		t.Errorf("password grant: %v", err)
+	}
+	cfg := Config{Issuer: "https://idp.example.com/", DiscoveryURL: "http://idp.internal:8080/"}
+	for _, tc := range []struct{ in, want string }{
+		{"https://idp.example.com/oauth/token", "http://idp.internal:8080/oauth/token"},
+		{"https://other.example.com/keys", "https://other.example.com/keys"},
+	} {
+		if got := cfg.internal(tc.in); got != tc.want {
+			t.Errorf("internal(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, issuer := range []string{strings.TrimSuffix(op.issuer, "/"), op.issuer + "/"} {
+		q, err := New(Config{Issuer: issuer, Generic: true, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mismatch *IssuerMismatchError
+		if err := q.Discover(t.Context()); !errors.As(err, &mismatch) {
+			t.Errorf("issuer %q against the document's %q: got %v, want IssuerMismatchError", issuer, op.issuer, err)
+		}
 	}
 }
