@@ -16,40 +16,75 @@ import (
 // own client.
 const clientSetting = "SERVICE_OIDC_CLIENT_SECRET / auth.oidc.clientSecretFile (and SERVICE_OIDC_CLIENT_ID)"
 
-// clientFaultCodes are OAuth error codes (RFC 6749 §5.2) that blame the
-// client, that is this service's configuration, never the user: a wrong
-// secret or client id, a grant or scope the client may not use.
-var clientFaultCodes = []string{"invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope"}
-
-// oauthErrorCode is the provider's OAuth error code in err, if any.
-// gocloak keeps it only in its message ("401 Unauthorized: invalid_client:
-// description").
-func oauthErrorCode(err error) string {
+// oauthErrorCode is the provider's OAuth error code in err, if any, and
+// the HTTP status of the answer (0 when unknown). gocloak keeps the code
+// only in its message ("401 Unauthorized: invalid_client: description").
+func oauthErrorCode(err error) (string, int) {
 	var re *oauth2.RetrieveError
 	var ae *gocloak.APIError
 	switch {
 	case errors.As(err, &re):
-		return re.ErrorCode
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		return re.ErrorCode, status
 	case errors.As(err, &ae):
 		_, rest, ok := strings.Cut(ae.Message, ": ")
 		if !ok {
-			return ""
+			return "", ae.Code
 		}
 		code, _, _ := strings.Cut(rest, ":")
-		return strings.TrimSpace(code)
+		return strings.TrimSpace(code), ae.Code
 	}
-	return ""
+	return "", 0
 }
 
-// clientFault is a provider refusal that blames this service's client.
-func clientFault(err error) (string, bool) {
-	code := oauthErrorCode(err)
-	for _, c := range clientFaultCodes {
-		if code == c {
-			return code, true
-		}
+// Kinds of provider refusal (RFC 6749 section 5.2) besides the user's own
+// (invalid_grant: a wrong password, a used code, an ended session).
+const (
+	faultNone = iota
+	// faultCredentials: the provider does not accept this service's client
+	// credentials: invalid_client, or unauthorized_client answered 401,
+	// Keycloak's answer to a wrong secret.
+	faultCredentials
+	// faultConfig: the client is known but the request is not one the
+	// provider serves it: a grant it does not offer or allow, a scope, a
+	// request it calls malformed.
+	faultConfig
+)
+
+func faultOf(code string, status int) int {
+	switch {
+	case code == "invalid_client", code == "unauthorized_client" && status == 401:
+		return faultCredentials
+	case code == "unauthorized_client", code == "unsupported_grant_type", code == "invalid_request", code == "invalid_scope":
+		return faultConfig
 	}
-	return "", false
+	return faultNone
+}
+
+// configSetting names what to look at when the provider refuses a request
+// of op with code.
+func configSetting(op, code string) string {
+	switch {
+	case code == "invalid_scope":
+		return "auth.oidc.scopes / SERVICE_OIDC_SCOPES (the scopes the client may ask for at the provider)"
+	case strings.HasPrefix(op, "password"):
+		return "auth.oidc.passwordLogin / SERVICE_OIDC_PASSWORD_LOGIN (set it to false, or allow the password grant for the client at the provider)"
+	}
+	return "the client's grants at the provider (authorization code and refresh token)"
+}
+
+// configFault logs, once per call at error level, a request the provider
+// refuses for this service's configuration, and returns a 503: the
+// operator must act and the user is not to blame. Readiness is not
+// affected: other requests may well work.
+func (p *Provider) configFault(op, code string) error {
+	setting := configSetting(op, code)
+	p.log.Error("the identity provider refused a request of this service; fix the configuration",
+		zap.String("op", op), zap.String("oauth_error", code), zap.String("setting", setting))
+	return &serviceFault{err: fmt.Errorf("keycloak: %s: the identity provider answered %s: check %s: %w", op, code, setting, domain.ErrUnavailable)}
 }
 
 // clientRefused records that the provider refused the client (readiness

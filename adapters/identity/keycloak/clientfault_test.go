@@ -2,6 +2,8 @@ package keycloak
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,5 +69,99 @@ func TestWrongClientSecretIsAServiceFault(t *testing.T) {
 	}
 	if got := p.Checks()["oidc_client"]; got != "ok" {
 		t.Errorf("oidc_client after a good call = %q, want ok", got)
+	}
+}
+
+// TestProviderErrorClasses: only invalid_grant is the user's failure;
+// codes that blame the request or the client's grants are configuration
+// faults (a 503, one error line naming what to fix) that leave readiness
+// alone; only the client's own credentials being refused makes the
+// service unready.
+func TestProviderErrorClasses(t *testing.T) {
+	for _, tc := range []struct {
+		code      string
+		status    int
+		wantUser  bool
+		wantUnrdy bool
+		wantNames string
+	}{
+		{code: "invalid_grant", wantUser: true},
+		{code: "invalid_client", status: 401, wantUnrdy: true, wantNames: "SERVICE_OIDC_CLIENT_SECRET"},
+		{code: "unauthorized_client", status: 401, wantUnrdy: true, wantNames: "SERVICE_OIDC_CLIENT_SECRET"}, // Keycloak's answer to a wrong secret
+		{code: "unauthorized_client", status: 400, wantNames: "auth.oidc.passwordLogin"},
+		{code: "unsupported_grant_type", wantNames: "auth.oidc.passwordLogin"},
+		{code: "invalid_request", wantNames: "auth.oidc.passwordLogin"},
+		{code: "invalid_scope", wantNames: "auth.oidc.scopes"},
+	} {
+		t.Run(tc.code+"/"+strconv.Itoa(tc.status), func(t *testing.T) {
+			op := newFakeOPAt(t, "/oauth2/default")
+			op.grants = []string{"authorization_code", "refresh_token", "password"}
+			core, logs := observer.New(zapcore.InfoLevel)
+			p, err := New(Config{Issuer: op.issuer, Generic: true, ClientID: testClient, ClientSecret: testSecret}, zap.New(core))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Discover(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			op.tokenError, op.tokenStatus = tc.code, tc.status
+			_, err = p.PasswordGrant(t.Context(), "alice", "alice-pw")
+			if got := errors.Is(err, domain.ErrUnauthenticated); got != tc.wantUser {
+				t.Errorf("the user's failure: got %v (%v), want %v", got, err, tc.wantUser)
+			}
+			if !tc.wantUser && !errors.Is(err, domain.ErrUnavailable) {
+				t.Errorf("got %v, want ErrUnavailable (a service fault)", err)
+			}
+			if got := p.Checks()["oidc_client"] != "ok"; got != tc.wantUnrdy {
+				t.Errorf("readiness affected: got %v (%v), want %v", got, p.Checks(), tc.wantUnrdy)
+			}
+			lines := logs.FilterLevelExact(zapcore.ErrorLevel).All()
+			if tc.wantNames == "" {
+				if len(lines) != 0 {
+					t.Errorf("error lines: %v, want none", lines)
+				}
+				return
+			}
+			if len(lines) != 1 || !strings.Contains(fmt.Sprint(lines[0].Message, lines[0].ContextMap()), tc.wantNames) {
+				t.Errorf("error lines: %v, want one naming %s", lines, tc.wantNames)
+			}
+		})
+	}
+}
+
+// TestPasswordLoginOnlyWhereAdvertised: a generic provider whose
+// discovery document does not list the password grant is not asked; the
+// answer names auth.oidc.passwordLogin.
+func TestPasswordLoginOnlyWhereAdvertised(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		generic bool
+		grants  []string
+		want    bool
+	}{
+		{"generic, listed", true, []string{"authorization_code", "password"}, true},
+		{"generic, not listed", true, []string{"authorization_code", "refresh_token"}, false},
+		{"generic, not said (OpenID Discovery's default)", true, nil, false},
+		{"Keycloak, not said", false, nil, true},
+		{"Keycloak, not listed", false, []string{"authorization_code"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newFakeOP(t)
+			op.grants = tc.grants
+			p := op.provider(t, func(c *Config) { c.Generic = tc.generic })
+			if got := p.PasswordGrantOffered(); got != tc.want {
+				t.Errorf("PasswordGrantOffered() = %v, want %v", got, tc.want)
+			}
+			_, err := p.PasswordGrant(t.Context(), "alice", "alice-pw")
+			if tc.want {
+				if err != nil {
+					t.Errorf("PasswordGrant: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, domain.ErrNotFound) || !strings.Contains(err.Error(), "auth.oidc.passwordLogin") || op.tokenHits.Load() != 0 {
+				t.Errorf("got %v after %d token calls, want ErrNotFound naming auth.oidc.passwordLogin and no call", err, op.tokenHits.Load())
+			}
+		})
 	}
 }

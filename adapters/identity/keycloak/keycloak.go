@@ -239,8 +239,7 @@ type discovery struct {
 	introspection string
 	revocation    string
 	userinfo      string
-	// grants are grant_types_supported, or the default OpenID Discovery
-	// gives when the document does not say.
+	// grants are grant_types_supported (nil: not said).
 	grants []string
 	// scopes are scopes_supported (nil: not said).
 	scopes   []string
@@ -432,9 +431,6 @@ func (p *Provider) Discover(ctx context.Context) error {
 		return err
 	}
 	meta.JWKSURI, meta.Introspection, meta.Revocation, meta.Userinfo = p.cfg.internal(meta.JWKSURI), p.cfg.internal(meta.Introspection), p.cfg.internal(meta.Revocation), p.cfg.internal(meta.Userinfo)
-	if meta.Grants == nil {
-		meta.Grants = []string{"authorization_code", "implicit"} // OpenID Discovery 1.0, section 3
-	}
 	endpoint := op.Endpoint()
 	endpoint.TokenURL = p.cfg.internal(endpoint.TokenURL)
 	algs := allowedAlgs(meta.Algs)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,10 +73,30 @@ func refreshExpiresIn(tok *oauth2.Token) int {
 	return 0
 }
 
-// PasswordGrant logs in with username and password (ROPC, scope=openid).
+// PasswordGrantOffered reports whether the discovery document lists the
+// password grant. A generic provider's document that does not say offers
+// only the default of OpenID Discovery (authorization code, implicit); a
+// Keycloak realm that does not say is taken to offer it, as Keycloak does.
+func (p *Provider) PasswordGrantOffered() bool {
+	d := p.disc.Load()
+	if d == nil {
+		return false
+	}
+	if d.grants == nil {
+		return !p.cfg.Generic
+	}
+	return slices.Contains(d.grants, "password")
+}
+
+// PasswordGrant logs in with username and password (ROPC, scope=openid),
+// only at a provider that offers the password grant.
 func (p *Provider) PasswordGrant(ctx context.Context, username, password string) (ports.TokenSet, error) {
 	if err := p.Ready(); err != nil {
 		return ports.TokenSet{}, err
+	}
+	if !p.PasswordGrantOffered() {
+		return ports.TokenSet{}, fmt.Errorf("password login is not offered: the identity provider does not list the password grant "+
+			"(grant_types_supported); sign in at GET /auth/login, and set auth.oidc.passwordLogin: false: %w", domain.ErrNotFound)
 	}
 	if p.cfg.Generic {
 		return p.genericGrant(ctx, telemetry.IdPPasswordGrant, "password grant", "", func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
@@ -242,8 +263,12 @@ func (p *Provider) classify(op string, err error) error {
 	var ue *untrustedError
 	var re *oauth2.RetrieveError
 	var ae *gocloak.APIError
-	if code, ok := clientFault(err); ok {
+	switch code, status := oauthErrorCode(err); faultOf(code, status) {
+	case faultCredentials:
 		return p.clientRefused(op, code)
+	case faultConfig:
+		p.clientAccepted() // refused for another reason than the client's credentials
+		return p.configFault(op, code)
 	}
 	switch {
 	case errors.As(err, &ue) || strings.Contains(err.Error(), "certificate"):

@@ -187,6 +187,7 @@ func TestOpaqueBearerIntrospection(t *testing.T) {
 // and the internal discovery URL still moves the endpoints below it.
 func TestIssuerWithTrailingSlash(t *testing.T) {
 	op := newFakeOPAt(t, "/tenant/")
+	op.grants = []string{"authorization_code", "password"}
 	p := op.provider(t, func(c *Config) { c.Generic = true })
 	if _, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(op.sign(op.accessClaims(), nil))); err != nil {
 		t.Errorf("Bearer of issuer %s: %v", op.issuer, err)
