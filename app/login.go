@@ -390,7 +390,16 @@ func (l *Login) Session(ctx context.Context, cookie string) (ports.LoginSession,
 		l.end(ctx, s)
 		return ports.LoginSession{}, errNoSession
 	}
-	if now.Add(l.cfg.RefreshBefore).Before(s.Tokens.AccessExpiry) {
+	// Without a refresh token (the code flow did not ask for
+	// offline_access, see auth.oidc.scopes) a session lasts as long as its
+	// access token and then ends, like any session the provider will not
+	// renew: a 401, never a failed refresh.
+	unrenewable := s.Tokens.RefreshToken == ""
+	if unrenewable && !now.Before(s.Tokens.AccessExpiry) {
+		l.end(ctx, s)
+		return ports.LoginSession{}, errNoSession
+	}
+	if unrenewable || now.Add(l.cfg.RefreshBefore).Before(s.Tokens.AccessExpiry) {
 		if now.Sub(s.LastSeen) >= touchEvery {
 			if err := l.sessions.TouchLoginSession(ctx, hash, now); err != nil && !errors.Is(err, domain.ErrNotFound) {
 				return ports.LoginSession{}, err
@@ -422,6 +431,11 @@ func (l *Login) refresh(ctx context.Context, s ports.LoginSession, now time.Time
 		}
 		l.end(ctx, s)
 		return ports.LoginSession{}, fmt.Errorf("token refresh refused, session ended: %w", errors.Join(err, errNoSession))
+	}
+	if ts.Subject != s.Tokens.Subject {
+		// Fail closed: tokens of someone else never continue a session.
+		l.end(ctx, s)
+		return ports.LoginSession{}, fmt.Errorf("token refresh named subject %q, the session %q; session ended: %w", ts.Subject, s.Tokens.Subject, errNoSession)
 	}
 	next := s
 	next.Tokens = ts

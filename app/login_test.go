@@ -296,6 +296,36 @@ func TestAuthenticateSession(t *testing.T) {
 			t.Errorf("got %+v, %v; want the other instance's session (LEAD), not a logout", p, err)
 		}
 	})
+	t.Run("no refresh token, access token near expiry: served without asking the provider", func(t *testing.T) {
+		f := newLoginFixture(t, loginCfg)
+		f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, func(s *ports.LoginSession) {
+			s.Tokens.RefreshToken, s.Tokens.RefreshExpiry, s.Tokens.AccessExpiry = "", time.Time{}, f.now.Add(30*time.Second)
+		}), nil)
+		if _, err := f.login.Authenticate(t.Context(), goodCookie); err != nil {
+			t.Errorf("got %v, want success", err)
+		}
+	})
+	t.Run("no refresh token, access token expired: the session ends (401, never 503)", func(t *testing.T) {
+		f := newLoginFixture(t, loginCfg)
+		f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, func(s *ports.LoginSession) {
+			s.Tokens.RefreshToken, s.Tokens.RefreshExpiry, s.Tokens.AccessExpiry = "", time.Time{}, f.now.Add(-time.Second)
+		}), nil)
+		f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), app.Digest(goodCookie)).Return(nil)
+		if _, err := f.login.Authenticate(t.Context(), goodCookie); !errors.Is(err, domain.ErrUnauthenticated) || errors.Is(err, domain.ErrUnavailable) {
+			t.Errorf("got %v, want ErrUnauthenticated only", err)
+		}
+	})
+	t.Run("refresh naming another subject ends the session", func(t *testing.T) {
+		f := newLoginFixture(t, loginCfg)
+		f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, func(s *ports.LoginSession) { s.Tokens.AccessExpiry = f.now.Add(-time.Second) }), nil)
+		other := tokenSet(f.now, domain.RoleAdmin)
+		other.Subject = "sub-2"
+		f.idp.EXPECT().Refresh(gomock.Any(), "rt").Return(other, nil)
+		f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), app.Digest(goodCookie)).Return(nil)
+		if _, err := f.login.Authenticate(t.Context(), goodCookie); !errors.Is(err, domain.ErrUnauthenticated) {
+			t.Errorf("got %v, want ErrUnauthenticated", err)
+		}
+	})
 	t.Run("provider down, access token still valid: keep serving", func(t *testing.T) {
 		f := newLoginFixture(t, loginCfg)
 		f.sessions.EXPECT().GetLoginSession(gomock.Any(), gomock.Any()).Return(stored(f, func(s *ports.LoginSession) { s.Tokens.AccessExpiry = f.now.Add(30 * time.Second) }), nil)

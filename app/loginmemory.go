@@ -89,8 +89,12 @@ func (m *sessionMemory) remember(epoch uint64, s ports.LoginSession, refreshBefo
 	if !m.live || m.epoch != epoch || len(m.entries) >= maxRemembered {
 		return
 	}
+	refreshAt := s.Tokens.AccessExpiry.Add(-refreshBefore)
+	if s.Tokens.RefreshToken == "" {
+		refreshAt = s.Tokens.AccessExpiry // nothing to refresh: served until it expires, then ended
+	}
 	m.entries[s.IDHash] = &remembered{principal: principalOf(s.Tokens), expiresAt: s.ExpiresAt, lastSeen: s.LastSeen,
-		refreshAt: s.Tokens.AccessExpiry.Add(-refreshBefore), refreshEnd: s.Tokens.RefreshExpiry, accessUntil: s.Tokens.AccessExpiry}
+		refreshAt: refreshAt, refreshEnd: s.Tokens.RefreshExpiry, accessUntil: s.Tokens.AccessExpiry}
 }
 
 // forget drops the session of hash (ended or changed).

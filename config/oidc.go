@@ -52,6 +52,10 @@ type OIDC struct {
 	// that use other names. Empty (the default) keeps the specification's
 	// behaviour.
 	RoleMap map[string]string `yaml:"roleMap" env:"SERVICE_OIDC_ROLE_MAP" envSeparator:"," envKeyValSeparator:":"`
+	// Scopes are asked for in the code flow; empty: the provider's default
+	// (openid profile email, plus offline_access for a generic provider
+	// that lists it, so that sessions can be refreshed).
+	Scopes []string `yaml:"scopes" env:"SERVICE_OIDC_SCOPES" envSeparator:","`
 	// PasswordLogin switches POST /auth/login (ROPC) on or off.
 	PasswordLogin *bool `yaml:"passwordLogin" env:"SERVICE_OIDC_PASSWORD_LOGIN"`
 	// SessionIdle ends a login session unused for this long.
@@ -191,6 +195,9 @@ func (c Config) validateOIDC() []error {
 	}
 	if err := checkIssuer(o.Issuer); err != nil {
 		bad("auth.oidc.issuer / SERVICE_OIDC_ISSUER: %v", err)
+	}
+	if len(o.Scopes) > 0 && !contains(o.Scopes, "openid") {
+		bad("auth.oidc.scopes / SERVICE_OIDC_SCOPES: %q: must include openid (an OpenID Connect login needs its id token)", strings.Join(o.Scopes, ","))
 	}
 	if o.RolesClaim != "" && (strings.HasPrefix(o.RolesClaim, ".") || strings.HasSuffix(o.RolesClaim, ".") || strings.Contains(o.RolesClaim, "..")) {
 		bad("auth.oidc.rolesClaim / SERVICE_OIDC_ROLES_CLAIM: %q: want a dotted claim path such as groups or resource_access.agent-service.roles", o.RolesClaim)

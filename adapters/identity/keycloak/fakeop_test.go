@@ -60,6 +60,7 @@ type fakeOP struct {
 	// (nil: not advertised); no typ claim and this header typ on access
 	// tokens; no refresh token; the nonce and at_hash put in id tokens.
 	opaque         bool
+	scopes         []string // scopes_supported
 	userinfo       map[string]any
 	grants         []string
 	accessHeader   string
@@ -144,6 +145,9 @@ func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
 	}
 	if op.grants != nil {
 		doc["grant_types_supported"] = op.grants
+	}
+	if op.scopes != nil {
+		doc["scopes_supported"] = op.scopes
 	}
 	if op.userinfo != nil {
 		doc["userinfo_endpoint"] = base + "/userinfo"

@@ -85,6 +85,9 @@ type Config struct {
 	// Audience is a further aud value that marks a Bearer access token as
 	// meant for this service (an API identifier), besides the client id.
 	Audience string
+	// Scopes are asked for in the code flow; nil: DefaultScopes, plus
+	// offline_access for a generic provider that lists it.
+	Scopes []string
 
 	// bearerOnly: an issuer of Additional, used only to verify access
 	// tokens (no client secret).

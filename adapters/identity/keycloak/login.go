@@ -20,8 +20,22 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// Scopes requested in the code flow.
-var codeFlowScopes = []string{oidc.ScopeOpenID, "profile", "email"}
+// DefaultScopes are asked for in the code flow unless Config.Scopes says
+// otherwise. Keycloak issues refresh tokens without offline_access (which
+// means offline tokens there); most other providers only with it.
+var DefaultScopes = []string{oidc.ScopeOpenID, "profile", "email"}
+
+// scopes are the code flow's scopes: the configured ones, else the
+// default, plus offline_access for a generic provider that lists it.
+func (p *Provider) scopes(d *discovery) []string {
+	if p.cfg.Scopes != nil {
+		return p.cfg.Scopes
+	}
+	if p.cfg.Generic && slices.Contains(d.scopes, oidc.ScopeOfflineAccess) {
+		return append(slices.Clip(DefaultScopes), oidc.ScopeOfflineAccess)
+	}
+	return DefaultScopes
+}
 
 func (p *Provider) oauth2Config(d *discovery) *oauth2.Config {
 	return &oauth2.Config{
@@ -29,7 +43,7 @@ func (p *Provider) oauth2Config(d *discovery) *oauth2.Config {
 		ClientSecret: p.cfg.ClientSecret,
 		Endpoint:     d.endpoint,
 		RedirectURL:  p.cfg.RedirectURI,
-		Scopes:       codeFlowScopes,
+		Scopes:       p.scopes(d),
 	}
 }
 
@@ -115,6 +129,9 @@ func (p *Provider) PasswordGrant(ctx context.Context, username, password string)
 // Refresh redeems a refresh token and verifies the new tokens; roles are
 // extracted afresh, so a role removed at the provider is gone now.
 func (p *Provider) Refresh(ctx context.Context, refreshToken string) (ports.TokenSet, error) {
+	if refreshToken == "" {
+		return ports.TokenSet{}, fmt.Errorf("keycloak: the provider issued no refresh token: the session cannot be renewed: %w", domain.ErrUnauthenticated)
+	}
 	if err := p.Ready(); err != nil {
 		return ports.TokenSet{}, err
 	}

@@ -2,6 +2,7 @@ package keycloak
 
 import (
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -212,6 +213,51 @@ func TestIssuerWithTrailingSlash(t *testing.T) {
 		var mismatch *IssuerMismatchError
 		if err := q.Discover(t.Context()); !errors.As(err, &mismatch) {
 			t.Errorf("issuer %q against the document's %q: got %v, want IssuerMismatchError", issuer, op.issuer, err)
+		}
+	}
+}
+
+// TestScopes: the code flow asks for auth.oidc.scopes; by default
+// Keycloak's openid profile email, and for a generic provider the same
+// plus offline_access where the provider lists it (else no refresh token
+// comes, and the session ends with its access token).
+func TestScopes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		generic    bool
+		supported  []string
+		configured []string
+		want       string
+	}{
+		{"Keycloak default", false, []string{"openid", "offline_access"}, nil, "openid profile email"},
+		{"generic, offline_access listed", true, []string{"openid", "profile", "email", "offline_access"}, nil, "openid profile email offline_access"},
+		{"generic, not listed", true, []string{"openid", "profile"}, nil, "openid profile email"},
+		{"configured", true, []string{"offline_access"}, []string{"openid", "groups"}, "openid groups"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newFakeOPAt(t, "/realms/agents")
+			op.scopes = tc.supported
+			p := op.provider(t, func(c *Config) { c.Generic, c.Scopes = tc.generic, tc.configured })
+			raw, err := p.AuthCodeURL(ports.AuthRequest{State: "s", Nonce: "n", CodeVerifier: strings.Repeat("v", 43)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(raw)
+			if got := u.Query().Get("scope"); got != tc.want {
+				t.Errorf("scope = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRefreshWithoutRefreshToken: nothing to redeem is the session's end
+// (ErrUnauthenticated), not a provider failure.
+func TestRefreshWithoutRefreshToken(t *testing.T) {
+	for _, generic := range []bool{false, true} {
+		op := newFakeOP(t)
+		p := op.provider(t, func(c *Config) { c.Generic = generic })
+		if _, err := p.Refresh(t.Context(), ""); !errors.Is(err, domain.ErrUnauthenticated) || op.tokenHits.Load() != 0 {
+			t.Errorf("generic %v: got %v after %d calls, want ErrUnauthenticated and no call", generic, err, op.tokenHits.Load())
 		}
 	}
 }
