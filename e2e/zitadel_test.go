@@ -195,6 +195,45 @@ func TestZitadel(t *testing.T) {
 			t.Errorf("cookie after logout: %d, want 401", st)
 		}
 	})
+	t.Run("oidc check", func(t *testing.T) {
+		alice := op.codeFlow(t, "web", webPort, "alice", "alice-pw")
+		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SERVICE_OIDC_PROVIDER=generic", "SERVICE_OIDC_ISSUER=" + op.issuer,
+			"SERVICE_OIDC_CLIENT_ID=web", "SERVICE_OIDC_CLIENT_SECRET=secret", "SERVICE_OIDC_ROLES_CLAIM=ext.roles",
+			fmt.Sprintf("SERVICE_OIDC_REDIRECT_URI=http://127.0.0.1:%d/auth/callback", webPort)}
+		for _, tc := range []struct {
+			name  string
+			args  []string
+			stdin string
+			want  []string
+		}{
+			{"provider facts", nil, "", []string{
+				"ok    client credentials: the provider accepts client \"web\"",
+				"info  password grant: not offered", "auth.oidc.passwordLogin",
+				"info  introspection: " + op.issuer + "oauth/introspect",
+				"info  end session: " + op.issuer + "end_session",
+				"info  userinfo: " + op.issuer + "userinfo",
+				"info  scopes asked at login: openid profile email offline_access",
+			}},
+			{"a user without the password grant", []string{"--username", "alice"}, "alice-pw\n", []string{"the provider does not offer the password grant", "--token"}},
+			{"an opaque token", []string{"--token"}, alice.AccessToken + "\n", []string{
+				"roles claim   ext.roles (auth.oidc.rolesClaim)",
+				`kept     ext.roles                    "admin" -> ADMIN`,
+				"role granted: ADMIN (from introspection)",
+			}},
+			{"an id token as a token", []string{"--token"}, alice.Extra("id_token").(string) + "\n", []string{"FAIL  token", "oidc_id_token_as_bearer"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cmd := exec.Command(binary, append([]string{"oidc", "check"}, tc.args...)...)
+				cmd.Env, cmd.Stdin = env, strings.NewReader(tc.stdin)
+				out, _ := cmd.CombinedOutput()
+				for _, w := range tc.want {
+					if !strings.Contains(string(out), w) {
+						t.Errorf("output lacks %q:\n%s", w, out)
+					}
+				}
+			})
+		}
+	})
 	t.Run("password login refused cleanly without the password grant", func(t *testing.T) {
 		st, _, body := passwordLogin(t, web, "alice", "alice-pw")
 		if st != http.StatusNotFound || !strings.Contains(body, "auth.oidc.passwordLogin") {
