@@ -28,7 +28,11 @@ type OIDC struct {
 	// RolesClaim is the dotted path of the claim that holds role names;
 	// empty: Keycloak's realm_access and resource_access.<clientId>.
 	RolesClaim string `yaml:"rolesClaim" env:"SERVICE_OIDC_ROLES_CLAIM"`
-	ClientID   string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
+	// SubjectClaim names the claim a user's subject is read from; empty:
+	// sub (a UUID in Keycloak). preferred_username gives the names
+	// project-member examples use.
+	SubjectClaim string `yaml:"subjectClaim" env:"SERVICE_OIDC_SUBJECT_CLAIM"`
+	ClientID     string `yaml:"clientId" env:"SERVICE_OIDC_CLIENT_ID"`
 	// Audience is a further aud value marking Bearer access tokens meant
 	// for this service (an API identifier), besides the client id.
 	Audience string `yaml:"audience" env:"SERVICE_OIDC_AUDIENCE"`
@@ -195,6 +199,9 @@ func (c Config) validateOIDC() []error {
 	}
 	if err := checkIssuer(o.Issuer); err != nil {
 		bad("auth.oidc.issuer / SERVICE_OIDC_ISSUER: %v", err)
+	}
+	if o.SubjectClaim != "" && (strings.ContainsAny(o.SubjectClaim, ". ") || strings.TrimSpace(o.SubjectClaim) == "") {
+		bad("auth.oidc.subjectClaim / SERVICE_OIDC_SUBJECT_CLAIM: %q: want a top-level claim name such as sub or preferred_username", o.SubjectClaim)
 	}
 	if len(o.Scopes) > 0 && !contains(o.Scopes, "openid") {
 		bad("auth.oidc.scopes / SERVICE_OIDC_SCOPES: %q: must include openid (an OpenID Connect login needs its id token)", strings.Join(o.Scopes, ","))

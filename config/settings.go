@@ -149,6 +149,8 @@ var Settings = []Setting{
 		Help: "generic: any OpenID provider (an issuer of any form; grants, revocation and introspection at the discovery document's endpoints)."},
 	{Key: "auth.oidc.rolesClaim", Env: "SERVICE_OIDC_ROLES_CLAIM", Flag: "oidc-roles-claim", Default: "Keycloak's realm_access and resource_access.<clientId>", Accepts: "a dotted claim path such as groups or resource_access.agent-service.roles",
 		Help: "The claim holding role names (an array of strings or one string), read in the id token, else the access token."},
+	{Key: "auth.oidc.subjectClaim", Env: "SERVICE_OIDC_SUBJECT_CLAIM", Flag: "oidc-subject-claim", Default: "sub", Accepts: "a top-level claim name such as preferred_username or email",
+		Help: "The claim a user's subject (audit records, project members, sessions) is read from: from the id token, else userinfo, else the access token at login; from the token for Bearer requests. sub is stable; a name the provider lets users change can later name someone else. With another claim than sub, back-channel logout ends sessions by sid only."},
 	{Key: "auth.oidc.audience", Env: "SERVICE_OIDC_AUDIENCE", Flag: "oidc-audience", Default: "none (the client id only)", Accepts: "an aud value such as https://agents.example.com/api",
 		Help: "Bearer access tokens whose aud holds this value are meant for the service too, besides those naming the client id in aud, azp or client_id."},
 	{Key: "auth.oidc.additionalIssuers", Default: "none", Accepts: "a list of {issuer, clientId, discoveryUrl, caFile} (config file only)",

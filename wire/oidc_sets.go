@@ -53,6 +53,7 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 		Generic:      o.Provider == config.ProviderGeneric,
 		RolesClaim:   o.RolesClaim,
 		Audience:     o.Audience,
+		SubjectClaim: o.SubjectClaim,
 		Scopes:       o.Scopes,
 		Issuer:       o.Issuer,
 		DiscoveryURL: o.DiscoveryURL,

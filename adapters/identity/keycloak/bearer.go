@@ -89,7 +89,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		return domain.Principal{}, err
 	}
 	ex := q.roles([]domain.ClaimSource{{Token: domain.TokenAccess, Claims: v.claims}})
-	p := domain.Principal{Subject: v.subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
+	subject, err := q.subjectOf(v.claims)
+	if err != nil {
+		return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w", err)
+	}
+	p := domain.Principal{Subject: subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
 	if q == a.p {
 		// Back-channel logouts come from the primary issuer only.
 		p.SessionID, _ = v.claims["sid"].(string)

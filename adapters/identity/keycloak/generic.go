@@ -109,6 +109,12 @@ func (p *Provider) genericTokenSet(ctx context.Context, tok *oauth2.Token, refre
 		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoSubject, "the token response names no subject: no id token, no JWT access token and no userinfo endpoint"))
 	}
 	sources = append(sources, domain.ClaimSource{Token: domain.TokenUserinfo, Claims: userinfo}, domain.ClaimSource{Token: domain.TokenAccess, Claims: at.claims})
+	if p.cfg.SubjectClaim != "" {
+		var err error
+		if subject, err = p.subjectOf(id.claims, userinfo, at.claims); err != nil {
+			return ports.TokenSet{}, fmt.Errorf("keycloak: %w", err)
+		}
+	}
 	ts := ports.TokenSet{
 		Subject:      subject,
 		Username:     firstString("preferred_username", id.claims, userinfo, at.claims),
@@ -164,6 +170,16 @@ func (p *Provider) userinfo(ctx context.Context, accessToken string) (domain.Cla
 		return nil, fmt.Errorf("keycloak: userinfo answer: %w: %w", err, domain.ErrUnavailable)
 	}
 	return claims, nil
+}
+
+// subjectOf is the principal's subject: auth.oidc.subjectClaim (default
+// sub) of the first claims holding it as a non-empty string.
+func (p *Provider) subjectOf(claims ...domain.Claims) (string, error) {
+	name := cmp.Or(p.cfg.SubjectClaim, "sub")
+	if s := firstString(name, claims...); s != "" {
+		return s, nil
+	}
+	return "", refuse(ReasonNoSubject, "no %s claim (auth.oidc.subjectClaim)", name)
 }
 
 // refusalCode is the reason code of a token refusal, "" for other errors.
@@ -265,9 +281,12 @@ func (p *Provider) introspectedPrincipal(c domain.Claims) (domain.Principal, tim
 	if iss, ok := c["iss"].(string); ok && iss != p.cfg.Issuer {
 		return fail(ReasonIssuer, "issuer %q is not %q", iss, p.cfg.Issuer)
 	}
-	sub, _ := c["sub"].(string)
-	if sub == "" {
+	if sub, _ := c["sub"].(string); sub == "" {
 		return fail(ReasonNoSubject, "the introspection answer names no subject")
+	}
+	sub, err := p.subjectOf(c)
+	if err != nil {
+		return domain.Principal{}, time.Time{}, fmt.Errorf("keycloak: access_token (introspected): %w", err)
 	}
 	aud := audience(c["aud"])
 	clientID, _ := c["client_id"].(string)

@@ -85,6 +85,9 @@ type Config struct {
 	// Audience is a further aud value that marks a Bearer access token as
 	// meant for this service (an API identifier), besides the client id.
 	Audience string
+	// SubjectClaim names the claim the principal's subject is read from;
+	// empty: sub. Tokens must carry sub all the same.
+	SubjectClaim string
 	// Scopes are asked for in the code flow; nil: DefaultScopes, plus
 	// offline_access for a generic provider that lists it.
 	Scopes []string
@@ -277,7 +280,7 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 	p.keys = newKeySet(p.http, cfg.KeyRefetch, cfg.Now)
 	for _, t := range cfg.Additional {
 		q, err := New(Config{Issuer: t.Issuer, DiscoveryURL: t.DiscoveryURL, ClientID: t.ClientID, CAFiles: append(slices.Clone(cfg.CAFiles), t.CAFiles...),
-			RoleMap: cfg.RoleMap, RolesClaim: cfg.RolesClaim, Generic: cfg.Generic, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
+			RoleMap: cfg.RoleMap, RolesClaim: cfg.RolesClaim, SubjectClaim: cfg.SubjectClaim, Audience: cfg.Audience, Generic: cfg.Generic, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
 			bearerOnly: true}, log)
 		if err != nil {
 			return nil, fmt.Errorf("additional issuer %s: %w", t.Issuer, err)

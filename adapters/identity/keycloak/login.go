@@ -224,8 +224,12 @@ func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, ref
 	case needID:
 		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoIDToken, "the token response has no id_token (is scope openid allowed for the client?)"))
 	}
+	subject, err := p.subjectOf(idClaims, at.claims)
+	if err != nil {
+		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", err)
+	}
 	ts := ports.TokenSet{
-		Subject:      at.subject,
+		Subject:      subject,
 		Username:     firstString("preferred_username", idClaims, at.claims),
 		Roles:        p.roles([]domain.ClaimSource{{Token: domain.TokenID, Claims: idClaims}, {Token: domain.TokenAccess, Claims: at.claims}}),
 		AccessToken:  access,

@@ -261,3 +261,27 @@ func TestRefreshWithoutRefreshToken(t *testing.T) {
 		}
 	}
 }
+
+// TestSubjectClaim: auth.oidc.subjectClaim names the claim the principal's
+// subject is read from (preferred_username where the operator chooses
+// it); a token without it is refused.
+func TestSubjectClaim(t *testing.T) {
+	for _, generic := range []bool{false, true} {
+		op := newFakeOP(t)
+		op.grants = []string{"password", "authorization_code"}
+		p := op.provider(t, func(c *Config) { c.Generic, c.SubjectClaim = generic, "preferred_username" })
+		ts, err := p.PasswordGrant(t.Context(), "alice", "alice-pw")
+		if err != nil || ts.Subject != "alice" {
+			t.Errorf("generic %v: login subject %q, %v; want alice", generic, ts.Subject, err)
+		}
+		got, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(op.sign(op.accessClaims(), nil)))
+		if err != nil || got.Subject != "alice" {
+			t.Errorf("generic %v: Bearer subject %q, %v; want alice", generic, got.Subject, err)
+		}
+		c := op.accessClaims()
+		delete(c, "preferred_username")
+		if _, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(op.sign(c, nil))); refusal(err) != ReasonNoSubject {
+			t.Errorf("generic %v: token without preferred_username: %v, want %s", generic, err, ReasonNoSubject)
+		}
+	}
+}
