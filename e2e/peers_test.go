@@ -22,21 +22,40 @@ import (
 	"time"
 )
 
-// peerBinary builds the command name of e2e/peers once per version and
-// source, into $AGENTAUTH_PEERS_CACHE, else the user cache folder's
-// agentauth-peers: a warm run reuses it.
-func peerBinary(t *testing.T, name, version string) string {
+// peer is a provider the suite builds from the Go module proxy.
+type peer struct {
+	name, version string
+	// dir is its module's folder under e2e/peers; pkg the main package
+	// built there; sources the files besides go.mod and go.sum whose
+	// content decides the build.
+	dir, pkg string
+	sources  []string
+	// tags are its build tags.
+	tags string
+}
+
+var (
+	zitadelPeer = peer{name: "zitadelop", version: "v3.52.0", dir: ".", pkg: "./zitadelop", sources: []string{"zitadelop/main.go"}}
+	// Hydra's in-memory store is SQLite (cgo), built in only with these
+	// tags, as Hydra's own -sqlite images are.
+	hydraPeer = peer{name: "hydra", version: "v2.3.0", dir: "hydra", pkg: "github.com/ory/hydra/v2", tags: "sqlite,sqlite_omit_load_extension"}
+)
+
+// binary builds the peer once per version and source, into
+// $AGENTAUTH_PEERS_CACHE, else the user cache folder's agentauth-peers: a
+// warm run reuses it.
+func (p peer) binary(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(repo, "e2e", "peers")
+	dir := filepath.Join(repo, "e2e", "peers", p.dir)
 	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum", filepath.Join(name, "main.go")} {
+	for _, f := range append([]string{"go.mod", "go.sum"}, p.sources...) {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.Write(b)
 	}
-	h.Write([]byte(runtime.Version()))
+	h.Write([]byte(runtime.Version() + " " + p.tags))
 	cache := os.Getenv("AGENTAUTH_PEERS_CACHE")
 	if cache == "" {
 		c, err := os.UserCacheDir()
@@ -45,7 +64,7 @@ func peerBinary(t *testing.T, name, version string) string {
 		}
 		cache = filepath.Join(c, "agentauth-peers")
 	}
-	bin := filepath.Join(cache, fmt.Sprintf("%s-%s-%x", name, version, h.Sum(nil)[:6]), name)
+	bin := filepath.Join(cache, fmt.Sprintf("%s-%s-%x", p.name, p.version, h.Sum(nil)[:6]), p.name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
@@ -54,15 +73,15 @@ func peerBinary(t *testing.T, name, version string) string {
 	}
 	tmp := bin + ".partial"
 	start := time.Now()
-	build := exec.Command("go", "build", "-o", tmp, "./"+name)
+	build := exec.Command("go", "build", "-tags", p.tags, "-o", tmp, p.pkg)
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the %s peer (%s) in e2e/peers: %v\n%s", name, version, err, out)
+		t.Fatalf("build the %s peer (%s) in e2e/peers/%s: %v\n%s", p.name, p.version, p.dir, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("built the %s peer (%s) in %s, cached at %s", name, version, time.Since(start).Round(time.Millisecond), bin)
+	t.Logf("built the %s peer (%s) in %s, cached at %s", p.name, p.version, time.Since(start).Round(time.Millisecond), bin)
 	return bin
 }
 

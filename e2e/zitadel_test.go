@@ -20,10 +20,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// zitadelVersion is the zitadel/oidc module whose example OpenID provider
-// the suite runs (e2e/peers/go.mod pins it).
-const zitadelVersion = "v3.52.0"
-
 // zitadelOP is a running e2e/peers/zitadelop: zitadel/oidc's example OP,
 // issuer http://localhost:<port>/ (with its trailing slash), clients
 // "web" (opaque access tokens) and "jwt" (JWT access tokens), secret
@@ -37,7 +33,7 @@ type zitadelOP struct {
 // example's 5m) that accepts the redirect URIs of services on ports.
 func startZitadel(t *testing.T, ttl string, ports ...int) *zitadelOP {
 	t.Helper()
-	bin := peerBinary(t, "zitadelop", zitadelVersion)
+	bin := zitadelPeer.binary(t)
 	users := map[string]map[string]any{
 		"alice-id": {"ID": "alice-id", "Username": "alice", "Password": "alice-pw", "FirstName": "Alice", "LastName": "A", "Email": "alice@example.com", "EmailVerified": true, "PreferredLanguage": "en"},
 		"bob-id":   {"ID": "bob-id", "Username": "bob", "Password": "bob-pw", "FirstName": "Bob", "LastName": "B", "Email": "bob@example.com", "EmailVerified": true, "PreferredLanguage": "en"},
@@ -136,7 +132,7 @@ func TestZitadel(t *testing.T) {
 	op := startZitadel(t, "", webPort, jwtPort)
 	web := zitadelService(t, op, "web", webPort)
 	jwt := zitadelService(t, op, "jwt", jwtPort)
-	t.Logf("provider: zitadel/oidc %s example OP at %s", zitadelVersion, op.issuer)
+	t.Logf("provider: zitadel/oidc %s example OP at %s", zitadelPeer.version, op.issuer)
 
 	t.Run("browser login, roles from userinfo (opaque access token)", func(t *testing.T) {
 		got := browserLogin(t, web, "alice", "alice-pw").Me
