@@ -238,6 +238,7 @@ type service struct {
 	url  string
 	mgmt string // the management listener
 	cmd  *exec.Cmd
+	log  string // the process log's file
 }
 
 // startService runs agentauth in OIDC mode against p on port (0: free;
@@ -274,6 +275,9 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 		t.Fatalf("start agentauth: %v", err)
 	}
 	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmtPort), cmd: cmd}
+	if f, ok := w.(*os.File); ok {
+		s.log = f.Name()
+	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()

@@ -175,6 +175,16 @@ func TestZitadel(t *testing.T) {
 		if st, body := get(t, noRedirects(nil), jwt.url+"/api/v2/me", id); st != http.StatusUnauthorized || !strings.Contains(body, "oidc_id_token_as_bearer") {
 			t.Errorf("id token as Bearer: %d %s, want 401 oidc_id_token_as_bearer", st, body)
 		}
+		// The process log is buffered (written at least every second).
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if log, _ := os.ReadFile(jwt.log); strings.Contains(string(log), `"reason":"oidc_id_token_as_bearer"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the process log has no request line with reason oidc_id_token_as_bearer")
+				break
+			}
+		}
 		if st, _ := get(t, noRedirects(nil), web.url+"/api/v2/me", tok.AccessToken); st != http.StatusUnauthorized {
 			t.Errorf("client jwt's access token at the service of client web: %d, want 401", st)
 		}
