@@ -218,7 +218,7 @@ func (c *checker) clientCredentials(ctx context.Context, p *keycloak.Provider, o
 	switch {
 	case err == nil:
 		c.pass("client credentials: the provider accepts client %q and its secret", o.ClientID)
-	case strings.Contains(err.Error(), "SERVICE_OIDC_CLIENT_SECRET"):
+	case errors.Is(err, keycloak.ErrClientRefused):
 		c.fail("client credentials: the provider refused client %q: %v", o.ClientID, err)
 		if o.Provider == config.ProviderGeneric {
 			c.note("check SERVICE_OIDC_CLIENT_ID and the client secret at the provider (a confidential client)")

@@ -95,8 +95,12 @@ func (p *Provider) clientRefused(op, code string) error {
 	p.clientErr.Store(&msg)
 	p.log.Error("identity provider refused this service's client credentials; fix the configuration",
 		zap.String("op", op), zap.String("oauth_error", code), zap.String("setting", clientSetting))
-	return &serviceFault{err: fmt.Errorf("keycloak: %s: %w", msg, domain.ErrUnavailable)}
+	return &serviceFault{err: fmt.Errorf("keycloak: %s: %w: %w", msg, ErrClientRefused, domain.ErrUnavailable)}
 }
+
+// ErrClientRefused marks a provider answer refusing this service's client
+// credentials (invalid_client).
+var ErrClientRefused = errors.New("client credentials refused")
 
 // clientAccepted clears a recorded client refusal: the provider has just
 // authenticated the client (the call succeeded or failed for another

@@ -39,8 +39,8 @@ func TestWrongClientSecretIsAServiceFault(t *testing.T) {
 	}
 	for _, c := range calls {
 		err := c.call()
-		if !errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrUnauthenticated) {
-			t.Errorf("%s with a wrong client secret: got %v, want ErrUnavailable and not ErrUnauthenticated", c.name, err)
+		if !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, ErrClientRefused) || errors.Is(err, domain.ErrUnauthenticated) {
+			t.Errorf("%s with a wrong client secret: got %v, want ErrUnavailable and ErrClientRefused, not ErrUnauthenticated", c.name, err)
 		}
 	}
 	errorsLogged := logs.FilterLevelExact(zapcore.ErrorLevel).All()
