@@ -28,6 +28,9 @@ type OIDC struct {
 	// RolesClaim is the dotted path of the claim that holds role names;
 	// empty: Keycloak's realm_access and resource_access.<clientId>.
 	RolesClaim string `yaml:"rolesClaim" env:"SERVICE_OIDC_ROLES_CLAIM"`
+	// IntrospectionURL is the RFC 7662 endpoint used instead of the
+	// discovery document's (Ory Hydra lists none: it is on its admin API).
+	IntrospectionURL string `yaml:"introspectionUrl" env:"SERVICE_OIDC_INTROSPECTION_URL"`
 	// SubjectClaim names the claim a user's subject is read from; empty:
 	// sub (a UUID in Keycloak). preferred_username gives the names
 	// project-member examples use.
@@ -202,6 +205,11 @@ func (c Config) validateOIDC() []error {
 	}
 	if o.SubjectClaim != "" && (strings.ContainsAny(o.SubjectClaim, ". ") || strings.TrimSpace(o.SubjectClaim) == "") {
 		bad("auth.oidc.subjectClaim / SERVICE_OIDC_SUBJECT_CLAIM: %q: want a top-level claim name such as sub or preferred_username", o.SubjectClaim)
+	}
+	if o.IntrospectionURL != "" {
+		if u, err := url.Parse(o.IntrospectionURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Fragment != "" {
+			bad("auth.oidc.introspectionUrl / SERVICE_OIDC_INTROSPECTION_URL: %q is not an http(s) URL", o.IntrospectionURL)
+		}
 	}
 	if len(o.Scopes) > 0 && !contains(o.Scopes, "openid") {
 		bad("auth.oidc.scopes / SERVICE_OIDC_SCOPES: %q: must include openid (an OpenID Connect login needs its id token)", strings.Join(o.Scopes, ","))

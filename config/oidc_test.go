@@ -54,6 +54,8 @@ func TestValidateOIDC(t *testing.T) {
 		{name: "issuer with trailing slash", env: oidcEnv(map[string]string{"SERVICE_OIDC_ISSUER": "https://kc.example.com/realms/agents/"}), wantErr: "no trailing slash"},
 		{name: "generic issuer with trailing slash (Auth0)", env: oidcEnv(map[string]string{"SERVICE_OIDC_PROVIDER": "generic", "SERVICE_OIDC_ISSUER": "https://tenant.eu.auth0.com/"})},
 		{name: "generic issuer at the root with trailing slash", env: oidcEnv(map[string]string{"SERVICE_OIDC_PROVIDER": "generic", "SERVICE_OIDC_ISSUER": "http://localhost:9998/"})},
+		{name: "introspection URL", env: oidcEnv(map[string]string{"SERVICE_OIDC_INTROSPECTION_URL": "http://hydra-admin.auth:4445/admin/oauth2/introspect"})},
+		{name: "introspection URL not a URL", env: oidcEnv(map[string]string{"SERVICE_OIDC_INTROSPECTION_URL": "hydra-admin:4445"}), wantErr: "SERVICE_OIDC_INTROSPECTION_URL"},
 		{name: "subject claim", env: oidcEnv(map[string]string{"SERVICE_OIDC_SUBJECT_CLAIM": "preferred_username"})},
 		{name: "nested subject claim", env: oidcEnv(map[string]string{"SERVICE_OIDC_SUBJECT_CLAIM": "ext.name"}), wantErr: "top-level claim name"},
 		{name: "scopes", env: oidcEnv(map[string]string{"SERVICE_OIDC_SCOPES": "openid,profile,offline_access"})},

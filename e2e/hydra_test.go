@@ -48,9 +48,10 @@ var hydraUsers = map[string]struct {
 }
 
 // startHydra runs Hydra (in-memory, --dev for plain http on loopback)
-// with a client for a service on port: code and refresh grants,
-// back-channel logout to the service.
-func startHydra(t *testing.T, servicePort int) *hydraOP {
+// issuing access tokens of strategy (jwt or opaque) with a client for a
+// service on port: code and refresh grants, back-channel logout to the
+// service.
+func startHydra(t *testing.T, strategy string, servicePort int) *hydraOP {
 	t.Helper()
 	bin := hydraPeer.binary(t)
 	op := &hydraOP{}
@@ -63,7 +64,7 @@ func startHydra(t *testing.T, servicePort int) *hydraOP {
 		"URLS_LOGIN="+op.app.URL+"/login", "URLS_CONSENT="+op.app.URL+"/consent", "URLS_LOGOUT="+op.app.URL+"/logout",
 		"SECRETS_SYSTEM=agentauth-e2e-hydra-system-secret-0123456789",
 		fmt.Sprintf("SERVE_PUBLIC_PORT=%d", pub), "SERVE_PUBLIC_HOST=127.0.0.1", fmt.Sprintf("SERVE_ADMIN_PORT=%d", adm), "SERVE_ADMIN_HOST=127.0.0.1",
-		"STRATEGIES_ACCESS_TOKEN=jwt", "OAUTH2_EXPOSE_INTERNAL_ERRORS=true")
+		"STRATEGIES_ACCESS_TOKEN="+strategy, "OAUTH2_EXPOSE_INTERNAL_ERRORS=true")
 	waitForLine(t, cmd, "hydra", "Setting up http server on 127.0.0.1:"+fmt.Sprint(pub), 60*time.Second)
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -225,11 +226,9 @@ func (op *hydraOP) codeFlow(t *testing.T, servicePort int, user string) *oauth2.
 // session.
 func TestHydra(t *testing.T) {
 	port := freePort(t)
-	op := startHydra(t, port)
-	s := startService(t, &idp{issuer: op.issuer, servicePort: port}, port, "SERVICE_OIDC_PROVIDER=generic",
-		"SERVICE_OIDC_CLIENT_ID="+hydraClient, "SERVICE_OIDC_CLIENT_SECRET="+hydraSecret, "SERVICE_OIDC_ROLES_CLAIM=ext.roles")
-	s.waitReady(t, 30*time.Second)
-	t.Logf("provider: Ory Hydra %s at %s", hydraPeer.version, op.issuer)
+	op := startHydra(t, "jwt", port)
+	s := hydraService(t, op, port)
+	t.Logf("provider: Ory Hydra %s at %s (JWT access tokens)", hydraPeer.version, op.issuer)
 
 	t.Run("browser logins, roles under ext", func(t *testing.T) {
 		for user, want := range map[string]string{"alice": "ADMIN", "bob": "USER"} {
@@ -293,6 +292,41 @@ func TestHydra(t *testing.T) {
 			t.Errorf("access token of an ended session: %d, want %d", st, want)
 		}
 	})
+}
+
+// hydraService runs agentauth in generic mode against op on port, opaque
+// tokens introspected at Hydra's admin API (its discovery document lists
+// no introspection endpoint).
+func hydraService(t *testing.T, op *hydraOP, port int) *service {
+	t.Helper()
+	s := startService(t, &idp{issuer: op.issuer, servicePort: port}, port, "SERVICE_OIDC_PROVIDER=generic",
+		"SERVICE_OIDC_CLIENT_ID="+hydraClient, "SERVICE_OIDC_CLIENT_SECRET="+hydraSecret, "SERVICE_OIDC_ROLES_CLAIM=ext.roles",
+		"SERVICE_OIDC_INTROSPECTION_URL="+op.admin+"/admin/oauth2/introspect")
+	s.waitReady(t, 30*time.Second)
+	return s
+}
+
+// TestHydraOpaque: with Hydra's opaque access tokens a browser login
+// takes the roles from the id token and never reads the access token,
+// and Bearer tokens are introspected (roles under ext in the answer).
+func TestHydraOpaque(t *testing.T) {
+	port := freePort(t)
+	op := startHydra(t, "opaque", port)
+	s := hydraService(t, op, port)
+	t.Logf("provider: Ory Hydra %s at %s (opaque access tokens)", hydraPeer.version, op.issuer)
+	if got := browserLogin(t, s, "alice", "alice-pw").Me; !slices.Equal(got.Roles, []string{"ADMIN"}) || got.RoleSource != "id_token" {
+		t.Errorf("browser login: %+v, want ADMIN from the id token", got)
+	}
+	for user, want := range map[string]string{"alice": "ADMIN", "bob": "USER"} {
+		tok := op.codeFlow(t, port, user)
+		if strings.Count(tok.AccessToken, ".") == 2 {
+			t.Fatalf("Hydra issued a JWT access token; want an opaque one")
+		}
+		if st, m := whoami(t, noRedirects(nil), s, tok.AccessToken); st != http.StatusOK || !slices.Equal(m.Roles, []string{want}) || m.RoleSource == "id_token" {
+			_, body := get(t, noRedirects(nil), s.url+"/api/v2/me", tok.AccessToken)
+			t.Errorf("%s Bearer (introspected): %d %+v, want %s: %s", user, st, m, want, body)
+		}
+	}
 }
 
 // payloadClaims decodes a JWT's payload (no verification: for assertions

@@ -49,21 +49,22 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 		extra = append(extra, t)
 	}
 	return keycloak.Config{
-		Additional:   extra,
-		Generic:      o.Provider == config.ProviderGeneric,
-		RolesClaim:   o.RolesClaim,
-		Audience:     o.Audience,
-		SubjectClaim: o.SubjectClaim,
-		Scopes:       o.Scopes,
-		Issuer:       o.Issuer,
-		DiscoveryURL: o.DiscoveryURL,
-		ClientID:     o.ClientID,
-		ClientSecret: secret,
-		RedirectURI:  o.RedirectURI,
-		CAFiles:      o.CAFiles(),
-		RoleMap:      o.Roles(),
-		KeyRefetch:   o.JWKSRefetch,
-		Skew:         o.ClockSkew,
+		Additional:       extra,
+		Generic:          o.Provider == config.ProviderGeneric,
+		RolesClaim:       o.RolesClaim,
+		Audience:         o.Audience,
+		SubjectClaim:     o.SubjectClaim,
+		IntrospectionURL: o.IntrospectionURL,
+		Scopes:           o.Scopes,
+		Issuer:           o.Issuer,
+		DiscoveryURL:     o.DiscoveryURL,
+		ClientID:         o.ClientID,
+		ClientSecret:     secret,
+		RedirectURI:      o.RedirectURI,
+		CAFiles:          o.CAFiles(),
+		RoleMap:          o.Roles(),
+		KeyRefetch:       o.JWKSRefetch,
+		Skew:             o.ClockSkew,
 	}, nil
 }
 

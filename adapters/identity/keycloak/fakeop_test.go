@@ -59,18 +59,19 @@ type fakeOP struct {
 	// answered by introspection; a userinfo endpoint; grant_types_supported
 	// (nil: not advertised); no typ claim and this header typ on access
 	// tokens; no refresh token; the nonce and at_hash put in id tokens.
-	opaque         bool
-	scopes         []string // scopes_supported
-	userinfo       map[string]any
-	grants         []string
-	accessHeader   string
-	noTypClaim     bool
-	noRefresh      bool
-	nonce          string
-	atHash         string
-	introspectHits atomic.Int32
-	userinfoHits   atomic.Int32
-	inactive       bool // introspection answers active: false
+	opaque          bool
+	scopes          []string // scopes_supported
+	noIntrospection bool     // the document lists no introspection endpoint
+	userinfo        map[string]any
+	grants          []string
+	accessHeader    string
+	noTypClaim      bool
+	noRefresh       bool
+	nonce           string
+	atHash          string
+	introspectHits  atomic.Int32
+	userinfoHits    atomic.Int32
+	inactive        bool // introspection answers active: false
 	// tokenError, when set, is the OAuth error every grant answers, with
 	// tokenStatus (default 400).
 	tokenError  string
@@ -148,6 +149,9 @@ func (op *fakeOP) discovery(w http.ResponseWriter, _ *http.Request) {
 	}
 	if op.scopes != nil {
 		doc["scopes_supported"] = op.scopes
+	}
+	if op.noIntrospection {
+		delete(doc, "introspection_endpoint")
 	}
 	if op.userinfo != nil {
 		doc["userinfo_endpoint"] = base + "/userinfo"

@@ -85,6 +85,10 @@ type Config struct {
 	// Audience is a further aud value that marks a Bearer access token as
 	// meant for this service (an API identifier), besides the client id.
 	Audience string
+	// IntrospectionURL, when set, is the RFC 7662 endpoint used instead of
+	// the discovery document's, which may list none (Ory Hydra keeps it on
+	// its admin API).
+	IntrospectionURL string
 	// SubjectClaim names the claim the principal's subject is read from;
 	// empty: sub. Tokens must carry sub all the same.
 	SubjectClaim string
@@ -444,6 +448,9 @@ func (p *Provider) Discover(ctx context.Context) error {
 		err := fmt.Errorf("discovery document advertises no asymmetric signing algorithm (got %q)", meta.Algs)
 		p.setStatus(err, nil)
 		return err
+	}
+	if p.cfg.IntrospectionURL != "" {
+		meta.Introspection = p.cfg.IntrospectionURL
 	}
 	if meta.JWKSURI == "" {
 		err := errors.New("discovery document has no jwks_uri")

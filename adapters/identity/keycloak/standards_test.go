@@ -285,3 +285,22 @@ func TestSubjectClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestIntrospectionURL: a provider that does not advertise its
+// introspection endpoint (Ory Hydra keeps it on its admin API) can be
+// given one (auth.oidc.introspectionUrl); without it an opaque Bearer
+// token is refused with oidc_token_opaque.
+func TestIntrospectionURL(t *testing.T) {
+	op := newFakeOPAt(t, "/oauth2/default")
+	op.noIntrospection = true
+	p := op.provider(t, func(c *Config) { c.Generic = true })
+	if _, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(opaqueToken)); refusal(err) != ReasonOpaque {
+		t.Errorf("not advertised: got %v, want %s", err, ReasonOpaque)
+	}
+	p = op.provider(t, func(c *Config) {
+		c.Generic, c.IntrospectionURL = true, op.issuer+"/protocol/openid-connect/token/introspect"
+	})
+	if got, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(opaqueToken)); err != nil || got.Subject != "user-alice" {
+		t.Errorf("configured: got %+v, %v; want user-alice", got, err)
+	}
+}
