@@ -293,6 +293,14 @@ func TestZitadelExpiry(t *testing.T) {
 			if st, _ := withCookie(t, tc.s, bs.Cookie); st != last {
 				t.Errorf("then %d, want %d still (an ended session never comes back)", st, last)
 			}
+			if last == http.StatusUnauthorized { // a browser is sent to sign in again
+				req, _ := http.NewRequest(http.MethodGet, tc.s.url+"/api/v2/me", nil)
+				req.AddCookie(&http.Cookie{Name: "user_session", Value: bs.Cookie})
+				req.Header.Set("Accept", "text/html")
+				if st, body := do(t, noRedirects(nil), req); st != http.StatusUnauthorized || !strings.Contains(body, `href="/auth/login?return_to=%2Fapi%2Fv2%2Fme"`) {
+					t.Errorf("a browser after the end: %d, want 401 with the sign-in link:\n%s", st, body)
+				}
+			}
 		})
 	}
 }
