@@ -31,8 +31,12 @@ type LoginConfig struct {
 	LoginFailures int
 	LoginWindow   time.Duration
 	// TokenKey (32 bytes) seals the provider's tokens in the session store
-	// with AES-256-GCM; nil stores them unsealed (tests).
+	// with AES-256-GCM; nil stores them unsealed (tests, key sessions).
 	TokenKey []byte
+	// Method is what the principals of these sessions authenticated with:
+	// empty means domain.MethodOIDC; key sessions carry their mode's
+	// (debug sessions must stay debug principals, served on loopback only).
+	Method domain.AuthMethod
 }
 
 // Password-login limits, as multiples of LoginConfig.LoginFailures (L)
@@ -57,7 +61,11 @@ const touchEvery = time.Minute
 // Login is the use case of OIDC logins and the server-side sessions behind
 // the user_session cookie.
 type Login struct {
-	idp      ports.IdentityProvider
+	// idp is nil for key sessions (local, API-key and debug modes): there
+	// is no provider to refresh at or log out of.
+	idp ports.IdentityProvider
+	// keys checks the API keys exchanged for key sessions; nil in OIDC mode.
+	keys     ports.Authenticator
 	sessions ports.LoginSessionStore
 	requests ports.AuthRequestStore
 	throttle ports.LoginThrottle
@@ -83,7 +91,80 @@ func NewLogin(cfg LoginConfig, idp ports.IdentityProvider, sessions ports.LoginS
 		}
 		sessions = sealed
 	}
+	if cfg.Method == "" {
+		cfg.Method = domain.MethodOIDC
+	}
 	return &Login{idp: idp, sessions: sessions, requests: requests, throttle: throttle, clock: clock, cfg: cfg}, nil
+}
+
+// NewKeyLogin is the login use case of local, API-key and debug modes: a
+// browser exchanges an API key, checked by keys, for a user_session cookie
+// session (the same sessions, store and limits as OIDC logins), so the key
+// itself never stays in the browser. cfg.Method names the mode's method.
+func NewKeyLogin(cfg LoginConfig, keys ports.Authenticator, sessions ports.LoginSessionStore, throttle ports.LoginThrottle,
+	clock ports.Clock) (*Login, error) {
+	if keys == nil || cfg.Method == "" || cfg.Method == domain.MethodOIDC {
+		return nil, fmt.Errorf("key login needs a key authenticator and its mode's method: %w", domain.ErrInvalidInput)
+	}
+	l, err := NewLogin(cfg, nil, sessions, nil, throttle, clock)
+	if err != nil {
+		return nil, err
+	}
+	l.keys = keys
+	return l, nil
+}
+
+// KeySignInEnabled reports whether KeyLogin is served.
+func (l *Login) KeySignInEnabled() bool { return l.keys != nil }
+
+// ProviderEnabled reports whether logins go through an identity provider
+// (code flow, password login, back-channel logout).
+func (l *Login) ProviderEnabled() bool { return l.idp != nil }
+
+// maxKey bounds a key sent to KeyLogin.
+const maxKey = 1024
+
+// KeyLogin exchanges an API key for a login session. Failed attempts per
+// client address are limited like password logins (AddressLimit × the
+// login failures per window); the one answer to a wrong key is
+// ErrBadKey, whatever the cause.
+func (l *Login) KeyLogin(ctx context.Context, key, clientAddr string) (LoginResult, error) {
+	if l.keys == nil {
+		return LoginResult{}, fmt.Errorf("key sign-in is served in local, API-key and debug modes only: %w", domain.ErrNotFound)
+	}
+	if key == "" || len(key) > maxKey || !domain.IsBearerToken(key) {
+		return LoginResult{}, ErrBadKey
+	}
+	limits := []ports.LoginLimit{{Key: "key-addr:" + clientAddr, Limit: AddressLimit * l.cfg.LoginFailures}}
+	now := l.clock.Now()
+	if l.cfg.LoginFailures > 0 {
+		res, err := l.throttle.ReserveLoginAttempt(ctx, limits, now, now.Add(-l.cfg.LoginWindow))
+		if err != nil {
+			return LoginResult{}, err
+		}
+		if !res.OK {
+			return LoginResult{}, &RetryAfter{Wait: max(res.Oldest.Add(l.cfg.LoginWindow).Sub(now), time.Second)}
+		}
+	}
+	p, err := l.keys.Authenticate(ctx, ports.Credential{Kind: ports.CredentialBearer, Value: key})
+	if errors.Is(err, domain.ErrUnauthenticated) {
+		return LoginResult{}, ErrBadKey // the recorded attempt stays: a failure
+	}
+	if l.cfg.LoginFailures > 0 {
+		if rerr := l.throttle.ReleaseLoginAttempt(context.WithoutCancel(ctx), []string{limits[0].Key}, now); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	// No provider tokens: the session lives until its absolute end (or
+	// goes idle) and is never refreshed.
+	return l.start(ctx, ports.TokenSet{
+		Subject:      p.Subject,
+		Roles:        domain.RoleExtraction{Roles: p.Roles, Source: p.RoleSource},
+		AccessExpiry: now.Add(l.cfg.SessionMax),
+	}, "")
 }
 
 // LoginResult is a successful login: the cookie value to set (a secret),
@@ -105,12 +186,20 @@ func (e *RetryAfter) Error() string {
 // Is makes errors.Is(err, domain.ErrTooManyRequests) hold.
 func (e *RetryAfter) Is(target error) bool { return target == domain.ErrTooManyRequests }
 
+// ErrBadKey is the one answer to a failed key sign-in.
+var ErrBadKey = fmt.Errorf("this key is not valid here: %w", domain.ErrUnauthenticated)
+
 // ErrBadCredentials is the one answer to a failed password login, whatever
 // the cause (unknown user, wrong password, disabled account).
 var ErrBadCredentials = fmt.Errorf("invalid username or password: %w", domain.ErrUnauthenticated)
 
 // Ready fails with domain.ErrUnavailable until the provider is discovered.
-func (l *Login) Ready() error { return l.idp.Ready() }
+func (l *Login) Ready() error {
+	if l.idp == nil {
+		return nil
+	}
+	return l.idp.Ready()
+}
 
 // PasswordLoginEnabled reports whether POST /auth/login is on.
 func (l *Login) PasswordLoginEnabled() bool { return l.cfg.PasswordLogin }
@@ -288,11 +377,11 @@ func (l *Login) start(ctx context.Context, ts ports.TokenSet, returnTo string) (
 	if err := l.sessions.CreateLoginSession(ctx, s); err != nil {
 		return LoginResult{}, err
 	}
-	return LoginResult{Cookie: cookie, Session: s, Principal: principalOf(ts), ReturnTo: returnTo}, nil
+	return LoginResult{Cookie: cookie, Session: s, Principal: l.principalOf(ts), ReturnTo: returnTo}, nil
 }
 
-func principalOf(ts ports.TokenSet) domain.Principal {
-	return domain.Principal{Subject: ts.Subject, Roles: ts.Roles.Roles, Method: domain.MethodOIDC, RoleSource: ts.Roles.Source}
+func (l *Login) principalOf(ts ports.TokenSet) domain.Principal {
+	return domain.Principal{Subject: ts.Subject, Roles: ts.Roles.Roles, Method: l.cfg.Method, RoleSource: ts.Roles.Source}
 }
 
 // ValidCookie reports whether v has the shape of a cookie this service
@@ -325,7 +414,7 @@ func (l *Login) Authenticate(ctx context.Context, cookie string) (domain.Princip
 		if err != nil {
 			return domain.Principal{}, err
 		}
-		return principalOf(s.Tokens), nil
+		return l.principalOf(s.Tokens), nil
 	}
 	hash := Digest(cookie)
 	now := l.clock.Now()
@@ -345,8 +434,9 @@ func (l *Login) Authenticate(ctx context.Context, cookie string) (domain.Princip
 	if err != nil {
 		return domain.Principal{}, err
 	}
-	l.memory.remember(epoch, s, l.cfg.RefreshBefore)
-	return principalOf(s.Tokens), nil
+	p := l.principalOf(s.Tokens)
+	l.memory.remember(epoch, s, p, l.cfg.RefreshBefore)
+	return p, nil
 }
 
 // expectEcho and awaitEcho bracket ending a session: see
@@ -494,6 +584,9 @@ func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string
 	// Answer only once every instance has been told, so that the logged-out
 	// cookie is refused everywhere from the next request on.
 	l.awaitEcho(ctx, s.IDHash, echo)
+	if l.idp == nil {
+		return "", nil, nil
+	}
 	if s.Tokens.RefreshToken != "" {
 		providerErr = l.idp.Logout(ctx, s.Tokens.RefreshToken)
 	}

@@ -83,7 +83,7 @@ func (m *sessionMemory) since() uint64 {
 
 // remember keeps s, read from the store when the epoch was epoch, unless
 // anything was forgotten since (a change it may not reflect).
-func (m *sessionMemory) remember(epoch uint64, s ports.LoginSession, refreshBefore time.Duration) {
+func (m *sessionMemory) remember(epoch uint64, s ports.LoginSession, p domain.Principal, refreshBefore time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.live || m.epoch != epoch || len(m.entries) >= maxRemembered {
@@ -93,7 +93,7 @@ func (m *sessionMemory) remember(epoch uint64, s ports.LoginSession, refreshBefo
 	if s.Tokens.RefreshToken == "" {
 		refreshAt = s.Tokens.AccessExpiry // nothing to refresh: served until it expires, then ended
 	}
-	m.entries[s.IDHash] = &remembered{principal: principalOf(s.Tokens), expiresAt: s.ExpiresAt, lastSeen: s.LastSeen,
+	m.entries[s.IDHash] = &remembered{principal: p, expiresAt: s.ExpiresAt, lastSeen: s.LastSeen,
 		refreshAt: refreshAt, refreshEnd: s.Tokens.RefreshExpiry, accessUntil: s.Tokens.AccessExpiry}
 }
 

@@ -34,10 +34,15 @@ type LoginConfig struct {
 	BasePath string
 }
 
-// Login serves the OIDC login endpoints (OIDC mode only).
+// Login serves the sign-in endpoints: in OIDC mode the provider's (code
+// flow, password, back-channel logout), in local, API-key and debug modes
+// the API-key sign-in; sign-out in both.
 type Login struct {
 	uc     *app.Login
 	health HealthChecker
+	// origin is the service's public origin, which Origin headers must
+	// name; empty: the host the request was sent to (key sign-in, where
+	// no redirect URI says what the public origin is).
 	origin string
 	secure bool
 	// callbackPath is the path of the redirect URI, where the cookie that
@@ -63,6 +68,23 @@ func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Log
 	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, callbackPath: callbackPath, basePath: cfg.BasePath, log: log.Named("login")}, nil
 }
 
+// KeyLoginConfig is what the key sign-in endpoints need to know.
+type KeyLoginConfig struct {
+	// Secure sets the cookie's Secure attribute: everywhere but on a
+	// loopback listen address served over plain HTTP.
+	Secure   bool
+	BasePath string
+}
+
+// NewKeyLogin builds the sign-in endpoints of local, API-key and debug
+// modes, where a browser exchanges an API key for a session cookie.
+func NewKeyLogin(cfg KeyLoginConfig, uc *app.Login, log *zap.Logger) (*Login, error) {
+	if !uc.KeySignInEnabled() {
+		return nil, fmt.Errorf("rest: the login use case does not sign in with keys: %w", domain.ErrInvalidInput)
+	}
+	return &Login{uc: uc, secure: cfg.Secure, basePath: cfg.BasePath, log: log.Named("login")}, nil
+}
+
 func isLoopbackHost(h string) bool {
 	if strings.EqualFold(h, "localhost") {
 		return true
@@ -71,19 +93,24 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loginRoutes registers the public OIDC endpoints and the CSRF check,
-// ahead of authentication. It does nothing outside OIDC mode.
+// loginRoutes registers the public sign-in endpoints and the CSRF check,
+// ahead of authentication. It does nothing without cookie sessions.
 func (s *Server) loginRoutes() {
 	l := s.cfg.Login
 	if l == nil {
 		return
 	}
 	s.app.Use(l.csrf)
-	s.app.Get("/auth/login", s.public, l.begin)
-	s.app.Get("/auth/callback", s.public, l.callback)
-	s.app.Post("/auth/login", s.public, l.passwordLogin)
+	if l.uc.ProviderEnabled() {
+		s.app.Get("/auth/login", s.public, l.begin)
+		s.app.Get("/auth/callback", s.public, l.callback)
+		s.app.Post("/auth/login", s.public, l.passwordLogin)
+		s.app.Post("/auth/backchannel-logout", s.public, l.backchannelLogout)
+	}
+	if l.uc.KeySignInEnabled() {
+		s.app.Post("/auth/key", s.public, l.keyLogin)
+	}
 	s.app.Post("/auth/logout", s.public, l.logout)
-	s.app.Post("/auth/backchannel-logout", s.public, l.backchannelLogout)
 }
 
 // healthRoutes registers GET /health (see health). It makes no access
@@ -100,31 +127,24 @@ func loggedIn(c *fiber.Ctx, res app.LoginResult) {
 }
 
 // csrf refuses cross-site unsafe requests that a browser would send with
-// the user_session cookie: with a cookie and no Authorization header, a
-// POST, PUT, PATCH or DELETE must come from our own origin
-// (Sec-Fetch-Site: same-origin or none, else an Origin header equal to
-// ours). Requests without either header are not from a modern browser and
-// pass; SameSite=Lax already keeps the cookie off cross-site POSTs of old
-// ones. Password login is checked too (login CSRF).
+// the user_session cookie (crossSite): with a cookie and no Authorization
+// header, a POST, PUT, PATCH or DELETE (an API call or a console form)
+// must come from our own origin. The sign-in forms are checked too (login
+// CSRF).
 func (l *Login) csrf(c *fiber.Ctx) error {
 	switch c.Method() {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return c.Next()
 	}
 	// Fiber routes case-insensitively and ignores a trailing slash: every
-	// spelling that reaches the password login is a login.
-	isLogin := strings.EqualFold(strings.TrimRight(c.Path(), "/"), "/auth/login")
+	// spelling that reaches a sign-in is a sign-in.
+	p := strings.TrimRight(c.Path(), "/")
+	isLogin := strings.EqualFold(p, "/auth/login") || strings.EqualFold(p, "/auth/key")
 	if !isLogin && (c.Cookies(SessionCookie) == "" || c.Get(fiber.HeaderAuthorization) != "") {
 		return c.Next()
 	}
-	if site := c.Get("Sec-Fetch-Site"); site != "" {
-		if site == "same-origin" || site == "none" {
-			return c.Next()
-		}
-		return fmt.Errorf("cross-site request refused (Sec-Fetch-Site: %s): %w", site, domain.ErrForbidden)
-	}
-	if origin := c.Get(fiber.HeaderOrigin); origin != "" && origin != l.origin {
-		return fmt.Errorf("cross-origin request refused (Origin is not %s): %w", l.origin, domain.ErrForbidden)
+	if err := crossSite(c, l.origin); err != nil {
+		return err
 	}
 	return c.Next()
 }
@@ -240,6 +260,9 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 	}
 	l.setCookie(c, res)
 	loggedIn(c, res)
+	if wantsRedirect(c) {
+		return c.Redirect(returnTo(c), fiber.StatusSeeOther)
+	}
 	return c.JSON(loginResponse{
 		Subject:    res.Principal.Subject,
 		Username:   res.Session.Tokens.Username,
@@ -247,6 +270,52 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 		RoleSource: res.Principal.RoleSource,
 		ExpiresAt:  res.Session.ExpiresAt,
 	})
+}
+
+// wantsRedirect reports whether a sign-in or sign-out was posted by a
+// browser's form, to be answered with a redirect (POST-redirect-GET)
+// rather than JSON.
+func wantsRedirect(c *fiber.Ctx) bool {
+	return c.Accepts(fiber.MIMEApplicationJSON, fiber.MIMETextHTML) == fiber.MIMETextHTML &&
+		!strings.HasPrefix(string(c.Request().Header.ContentType()), fiber.MIMEApplicationJSON)
+}
+
+type keyLoginRequest struct {
+	Key string `json:"key"`
+}
+
+// keyLogin is POST /auth/key with the API key as the form field key (or
+// JSON {"key": …}): the key is checked like a Bearer credential and
+// exchanged for a user_session cookie session, so the browser never keeps
+// the key. A form post is answered with a redirect to return_to.
+func (l *Login) keyLogin(c *fiber.Ctx) error {
+	var req keyLoginRequest
+	switch ct := string(c.Request().Header.ContentType()); {
+	case strings.HasPrefix(ct, fiber.MIMEApplicationJSON):
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	case strings.HasPrefix(ct, fiber.MIMEApplicationForm), strings.HasPrefix(ct, fiber.MIMEMultipartForm):
+		req.Key = c.FormValue("key")
+	default:
+		return fmt.Errorf("send the key as the form field key or as application/json: %w", domain.ErrInvalidInput)
+	}
+	stateOf(c).note = "key sign-in"
+	res, err := l.uc.KeyLogin(c.UserContext(), strings.TrimSpace(req.Key), clientOf(c).String())
+	var ra *app.RetryAfter
+	if errors.As(err, &ra) {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))
+	}
+	if err != nil {
+		return err
+	}
+	l.setCookie(c, res)
+	loggedIn(c, res)
+	if wantsRedirect(c) {
+		return c.Redirect(returnTo(c), fiber.StatusSeeOther)
+	}
+	return c.JSON(loginResponse{Subject: res.Principal.Subject, Roles: res.Principal.Roles, RoleSource: res.Principal.RoleSource,
+		ExpiresAt: res.Session.ExpiresAt})
 }
 
 type logoutResponse struct {
@@ -270,6 +339,11 @@ func (l *Login) logout(c *fiber.Ctx) error {
 	if providerErr != nil {
 		// The session is gone here; the provider may keep its own.
 		l.log.Warn("provider logout failed; local session ended", zap.String("request_id", requestID(c)), zap.Error(providerErr))
+	}
+	if wantsRedirect(c) {
+		// The provider's session was ended from here (its logout endpoint);
+		// the browser lands on the sign-in page.
+		return c.Redirect("/?signed_out=1", fiber.StatusSeeOther)
 	}
 	return c.JSON(logoutResponse{LoggedOut: true, EndSessionURL: endURL})
 }

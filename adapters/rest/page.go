@@ -1,53 +1,28 @@
 package rest
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
-	"html/template"
 	"net/url"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/adapters/rest/console"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
 )
 
-// Browsers get a page, API clients JSON. When a request prefers text/html
-// (a browser following a link), a 401 anywhere and any error of the login
-// endpoints answer a small HTML page with the same status: what happened,
-// the request id, and a way on (a link to /auth/login in OIDC mode, how to
-// send a credential otherwise). The page has no script; its one style block
-// is allowed by its hash in the Content-Security-Policy, and html/template
-// escapes everything it shows.
-
-const pageStyle = `body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;color:#222}` +
-	`h1{font-size:1.4rem}code{background:#f3f3f3;padding:0 .2rem}.id{color:#666;font-size:.85rem}a.button{display:inline-block;` +
-	`padding:.5rem 1rem;background:#1a5fb4;color:#fff;text-decoration:none;border-radius:.3rem}`
-
-// pageCSP allows nothing but the style block above.
-var pageCSP = func() string {
-	sum := sha256.Sum256([]byte(pageStyle))
-	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-		"'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-}()
-
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>{{.Title}} – agentauth</title><style>` + pageStyle + `</style></head>
-<body><h1>{{.Title}}</h1>
-<p>{{.Message}}</p>
-{{if .LoginURL}}<p><a class="button" href="{{.LoginURL}}">Sign in</a></p>
-{{else}}<p>{{.HowTo}}</p>
-{{end}}<p class="id">Status {{.Status}} · request id <code>{{.RequestID}}</code> (quote it when you report this)</p>
-</body></html>
-`))
-
-type page struct {
-	Title, Message, HowTo, LoginURL, RequestID string
-	Status                                     int
-}
+// Browsers get a page, API clients JSON. A request that prefers text/html
+// (a browser following a link or posting a form) gets, for a 401 anywhere
+// and for any error of the sign-in endpoints, the console's sign-in page as
+// the body of that answer, with the same status and headers; a console URL
+// answers every error as a page (a 403 names the missing permission). The
+// pages carry no script and a Content-Security-Policy of their own.
 
 // wantsPage reports whether the error answer to c should be a page.
 func (s *Server) wantsPage(c *fiber.Ctx, status int) bool {
+	if console.IsConsolePath(c.Path()) {
+		return true
+	}
 	if c.Accepts(fiber.MIMEApplicationJSON, fiber.MIMETextHTML) != fiber.MIMETextHTML {
 		return false
 	}
@@ -56,33 +31,50 @@ func (s *Server) wantsPage(c *fiber.Ctx, status int) bool {
 
 // writePage answers the error p as a page.
 func (s *Server) writePage(c *fiber.Ctx, p problem) error {
-	pg := page{Message: p.detail.Message, RequestID: requestID(c), Status: p.status}
+	onAuth := strings.HasPrefix(c.Path(), "/auth/")
+	if p.status != fiber.StatusUnauthorized && !onAuth {
+		return s.console.WriteProblem(c, console.Problem{Status: p.status, Message: p.detail.Message,
+			Missing: domain.Permission(p.detail.Missing), RequestID: requestID(c)})
+	}
+	in := console.SignIn{ReturnTo: returnTo(c), RequestID: requestID(c)}
 	switch {
-	case p.status == fiber.StatusUnauthorized && strings.HasPrefix(c.Path(), "/auth/"):
-		pg.Title = "Sign-in did not complete"
-	case p.status == fiber.StatusUnauthorized:
-		pg.Title = "Sign-in required"
-	case p.status == fiber.StatusTooManyRequests:
-		pg.Title = "Too many sign-in attempts"
-	case p.status == fiber.StatusServiceUnavailable:
-		pg.Title = "Sign-in is unavailable right now"
-	default:
-		pg.Title = "Sign-in did not complete"
+	case onAuth:
+		in.Error = p.detail.Message
+	case c.Query("signed_out") != "":
+		in.Notice = "You are signed out."
+	case c.Cookies(SessionCookie) != "":
+		in.Error = "Your session has ended; sign in again."
 	}
-	if s.cfg.Login != nil {
-		pg.LoginURL = s.cfg.BasePath + "/auth/login"
-		if c.Method() == fiber.MethodGet && !strings.HasPrefix(c.Path(), "/auth/") {
-			pg.LoginURL += "?return_to=" + url.QueryEscape(c.Path())
+	if l := s.cfg.Login; l != nil {
+		if l.uc.ProviderEnabled() {
+			in.ProviderURL = s.cfg.BasePath + "/auth/login?return_to=" + url.QueryEscape(in.ReturnTo)
+			in.ProviderName = "your identity provider"
+			in.Password = l.uc.PasswordLoginEnabled()
 		}
-	} else {
-		pg.HowTo = "This service authenticates API clients: send your key or access token as the header " +
-			"Authorization: Bearer <credential>. Ask your administrator for one."
+		in.Key = l.uc.KeySignInEnabled()
 	}
-	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, pg); err != nil {
-		return err
+	return s.console.WriteSignIn(c, p.status, in)
+}
+
+// returnTo is where a sign-in from this request goes next: the page asked
+// for, or the return_to of a sign-in form, or the console.
+func returnTo(c *fiber.Ctx) string {
+	to := "/console/"
+	switch {
+	case strings.HasPrefix(c.Path(), "/auth/"):
+		if v := c.FormValue("return_to"); v != "" {
+			to = v
+		} else if v := c.Query("return_to"); v != "" {
+			to = v
+		}
+	case c.Method() == fiber.MethodGet && c.Path() != "/":
+		to = c.Path()
+		if q := c.Request().URI().QueryString(); len(q) > 0 {
+			to += "?" + string(q)
+		}
 	}
-	c.Set(fiber.HeaderContentSecurityPolicy, pageCSP)
-	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	return c.Status(p.status).Send(b.Bytes())
+	if !app.SafeReturnTo(to) {
+		return "/console/"
+	}
+	return to
 }

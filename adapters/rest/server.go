@@ -15,6 +15,7 @@ import (
 	"github.com/google/wire"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/rest/console"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -68,6 +69,9 @@ type Server struct {
 	audits   *app.Audit
 	settings *app.Settings
 	metrics  *httpMetrics
+	// console renders the web console's pages, the sign-in page (the body
+	// of a browser's 401) and error pages included.
+	console *console.Console
 	// loopbackOnly: the configured and the actual listen address are both
 	// loopback, the only place debug principals are served.
 	loopbackOnly atomic.Bool
@@ -104,6 +108,7 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 		s.exchangeLimit, s.introspectLimit = newWindowLimiter(cfg.AgentTokens.RateLimit), newWindowLimiter(cfg.AgentTokens.RateLimit)
 	}
 	s.metrics = newHTTPMetrics(s)
+	s.console = console.New(s.consoleUseCases(), console.Env{Principal: principalOf, RequestID: requestID, BasePath: cfg.BasePath})
 	s.app = fiber.New(s.fiberConfig())
 	s.routes()
 	if cfg.AgentTokens != nil {
@@ -146,7 +151,35 @@ func (s *Server) apiRoutes() []route {
 		s.accessRoutes(),
 		s.metricsRoutes(),
 		s.agentTokenRoutes(),
+		s.consoleRoutes(),
 	)
+}
+
+// consoleUseCases are the use cases the console's pages call: the same
+// instances the JSON endpoints use.
+func (s *Server) consoleUseCases() console.UseCases {
+	uc := console.UseCases{Authz: s.authz, Sessions: s.sessions, Settings: s.settings, Audit: s.audits}
+	if a := s.cfg.Access; a != nil {
+		uc.Projects, uc.Catalog, uc.Policies, uc.Agents, uc.ToolCalls, uc.Dashboard = a.Projects, a.Catalog, a.Policies, a.Agents, a.ToolCalls, a.Dashboard
+	}
+	if t := s.cfg.AgentTokens; t != nil {
+		uc.AgentTokens = t.Tokens
+	}
+	return uc
+}
+
+// consoleRoutes are the console's pages and forms, behind the same
+// authentication, permission check and audit record as the API. They are
+// served when the access model is (every mode of the binary).
+func (s *Server) consoleRoutes() []route {
+	if s.cfg.Access == nil || s.cfg.AgentTokens == nil {
+		return nil
+	}
+	var out []route
+	for _, r := range s.console.Routes() {
+		out = append(out, route{r.Method, r.Path, r.Need, r.Handler})
+	}
+	return out
 }
 
 func (s *Server) routes() {

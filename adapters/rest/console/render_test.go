@@ -1,0 +1,145 @@
+package console
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// hostile is a value with markup in every text field: pages must show it
+// as text.
+const hostile = `<script>alert(1)</script>"'><img src=x>`
+
+func testConsole(t testing.TB) *Console {
+	t.Helper()
+	authz, err := domain.NewAuthorizer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := domain.Principal{Subject: hostile, Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodDebug, RoleSource: hostile}
+	return New(UseCases{Authz: authz}, Env{Principal: func(*fiber.Ctx) domain.Principal { return admin }, RequestID: func(*fiber.Ctx) string { return hostile },
+		BasePath: "/base"})
+}
+
+// pageData holds a representative value of each page's data, with markup
+// in every caller-chosen text.
+func pageData(rows int) map[string]any {
+	now := time.Now()
+	var sessions []domain.Session
+	var records []domain.AuditRecord
+	for i := range rows {
+		sessions = append(sessions, domain.Session{ID: "ses_" + hostile, Owner: hostile, Project: hostile, Title: hostile, Mode: domain.ModeAsk, State: domain.SessionActive, CreatedAt: now})
+		records = append(records, domain.AuditRecord{Seq: int64(i + 1), Time: now, Subject: hostile, Method: "GET", Path: "/api/v2/" + hostile, Decision: domain.AuditDeny,
+			Reason: hostile, Status: 403, Roles: []domain.Role{domain.RoleUser}})
+	}
+	call := domain.ToolCall{ID: hostile, Session: hostile, Agent: hostile, Tool: hostile, Status: domain.CallPending, RequestedBy: hostile, CreatedAt: now}
+	return map[string]any{
+		"me": meData{Method: domain.MethodDebug, RoleSource: hostile, Permissions: []permissionRow{{domain.PermMeRead, hostile}}},
+		"sessions": struct {
+			Sessions []domain.Session
+			Projects []domain.Project
+		}{sessions, []domain.Project{{ID: hostile, Name: hostile}}},
+		"session": sessionData{Session: sessions[0], Agents: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}},
+			ToolCalls: []domain.ToolCall{call}, Servers: []domain.Server{{Name: hostile}},
+			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
+		"approvals": []pendingCall{{sessions[0], call}},
+		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, States: []stateCount{{hostile, 1}}},
+		"projects":  []domain.Project{{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile}}}},
+		"project": struct {
+			Project domain.Project
+			Members string
+		}{domain.Project{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile, Lead: true}}}, hostile},
+		"settings": domain.Settings{SecurityGateway: true, DefaultSessionMode: domain.ModeAsk},
+		"policies": policiesData{Rules: []domain.PolicyRule{{ID: hostile, Effect: domain.EffectAllow, Tool: hostile, Scope: domain.ScopeRole, Value: hostile}},
+			Roles: []domain.Role{domain.RoleUser}, Can: &canAnswer{Role: hostile, Action: hostile, Resource: hostile, Answer: hostile}},
+		"catalog": struct {
+			Servers []domain.Server
+			Tools   []domain.Tool
+		}{[]domain.Server{{Name: hostile, URL: hostile}}, []domain.Tool{{Name: hostile, Server: hostile}}},
+		"roles":  []roleRow{{Name: domain.Role(hostile), Permissions: []domain.Permission{domain.Permission(hostile)}}},
+		"audit":  auditData{Subject: hostile, Decision: hostile, Since: hostile, Until: hostile, Records: records, Next: hostile, CanExport: true},
+		"record": records[0],
+		"verify": verifyData{Step: app.VerifyStep{ChainReport: domain.ChainReport{Breaks: []domain.ChainBreak{{Kind: domain.BreakKind(hostile)}}, BreakCount: 1}, Next: 5},
+			Checkpoints: []domain.AuditCheckpoint{{Seq: 1, KeyID: hostile, Hash: hostile}}},
+		"problem": Problem{Status: 403, Title: hostile, Message: hostile, Missing: domain.Permission(hostile), RequestID: hostile},
+		"signin":  SignIn{ReturnTo: hostile, ProviderURL: "javascript:alert(1)", ProviderName: hostile, Password: true, Key: true, Error: hostile, Notice: hostile, RequestID: hostile},
+	}
+}
+
+func renderPage(t testing.TB, c *Console, name string, data any) (int, string, pageHeaders) {
+	t.Helper()
+	a := fiber.New()
+	a.Get("/", func(ctx *fiber.Ctx) error {
+		if name == "signin" {
+			return c.WriteSignIn(ctx, 401, data.(SignIn))
+		}
+		return c.render(ctx, 200, name, hostile, data)
+	})
+	res, err := a.Test(httptest.NewRequest("GET", "/?done="+strings.ReplaceAll(hostile, " ", "%20"), nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), pageHeaders{res.Header.Get("Content-Security-Policy"), res.Header.Get("X-Frame-Options")}
+}
+
+type pageHeaders struct{ csp, frame string }
+
+// TestEveryPageRendersEscaped renders every template with markup in every
+// text it shows: each renders, nothing is unescaped, a javascript: URL is
+// neutralised, and the answer carries the CSP and refuses framing.
+func TestEveryPageRendersEscaped(t *testing.T) {
+	c := testConsole(t)
+	data := pageData(3)
+	for name := range c.pages {
+		t.Run(name, func(t *testing.T) {
+			d, ok := data[name]
+			if !ok {
+				t.Fatalf("no test data for page %s; add it to pageData", name)
+			}
+			status, body, h := renderPage(t, c, name, d)
+			if status != 200 && status != 401 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			for _, bad := range []string{"<script>", "<img src=x>", `href="javascript:`} {
+				if strings.Contains(body, bad) {
+					t.Errorf("page holds %q unescaped", bad)
+				}
+			}
+			if got, want := h.csp, CSP; got != want {
+				t.Errorf("CSP %q, want %q", got, want)
+			}
+			if !strings.Contains(h.csp, "frame-ancestors 'none'") || strings.Contains(h.csp, "unsafe") || h.frame != "DENY" {
+				t.Errorf("CSP %q, X-Frame-Options %q: want frames refused and nothing unsafe", h.csp, h.frame)
+			}
+		})
+	}
+}
+
+// BenchmarkAuditPage50 is the server time of the heaviest list page (50
+// audit records) spent in this package: building and writing the HTML.
+func BenchmarkAuditPage50(b *testing.B) {
+	c := testConsole(b)
+	d := pageData(50)["audit"]
+	a := fiber.New()
+	a.Get("/", func(ctx *fiber.Ctx) error { return c.render(ctx, 200, "audit", "Audit log", d) })
+	h := a.Handler()
+	b.ReportAllocs()
+	for b.Loop() {
+		var fc fasthttp.RequestCtx
+		fc.Request.SetRequestURI("/")
+		h(&fc)
+		if fc.Response.StatusCode() != 200 {
+			b.Fatal(fc.Response.StatusCode())
+		}
+		b.SetBytes(int64(len(fc.Response.Body())))
+	}
+}

@@ -1,0 +1,582 @@
+package console
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Route is one page or form of the console and the permission it needs,
+// registered by the edge behind the same stages as the API's routes.
+type Route struct {
+	Method  string
+	Path    string
+	Need    domain.Permission
+	Handler fiber.Handler
+}
+
+// Routes lists every console route.
+func (c *Console) Routes() []Route {
+	get, post := fiber.MethodGet, fiber.MethodPost
+	return []Route{
+		{get, "/", domain.PermMeRead, c.home},
+		{get, "/console", domain.PermMeRead, c.me},
+		{get, "/console/", domain.PermMeRead, c.me},
+
+		{get, "/console/sessions", domain.PermSessionsRead, c.sessions},
+		{post, "/console/sessions", domain.PermSessionsWrite, c.createSession},
+		{get, "/console/sessions/:id", domain.PermSessionsRead, c.session},
+		{post, "/console/sessions/:id/close", domain.PermSessionsWrite, c.closeSession},
+		{post, "/console/sessions/:id/mode", domain.PermSessionsWrite, c.setMode},
+		{post, "/console/sessions/:id/agents", domain.PermAgentsWrite, c.createAgent},
+		{post, "/console/sessions/:id/tokens", domain.PermAgentsToken, c.mintToken},
+		{post, "/console/sessions/:id/tool-calls/:call/approve", domain.PermToolCallsApprove, c.resolve(true)},
+		{post, "/console/sessions/:id/tool-calls/:call/reject", domain.PermToolCallsApprove, c.resolve(false)},
+		{get, "/console/approvals", domain.PermToolCallsApprove, c.approvals},
+
+		{get, "/console/dashboard", domain.PermDashboardRead, c.dashboard},
+		{get, "/console/projects", domain.PermProjectsRead, c.projects},
+		{post, "/console/projects", domain.PermProjectsCreate, c.createProject},
+		{get, "/console/projects/:id", domain.PermProjectsRead, c.project},
+		{post, "/console/projects/:id/members", domain.PermProjectsWrite, c.setMembers},
+
+		{get, "/console/settings", domain.PermSettingsRead, c.settings},
+		{post, "/console/settings", domain.PermSettingsWrite, c.putSettings},
+		{get, "/console/policies", domain.PermPoliciesRead, c.policies},
+		{post, "/console/policies", domain.PermPoliciesWrite, c.createPolicy},
+		{post, "/console/policies/:id/delete", domain.PermPoliciesWrite, c.deletePolicy},
+		{get, "/console/catalog", domain.PermServersRead, c.catalog},
+		{post, "/console/catalog/servers", domain.PermServersWrite, c.createServer},
+		{post, "/console/catalog/tools", domain.PermToolsWrite, c.createTool},
+		{get, "/console/roles", domain.PermSettingsRead, c.roles},
+
+		{get, "/console/audit", domain.PermAuditRead, c.audit},
+		{get, "/console/audit/verify", domain.PermAuditRead, c.verify},
+		{get, "/console/audit/:seq", domain.PermAuditRead, c.record},
+	}
+}
+
+func (c *Console) principal(ctx *fiber.Ctx) domain.Principal { return c.env.Principal(ctx) }
+
+// home sends a signed-in browser from the root to the console.
+func (c *Console) home(ctx *fiber.Ctx) error {
+	return ctx.Redirect("/console/", fiber.StatusFound)
+}
+
+type meData struct {
+	Method      domain.AuthMethod
+	RoleSource  string
+	Permissions []permissionRow
+}
+
+type permissionRow struct {
+	Name        domain.Permission
+	Description string
+}
+
+func (c *Console) me(ctx *fiber.Ctx) error {
+	p := c.principal(ctx)
+	d := meData{Method: p.Method, RoleSource: p.RoleSource}
+	for _, perm := range c.uc.Authz.Permissions(p.Roles) {
+		d.Permissions = append(d.Permissions, permissionRow{perm, perm.Describe()})
+	}
+	return c.render(ctx, fiber.StatusOK, "me", "Who am I", d)
+}
+
+// pageSize is the rows of a list page.
+const pageSize = 50
+
+func (c *Console) sessions(ctx *fiber.Ctx) error {
+	list, err := c.uc.Sessions.List(ctx.UserContext(), c.principal(ctx), pageSize)
+	if err != nil {
+		return err
+	}
+	var projects []domain.Project
+	if c.has(ctx, domain.PermSessionsWrite) {
+		if projects, err = c.uc.Projects.List(ctx.UserContext(), c.principal(ctx)); err != nil {
+			return err
+		}
+	}
+	return c.render(ctx, fiber.StatusOK, "sessions", "Sessions", struct {
+		Sessions []domain.Session
+		Projects []domain.Project
+	}{list, projects})
+}
+
+func (c *Console) createSession(ctx *fiber.Ctx) error {
+	s, err := c.uc.Sessions.Create(ctx.UserContext(), c.principal(ctx), app.NewSession{
+		Title: ctx.FormValue("title"), Project: ctx.FormValue("project"), Mode: ctx.FormValue("mode")})
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/sessions/"+s.ID, "session created")
+}
+
+type sessionData struct {
+	Session   domain.Session
+	Agents    []domain.Agent
+	ToolCalls []domain.ToolCall
+	Tools     []domain.Tool
+	Servers   []domain.Server
+	// Minted is a token just minted: shown once, never stored.
+	Minted *app.Minted
+}
+
+func (c *Console) loadSession(ctx *fiber.Ctx) (sessionData, error) {
+	p, id := c.principal(ctx), ctx.Params("id")
+	var d sessionData
+	var err error
+	if d.Session, err = c.uc.Sessions.Get(ctx.UserContext(), p, id); err != nil {
+		return d, err
+	}
+	if d.Agents, err = c.uc.Agents.List(ctx.UserContext(), p, id); err != nil {
+		return d, err
+	}
+	if d.ToolCalls, err = c.uc.ToolCalls.List(ctx.UserContext(), p, id, pageSize); err != nil {
+		return d, err
+	}
+	if c.has(ctx, domain.PermAgentsToken) {
+		if d.Tools, err = c.uc.Catalog.ListTools(ctx.UserContext(), p); err != nil {
+			return d, err
+		}
+		if c.has(ctx, domain.PermServersRead) {
+			if d.Servers, err = c.uc.Catalog.ListServers(ctx.UserContext()); err != nil {
+				return d, err
+			}
+		}
+	}
+	return d, nil
+}
+
+func (c *Console) session(ctx *fiber.Ctx) error {
+	d, err := c.loadSession(ctx)
+	if err != nil {
+		return err
+	}
+	return c.render(ctx, fiber.StatusOK, "session", "Session "+d.Session.Title, d)
+}
+
+func (c *Console) closeSession(ctx *fiber.Ctx) error {
+	if err := c.uc.Sessions.Delete(ctx.UserContext(), c.principal(ctx), ctx.Params("id")); err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/sessions", "session closed")
+}
+
+func (c *Console) setMode(ctx *fiber.Ctx) error {
+	s, err := c.uc.Sessions.SetMode(ctx.UserContext(), c.principal(ctx), ctx.Params("id"), ctx.FormValue("mode"))
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/sessions/"+s.ID, "mode set to "+string(s.Mode))
+}
+
+// list splits a comma- or space-separated field; an empty field is nil
+// ("all that the parent has", as in the API).
+func list(v string) []string {
+	f := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+	if len(f) == 0 {
+		return nil
+	}
+	return f
+}
+
+func (c *Console) createAgent(ctx *fiber.Ctx) error {
+	a, err := c.uc.Agents.Create(ctx.UserContext(), c.principal(ctx), ctx.Params("id"), app.NewAgent{
+		Parent: ctx.FormValue("parent"), Tools: list(ctx.FormValue("tools")), Mode: ctx.FormValue("mode")})
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/sessions/"+ctx.Params("id"), "agent "+a.ID+" created")
+}
+
+// mintToken mints an agent token and shows it in the answer to the post
+// itself, once: it is never stored nor put in a URL, so a reload cannot
+// show it again.
+func (c *Console) mintToken(ctx *fiber.Ctx) error {
+	m, err := c.uc.AgentTokens.Mint(ctx.UserContext(), c.principal(ctx), ctx.Params("id"), ctx.FormValue("agent"), app.MintRequest{
+		Audience: ctx.FormValue("audience"), Tools: list(ctx.FormValue("tools")), TTL: ctx.FormValue("ttl")})
+	if err != nil {
+		return err
+	}
+	d, err := c.loadSession(ctx)
+	if err != nil {
+		return err
+	}
+	d.Minted = &m
+	return c.render(ctx, fiber.StatusCreated, "session", "Session "+d.Session.Title, d)
+}
+
+func (c *Console) resolve(approve bool) fiber.Handler {
+	return func(ctx *fiber.Ctx) error {
+		tc, err := c.uc.ToolCalls.Resolve(ctx.UserContext(), c.principal(ctx), ctx.Params("id"), ctx.Params("call"), approve)
+		if err != nil {
+			return err
+		}
+		back := "/console/sessions/" + tc.Session
+		if ctx.FormValue("back") == "approvals" {
+			back = "/console/approvals"
+		}
+		return c.done(ctx, back, "tool call "+tc.ID+" "+string(tc.Status))
+	}
+}
+
+type pendingCall struct {
+	Session domain.Session
+	Call    domain.ToolCall
+}
+
+// approvals lists the pending tool calls of the sessions the caller sees
+// (its own and, for a LEAD, its projects'), which it may approve where it
+// manages the session.
+func (c *Console) approvals(ctx *fiber.Ctx) error {
+	p := c.principal(ctx)
+	sessions, err := c.uc.Sessions.List(ctx.UserContext(), p, pageSize)
+	if err != nil {
+		return err
+	}
+	var pending []pendingCall
+	for _, s := range sessions {
+		if s.State != domain.SessionActive {
+			continue
+		}
+		calls, err := c.uc.ToolCalls.List(ctx.UserContext(), p, s.ID, pageSize)
+		if err != nil {
+			return err
+		}
+		for _, tc := range calls {
+			if tc.Status == domain.CallPending {
+				pending = append(pending, pendingCall{s, tc})
+			}
+		}
+	}
+	return c.render(ctx, fiber.StatusOK, "approvals", "Approvals", pending)
+}
+
+type dashboardData struct {
+	app.DashboardView
+	States []stateCount
+	Owners []stateCount
+}
+
+type stateCount struct {
+	Name  string
+	Count int
+}
+
+func counts[K ~string](m map[K]int) []stateCount {
+	out := make([]stateCount, 0, len(m))
+	for k, n := range m {
+		out = append(out, stateCount{string(k), n})
+	}
+	slices.SortFunc(out, func(a, b stateCount) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (c *Console) dashboard(ctx *fiber.Ctx) error {
+	v, err := c.uc.Dashboard.Get(ctx.UserContext(), c.principal(ctx))
+	if err != nil {
+		return err
+	}
+	return c.render(ctx, fiber.StatusOK, "dashboard", "Dashboard", dashboardData{v, counts(v.ByState), counts(v.ByOwner)})
+}
+
+func (c *Console) projects(ctx *fiber.Ctx) error {
+	list, err := c.uc.Projects.List(ctx.UserContext(), c.principal(ctx))
+	if err != nil {
+		return err
+	}
+	return c.render(ctx, fiber.StatusOK, "projects", "Projects", list)
+}
+
+// members reads "alice, bob" and "lead: carol" lines: one subject per
+// item, "lead:" before a subject makes it a lead.
+func members(v string) []domain.Member {
+	var out []domain.Member
+	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if s, ok := strings.CutPrefix(item, "lead:"); ok {
+			out = append(out, domain.Member{Subject: strings.TrimSpace(s), Lead: true})
+			continue
+		}
+		out = append(out, domain.Member{Subject: item})
+	}
+	return out
+}
+
+func (c *Console) createProject(ctx *fiber.Ctx) error {
+	p, err := c.uc.Projects.Create(ctx.UserContext(), c.principal(ctx), ctx.FormValue("name"), members(ctx.FormValue("members")))
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/projects/"+p.ID, "project created")
+}
+
+func (c *Console) project(ctx *fiber.Ctx) error {
+	p, err := c.uc.Projects.Get(ctx.UserContext(), c.principal(ctx), ctx.Params("id"))
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, m := range p.Members {
+		if m.Lead {
+			lines = append(lines, "lead:"+m.Subject)
+		} else {
+			lines = append(lines, m.Subject)
+		}
+	}
+	return c.render(ctx, fiber.StatusOK, "project", "Project "+p.Name, struct {
+		Project domain.Project
+		Members string
+	}{p, strings.Join(lines, "\n")})
+}
+
+func (c *Console) setMembers(ctx *fiber.Ctx) error {
+	p, err := c.uc.Projects.SetMembers(ctx.UserContext(), c.principal(ctx), ctx.Params("id"), members(ctx.FormValue("members")))
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/projects/"+p.ID, "members saved")
+}
+
+func (c *Console) settings(ctx *fiber.Ctx) error {
+	st, err := c.uc.Settings.Get(ctx.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.render(ctx, fiber.StatusOK, "settings", "Settings", st)
+}
+
+func (c *Console) putSettings(ctx *fiber.Ctx) error {
+	next := domain.Settings{SecurityGateway: ctx.FormValue("security_gateway") == "on",
+		DefaultSessionMode: domain.SessionMode(ctx.FormValue("default_session_mode"))}
+	if err := c.uc.Settings.Put(ctx.UserContext(), next); err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/settings", "settings saved")
+}
+
+type policiesData struct {
+	Rules []domain.PolicyRule
+	Roles []domain.Role
+	Perms []domain.Permission
+	// Can is the simulator's question and answer; nil when none was asked.
+	Can *canAnswer
+}
+
+type canAnswer struct {
+	Role, Action, Resource string
+	Allowed                bool
+	Answer                 string
+}
+
+// policies lists the rules and answers "may role R do action A on
+// resource S" as `agentauth policy can` does.
+func (c *Console) policies(ctx *fiber.Ctx) error {
+	rules, err := c.uc.Policies.List(ctx.UserContext())
+	if err != nil {
+		return err
+	}
+	d := policiesData{Rules: rules, Roles: c.uc.Authz.Roles(), Perms: domain.AllPermissions()}
+	if role := ctx.Query("role"); role != "" {
+		a := canAnswer{Role: role, Action: ctx.Query("action"), Resource: ctx.Query("resource")}
+		r := domain.Role(strings.ToUpper(strings.TrimSpace(role)))
+		perm, perr := domain.ParsePermission(strings.ToLower(strings.TrimSpace(a.Resource)) + ":" + strings.ToLower(strings.TrimSpace(a.Action)))
+		switch {
+		case !c.uc.Authz.Knows(r):
+			return fmt.Errorf("unknown role %q; known roles: %s: %w", role, domain.JoinRoles(c.uc.Authz.Roles()), domain.ErrInvalidInput)
+		case perr != nil:
+			return perr
+		}
+		dec := c.uc.Authz.Decide([]domain.Role{r}, perm)
+		a.Allowed = dec.Allowed
+		if dec.Allowed {
+			a.Answer = "allow: " + dec.Reason() + " (" + perm.Describe() + ")"
+		} else {
+			a.Answer = "deny: " + dec.Reason()
+		}
+		d.Can = &a
+	}
+	return c.render(ctx, fiber.StatusOK, "policies", "Policies", d)
+}
+
+func (c *Console) createPolicy(ctx *fiber.Ctx) error {
+	r, err := c.uc.Policies.Create(ctx.UserContext(), c.principal(ctx), domain.PolicyRule{
+		Effect: domain.Effect(ctx.FormValue("effect")), Tool: ctx.FormValue("tool"),
+		Scope: domain.ScopeKind(ctx.FormValue("scope")), Value: ctx.FormValue("value")})
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/policies", "rule "+r.ID+" added")
+}
+
+func (c *Console) deletePolicy(ctx *fiber.Ctx) error {
+	if err := c.uc.Policies.Delete(ctx.UserContext(), ctx.Params("id")); err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/policies", "rule removed")
+}
+
+func (c *Console) catalog(ctx *fiber.Ctx) error {
+	servers, err := c.uc.Catalog.ListServers(ctx.UserContext())
+	if err != nil {
+		return err
+	}
+	var tools []domain.Tool
+	if c.has(ctx, domain.PermToolsRead) {
+		if tools, err = c.uc.Catalog.ListTools(ctx.UserContext(), c.principal(ctx)); err != nil {
+			return err
+		}
+	}
+	return c.render(ctx, fiber.StatusOK, "catalog", "Servers & tools", struct {
+		Servers []domain.Server
+		Tools   []domain.Tool
+	}{servers, tools})
+}
+
+func (c *Console) createServer(ctx *fiber.Ctx) error {
+	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), ctx.FormValue("name"), ctx.FormValue("url"))
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "server "+s.Name+" registered")
+}
+
+func (c *Console) createTool(ctx *fiber.Ctx) error {
+	t, err := c.uc.Catalog.CreateTool(ctx.UserContext(), domain.Tool{Name: ctx.FormValue("name"), Server: ctx.FormValue("server"),
+		ReadOnly: ctx.FormValue("read_only") == "on"})
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "tool "+t.Name+" registered")
+}
+
+type roleRow struct {
+	Name        domain.Role
+	Builtin     bool
+	Permissions []domain.Permission
+}
+
+func (c *Console) roles(ctx *fiber.Ctx) error {
+	var rows []roleRow
+	for _, r := range c.uc.Authz.Roles() {
+		rows = append(rows, roleRow{r, r.IsBuiltin(), c.uc.Authz.Permissions([]domain.Role{r})})
+	}
+	return c.render(ctx, fiber.StatusOK, "roles", "Roles", rows)
+}
+
+type auditData struct {
+	Subject, Decision, Since, Until string
+	Records                         []domain.AuditRecord
+	Next                            string
+	CanExport                       bool
+}
+
+// formTime reads a time field: RFC 3339, or the browser's datetime-local
+// (taken as UTC).
+func formTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want a time such as 2026-01-02T15:04: %w", name, v, domain.ErrInvalidInput)
+}
+
+func (c *Console) audit(ctx *fiber.Ctx) error {
+	d := auditData{Subject: ctx.Query("subject"), Decision: ctx.Query("decision"), Since: ctx.Query("since"), Until: ctx.Query("until"),
+		CanExport: c.has(ctx, domain.PermAuditExport)}
+	q := ports.AuditQuery{Subject: d.Subject, Limit: pageSize}
+	switch dec := domain.AuditDecision(d.Decision); dec {
+	case "", domain.AuditAllow, domain.AuditDeny:
+		q.Decision = dec
+	default:
+		return fmt.Errorf("decision %q: want allow or deny: %w", d.Decision, domain.ErrInvalidInput)
+	}
+	var err error
+	if q.Since, err = formTime("since", d.Since); err != nil {
+		return err
+	}
+	if q.Until, err = formTime("until", d.Until); err != nil {
+		return err
+	}
+	if cur := ctx.Query("cursor"); cur != "" {
+		if q.Before, err = strconv.ParseInt(cur, 10, 64); err != nil || q.Before < 0 {
+			return fmt.Errorf("cursor %q: want a record number: %w", cur, domain.ErrInvalidInput)
+		}
+	}
+	page, err := c.uc.Audit.Query(ctx.UserContext(), q)
+	if err != nil {
+		return err
+	}
+	d.Records = page.Records
+	if page.Next > 0 {
+		d.Next = strconv.FormatInt(page.Next, 10)
+	}
+	return c.render(ctx, fiber.StatusOK, "audit", "Audit log", d)
+}
+
+func (c *Console) record(ctx *fiber.Ctx) error {
+	seq, err := strconv.ParseInt(ctx.Params("seq"), 10, 64)
+	if err != nil || seq <= 0 {
+		return fmt.Errorf("record %q: want a record number: %w", ctx.Params("seq"), domain.ErrNotFound)
+	}
+	page, err := c.uc.Audit.Query(ctx.UserContext(), ports.AuditQuery{Before: seq + 1, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(page.Records) == 0 || page.Records[0].Seq != seq {
+		return fmt.Errorf("audit record %d is not in the log (never written, or removed by retention): %w", seq, domain.ErrNotFound)
+	}
+	return c.render(ctx, fiber.StatusOK, "record", "Audit record "+strconv.FormatInt(seq, 10), page.Records[0])
+}
+
+type verifyData struct {
+	Step        app.VerifyStep
+	Checkpoints []domain.AuditCheckpoint
+	NextCP      int64
+	From        string
+}
+
+// verify runs one verification step (from the latest checkpoint, or from
+// ?from=) and lists the signed checkpoints.
+func (c *Console) verify(ctx *fiber.Ctx) error {
+	req := app.VerifyRequest{Limit: app.MaxVerifyRecords}
+	d := verifyData{From: ctx.Query("from")}
+	if d.From != "" {
+		n, err := strconv.ParseInt(d.From, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("from %q: want a record number: %w", d.From, domain.ErrInvalidInput)
+		}
+		req.From, req.HasFrom = n, true
+	}
+	step, err := c.uc.Audit.VerifyStep(ctx.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	d.Step = step
+	after := int64(0)
+	if a := ctx.Query("after"); a != "" {
+		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
+			return fmt.Errorf("after %q: want a checkpoint number: %w", a, domain.ErrInvalidInput)
+		}
+	}
+	if d.Checkpoints, d.NextCP, err = c.uc.Audit.Checkpoints(ctx.UserContext(), after, pageSize); err != nil {
+		return err
+	}
+	return c.render(ctx, fiber.StatusOK, "verify", "Audit verification", d)
+}
