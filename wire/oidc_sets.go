@@ -125,6 +125,12 @@ func newLoginEdge(cfg rest.LoginConfig, uc *app.Login, health rest.HealthChecker
 	if err != nil {
 		return nil, nil, err
 	}
+	return l, sweepLoginSessions(uc, log), nil
+}
+
+// sweepLoginSessions deletes expired login sessions every sweepEvery
+// until the returned cleanup stops it.
+func sweepLoginSessions(uc *app.Login, log *zap.Logger) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -144,7 +150,7 @@ func newLoginEdge(cfg rest.LoginConfig, uc *app.Login, health rest.HealthChecker
 			}
 		}
 	}()
-	return l, func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }
 
 // oidcAuthenticator accepts the user_session cookie and Bearer access

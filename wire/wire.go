@@ -15,15 +15,15 @@ import (
 
 // Local serves with the local key file granting ADMIN.
 func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	panic(gwire.Build(coreSet, local.Set))
+	panic(gwire.Build(keyCoreSet, local.New))
 }
 
 // APIKey serves with SERVICE_API_KEY granting ADMIN.
 func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	panic(gwire.Build(coreSet, apikey.Set))
+	panic(gwire.Build(keyCoreSet, apikey.New))
 }
 
 // Debug serves with the four built-in debug keys.
 func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	panic(gwire.Build(coreSet, debug.Set))
+	panic(gwire.Build(keyCoreSet, debug.New))
 }

@@ -290,17 +290,44 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 
 // Local serves with the local key file granting ADMIN.
 func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
+	appLoginConfig := keyLoginConfig(cfg)
+	localDataDir := dataDir(cfg)
+	keyring, err := local.New(localDataDir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	apikeyRoleKeys, err := roleKeys(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	wireModeKeys := withRoleKeys(keyring, apikeyRoleKeys)
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
+		return nil, nil, err
+	}
+	loginSessionStore := stores.LoginSessions
+	loginThrottle := stores.LoginThrottle
+	clock := _wireSystemClockValue
+	loginSessionWatcher := stores.LoginWatch
+	login, cleanup2, err := newKeyLogin(appLoginConfig, wireModeKeys, loginSessionStore, loginThrottle, clock, loginSessionWatcher)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	restLogin, cleanup3, err := newKeyLoginEdge(cfg, login, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	projectStore := stores.Projects
 	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	clock := _wireSystemClockValue
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
@@ -327,11 +354,15 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	signer, err := agenttoken.New(settings)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
@@ -345,49 +376,42 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup3 := auditlog.New(auditStore, options, log)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	localDataDir := dataDir(cfg)
-	keyring, err := local.New(localDataDir, log)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	apikeyRoleKeys, err := roleKeys(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	auditLog, cleanup4 := recoveredAuditLog(committer, stores, cfg, log)
+	authenticator := keyAuthenticator(wireModeKeys, login)
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup6()
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -397,17 +421,44 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 
 // APIKey serves with SERVICE_API_KEY granting ADMIN.
 func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
+	appLoginConfig := keyLoginConfig(cfg)
+	key := apiKey(cfg)
+	keyring, err := apikey.New(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	apikeyRoleKeys, err := roleKeys(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	wireModeKeys := withRoleKeys(keyring, apikeyRoleKeys)
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
+		return nil, nil, err
+	}
+	loginSessionStore := stores.LoginSessions
+	loginThrottle := stores.LoginThrottle
+	clock := _wireSystemClockValue
+	loginSessionWatcher := stores.LoginWatch
+	login, cleanup2, err := newKeyLogin(appLoginConfig, wireModeKeys, loginSessionStore, loginThrottle, clock, loginSessionWatcher)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	restLogin, cleanup3, err := newKeyLoginEdge(cfg, login, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	projectStore := stores.Projects
 	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	clock := _wireSystemClockValue
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
@@ -434,11 +485,15 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	signer, err := agenttoken.New(settings)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
@@ -452,49 +507,42 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup3 := auditlog.New(auditStore, options, log)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	key := apiKey(cfg)
-	keyring, err := apikey.New(key)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	apikeyRoleKeys, err := roleKeys(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	auditLog, cleanup4 := recoveredAuditLog(committer, stores, cfg, log)
+	authenticator := keyAuthenticator(wireModeKeys, login)
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup6()
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -504,17 +552,40 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 
 // Debug serves with the four built-in debug keys.
 func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
+	appLoginConfig := keyLoginConfig(cfg)
+	keyring := debug.New()
+	apikeyRoleKeys, err := roleKeys(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	wireModeKeys := withRoleKeys(keyring, apikeyRoleKeys)
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
+		return nil, nil, err
+	}
+	loginSessionStore := stores.LoginSessions
+	loginThrottle := stores.LoginThrottle
+	clock := _wireSystemClockValue
+	loginSessionWatcher := stores.LoginWatch
+	login, cleanup2, err := newKeyLogin(appLoginConfig, wireModeKeys, loginSessionStore, loginThrottle, clock, loginSessionWatcher)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	restLogin, cleanup3, err := newKeyLoginEdge(cfg, login, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	projectStore := stores.Projects
 	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	clock := _wireSystemClockValue
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
@@ -541,11 +612,15 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	signer, err := agenttoken.New(settings)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
@@ -559,42 +634,42 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
+		cleanup3()
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup3 := auditlog.New(auditStore, options, log)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	keyring := debug.New()
-	apikeyRoleKeys, err := roleKeys(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	authenticator := apikey.WithRoleKeys(keyring, apikeyRoleKeys)
-	auditLog, cleanup4 := recoveredAuditLog(committer, stores, cfg, log)
+	authenticator := keyAuthenticator(wireModeKeys, login)
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup6()
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -174,9 +176,17 @@ func (r axResponse) decode(t *testing.T, v any) {
 	}
 }
 
-// errorOf decodes the error body.
+// errorOf decodes the error body; a console page's 403 is read as the
+// page names it.
 func (r axResponse) errorOf(t *testing.T) errorDetail {
 	t.Helper()
+	if bytes.HasPrefix(r.body, []byte("<!doctype html>")) {
+		m := regexp.MustCompile(`needs the permission <code>([a-z:]+)</code>`).FindSubmatch(r.body)
+		if m == nil || !bytes.Contains(r.body, []byte("<h1>Not allowed</h1>")) {
+			t.Fatalf("403 page does not name the missing permission: %s", r.body)
+		}
+		return errorDetail{ReasonCode: domain.ReasonRoleLacksPermission, Missing: string(m[1]), Reason: string(m[0])}
+	}
 	var oauth struct {
 		Error       any    `json:"error"`
 		Description string `json:"error_description"`
@@ -205,7 +215,10 @@ func (h *axHarness) do(t *testing.T, subject, method, path, body string) axRespo
 	if subject != "" {
 		req.Header.Set("Authorization", "Bearer "+axKey(subject))
 	}
-	if body != "" {
+	switch {
+	case body != "" && strings.HasPrefix(path, "/console/"):
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded") // the console's forms
+	case body != "":
 		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := http.DefaultClient.Do(req)

@@ -39,7 +39,7 @@ func (s *Server) writePage(c *fiber.Ctx, p problem) error {
 	in := console.SignIn{ReturnTo: returnTo(c), RequestID: requestID(c)}
 	switch {
 	case onAuth:
-		in.Error = p.detail.Message
+		in.Error = signInError(c, p)
 	case c.Query("signed_out") != "":
 		in.Notice = "You are signed out."
 	case c.Cookies(SessionCookie) != "":
@@ -77,4 +77,31 @@ func returnTo(c *fiber.Ctx) string {
 		return "/console/"
 	}
 	return to
+}
+
+// signInError says in plain words why a sign-in failed: the API's 401
+// messages are terse on purpose (they name no check a guesser could use),
+// which a person at the form need not be.
+func signInError(c *fiber.Ctx, p problem) string {
+	path := strings.TrimRight(strings.ToLower(c.Path()), "/")
+	switch {
+	case p.status == fiber.StatusTooManyRequests:
+		if wait := c.GetRespHeader(fiber.HeaderRetryAfter); wait != "" {
+			return "Too many failed attempts. Try again in " + wait + " seconds."
+		}
+		return "Too many failed attempts. Try again later."
+	case p.status == fiber.StatusServiceUnavailable:
+		return "The identity provider cannot be reached right now. Try again shortly."
+	case p.status == fiber.StatusForbidden:
+		return "This form was sent from another site, so it was refused (" + p.detail.Message + ")."
+	case p.status != fiber.StatusUnauthorized:
+		return p.detail.Message
+	case path == "/auth/key":
+		return "This key is not valid here. Check it and try again."
+	case path == "/auth/login" && c.Method() == fiber.MethodPost:
+		return "The username or password is not right, or the account is disabled."
+	case path == "/auth/logout":
+		return "You were not signed in."
+	}
+	return "The sign-in did not complete. Start again."
 }

@@ -10,8 +10,8 @@ import (
 
 const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
-// TestBrowsersGetAPage: a request that prefers text/html gets a page for a
-// 401 or a login error, with the status, the headers and the request id of
+// TestBrowsersGetAPage: a request that prefers text/html gets the sign-in
+// page for a 401 or a login error, with the status, the headers and the request id of
 // the JSON answer, a way to sign in, every value escaped and no script; API
 // clients keep JSON.
 func TestBrowsersGetAPage(t *testing.T) {
@@ -26,11 +26,11 @@ func TestBrowsersGetAPage(t *testing.T) {
 		has      []string
 	}{
 		{"browser, OIDC, no session", oidc.url + "/api/v2/me", browserAccept, 401, true,
-			[]string{"<h1>Sign-in required</h1>", `href="/auth/login?return_to=%2Fapi%2Fv2%2Fme"`, "authentication required"}},
+			[]string{"<h1>Sign in to agentauth</h1>", `href="/auth/login?return_to=%2Fapi%2Fv2%2Fme"`, `action="/auth/login"`}},
 		{"browser, callback of an unknown login", oidc.url + "/auth/callback?state=forged&code=x", browserAccept, 0, true,
-			[]string{"<h1>Sign-in did not complete</h1>", `href="/auth/login"`}},
+			[]string{"<h1>Sign in to agentauth</h1>", `role="alert">The sign-in did not complete`, `href="/auth/login?return_to=%2Fconsole%2F"`}},
 		{"browser, provider error with markup", oidc.url + "/auth/callback?state=s&error=%3Cscript%3Ealert(1)%3C%2Fscript%3E", browserAccept, 0, true,
-			[]string{`href="/auth/login"`}},
+			[]string{`href="/auth/login?return_to=%2Fconsole%2F"`}},
 		{"browser, API-key mode", apiKey.url + "/api/v2/me", browserAccept, 401, true,
 			[]string{"Authorization: Bearer &lt;credential&gt;"}},
 		{"API client", oidc.url + "/api/v2/me", "application/json", 401, false, []string{`"code":"unauthenticated"`}},

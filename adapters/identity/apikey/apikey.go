@@ -14,8 +14,6 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/google/wire"
-
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -40,17 +38,9 @@ type Keyring struct {
 
 var _ ports.Authenticator = (*Keyring)(nil)
 
-// Set provides API-key mode: one key granting ADMIN, plus the role keys
-// of the configuration (auth.keys).
-var Set = wire.NewSet(New, RoleKeysSet)
-
 // RoleKeys are extra keys from configuration (auth.keys[]), each granting
 // its own role, built-in or custom.
 type RoleKeys []Entry
-
-// RoleKeysSet makes the Authenticator of a mode whose ring is a *Keyring:
-// that ring extended with the configured RoleKeys.
-var RoleKeysSet = wire.NewSet(WithRoleKeys)
 
 // WithRoleKeys returns base extended with extra. It returns the port, not
 // a *Keyring, because the mode's constructor already provides the base

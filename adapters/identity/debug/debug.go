@@ -8,15 +8,9 @@ package debug
 import (
 	"strings"
 
-	"github.com/google/wire"
-
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/domain"
 )
-
-// Set provides debug mode's keyring, with the configured role keys, as the
-// Authenticator.
-var Set = wire.NewSet(New, apikey.RoleKeysSet)
 
 // Keys maps each built-in debug key to the role it grants.
 func Keys() map[string]domain.Role {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/wire"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
@@ -23,10 +22,6 @@ import (
 
 // DataDir is the service's data directory.
 type DataDir string
-
-// Set provides local mode's one-key ring, with the configured role keys, as
-// the Authenticator.
-var Set = wire.NewSet(New, apikey.RoleKeysSet)
 
 // KeyPath is where local mode keeps its key.
 func KeyPath(dir DataDir) string { return filepath.Join(string(dir), "secrets", "api-key") }
