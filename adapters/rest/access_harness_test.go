@@ -202,7 +202,7 @@ func (r axResponse) errorOf(t *testing.T) errorDetail {
 }
 
 // do sends a request as subject ("" for none).
-func (h *axHarness) do(t *testing.T, subject, method, path, body string) axResponse {
+func (h *axHarness) do(t testing.TB, subject, method, path, body string) axResponse {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
