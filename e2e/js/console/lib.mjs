@@ -56,6 +56,8 @@ export async function newPage(browser) {
     // Chrome reports a document answered 401 or 403 as an error; the tests
     // ask for those on purpose and check their status themselves.
     if (m.type() !== 'error' || (m.text().startsWith('Failed to load resource') && m.location().url === page.url())) return;
+    // The provider's own sign-in page (OIDC mode) is not ours to judge.
+    if (!m.location().url.startsWith(env.url)) return;
     page.problems.push('console: ' + m.text() + ' at ' + m.location().url);
   });
   page.on('pageerror', (e) => page.problems.push('page error: ' + e.message));
@@ -113,6 +115,16 @@ export async function screenshot(page, name) {
   const dir = path.join(env.artifacts, env.mode);
   fs.mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: path.join(dir, name.replace(/[^a-zA-Z0-9_-]+/g, '-') + '.png'), fullPage: true });
+}
+
+// readmeShot keeps the top of a page at a README's size (the README's
+// screenshots in docs/img are these, compressed with pngquant).
+export async function readmeShot(page, name) {
+  const dir = path.join(env.artifacts, env.mode);
+  fs.mkdirSync(dir, { recursive: true });
+  await page.setViewportSize({ width: 1100, height: 640 });
+  await page.screenshot({ path: path.join(dir, 'readme-' + name + '.png') });
+  await page.setViewportSize({ width: 1280, height: 720 });
 }
 
 // submit clicks a form's button and waits for the page the redirect

@@ -5,7 +5,7 @@
 // action per section succeeds, and every action is in the audit log.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, configured, navOf, sectionPath, sectionNeeds, launch, newPage, signIn, navTitles, axe, screenshot, submit } from './lib.mjs';
+import { env, configured, navOf, sectionPath, sectionNeeds, launch, newPage, signIn, navTitles, axe, screenshot, readmeShot, submit } from './lib.mjs';
 
 const skip = !configured && 'run by e2e/console_test.go: go test -tags e2e -run TestConsole ./e2e';
 let browser;
@@ -153,6 +153,8 @@ for (const account of env.accounts) {
     if (account.role === 'LEAD') await actions.lead(page, subject);
     if (account.role === 'AUDITOR' || account.role === 'ADMIN') await actions.audit(page);
     assert.deepEqual(page.problems, [], 'no console error, failed request or CSP violation');
+    await page.goto(env.url + { ADMIN: '/console/policies', USER: '/console/', LEAD: '/console/projects', AUDITOR: '/console/audit' }[account.role]);
+    await readmeShot(page, account.role);
 
     await submit(page, page.getByRole('button', { name: 'Sign out' }));
     await page.getByText('You are signed out.').waitFor();

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { env, configured, sectionPath, launch, newPage, signIn, axe, screenshot, submit } from './lib.mjs';
+import { env, configured, sectionPath, launch, newPage, signIn, axe, screenshot, readmeShot, submit } from './lib.mjs';
 
 const skip = !configured && 'run by e2e/console_test.go: go test -tags e2e -run TestConsole ./e2e';
 let browser;
@@ -29,6 +29,7 @@ test('anonymous requests to console URLs get the sign-in page as a 401', { skip 
   assert.equal(await page.locator('script').count(), 0);
   assert.deepEqual(await axe(page), []);
   await screenshot(page, 'sign-in');
+  await readmeShot(page, 'sign-in');
   assert.deepEqual(page.problems, []);
   await page.context().close();
 
