@@ -16,9 +16,10 @@ import (
 // pages, one request after another over loopback HTTP, the whole chain
 // included: authentication, the permission check, the use case's reads,
 // the rendering and the request's own audit record committed before the
-// answer. bytes/op is the page's weight (uncompressed).
+// answer. page-bytes is the page's weight (uncompressed).
 func BenchmarkConsolePage50(b *testing.B) {
-	for _, page := range []string{"/console/audit", "/console/sessions"} {
+	// The API's JSON of the same 50 records and sessions, for comparison.
+	for _, page := range []string{"/console/audit", "/api/v2/audit?limit=50", "/console/sessions", "/api/v2/sessions?limit=50"} {
 		b.Run(page, func(b *testing.B) {
 			h := axStart(b, filepath.Join(b.TempDir(), "agentauth.db"))
 			ctx := porttest.Context(b)

@@ -51,7 +51,7 @@ func (s *Server) writePage(c *fiber.Ctx, p problem) error {
 			in.ProviderName = "your identity provider"
 			in.Password = l.uc.PasswordLoginEnabled()
 		}
-		in.Key = l.uc.KeySignInEnabled()
+		in.Key, in.DebugKeys = l.uc.KeySignInEnabled(), s.cfg.Debug
 	}
 	return s.console.WriteSignIn(c, p.status, in)
 }

@@ -201,6 +201,8 @@ type SignIn struct {
 	ProviderURL, ProviderName string
 	// Password offers the username and password form; Key the API-key form.
 	Password, Key bool
+	// DebugKeys names the built-in keys (debug mode only).
+	DebugKeys bool
 	// Error is what went wrong with the last attempt, in plain words.
 	Error string
 	// Notice is a neutral message (signed out).

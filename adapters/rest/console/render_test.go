@@ -128,7 +128,12 @@ func TestEveryPageRendersEscaped(t *testing.T) {
 // audit records) spent in this package: building and writing the HTML.
 func BenchmarkAuditPage50(b *testing.B) {
 	c := testConsole(b)
-	d := pageData(50)["audit"]
+	now := time.Now()
+	d := auditData{CanExport: true, Next: "1234"}
+	for i := range 50 {
+		d.Records = append(d.Records, domain.AuditRecord{Seq: int64(1000 + i), Time: now, Subject: "debug-admin", Method: "GET",
+			Path: "/api/v2/sessions/ses_5218f38f860e1b114204ab4a02f3a218", Decision: domain.AuditAllow, Status: 200})
+	}
 	a := fiber.New()
 	a.Get("/", func(ctx *fiber.Ctx) error { return c.render(ctx, 200, "audit", "Audit log", d) })
 	h := a.Handler()
