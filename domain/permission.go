@@ -77,6 +77,28 @@ func ParsePermission(s string) (Permission, error) {
 	return "", fmt.Errorf("unknown permission %q: %w", s, ErrInvalidInput)
 }
 
+// PermissionOf joins an action and a resource into "resource:action", as
+// `agentauth policy can` and the console's simulator take them. An action
+// holding a colon is the whole permission, as the README's table and the
+// audit records write it; resource may then be left out. actionName and
+// resourceName are what the caller's user calls the two inputs (flags,
+// form fields), for the messages. The result is checked by
+// ParsePermission, not here.
+func PermissionOf(action, resource, actionName, resourceName string) (string, error) {
+	action = strings.ToLower(strings.TrimSpace(action))
+	resource = strings.ToLower(strings.TrimSpace(resource))
+	if res, _, whole := strings.Cut(action, ":"); whole {
+		if resource != "" && resource != res {
+			return "", fmt.Errorf("%s %s names resource %s, %s says %s; give one of them: %w", actionName, action, res, resourceName, resource, ErrInvalidInput)
+		}
+		return action, nil
+	}
+	if resource == "" {
+		return "", fmt.Errorf("%s is required unless %s is a permission such as settings:read: %w", resourceName, actionName, ErrInvalidInput)
+	}
+	return resource + ":" + action, nil
+}
+
 // Resource is the part before the colon.
 func (p Permission) Resource() string {
 	resource, _, _ := strings.Cut(string(p), ":")

@@ -53,7 +53,7 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stderr, "agentauth policy can: --role and --action are required\n\n"+policyUsage)
 		return exitUsage
 	}
-	permText, err := permissionOf(*action, *resource)
+	permText, err := domain.PermissionOf(*action, *resource, "--action", "--resource")
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth policy can: %v\n", err)
 		return exitUsage
@@ -88,24 +88,6 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "deny: %s\n", d.Reason())
 	return exitFailure
-}
-
-// permissionOf joins --resource and --action into resource:action. An
-// action holding a colon is the whole permission, as the README's table
-// and the audit records write it; --resource may then be left out.
-func permissionOf(action, resource string) (string, error) {
-	action = strings.ToLower(strings.TrimSpace(action))
-	resource = strings.ToLower(strings.TrimSpace(resource))
-	if res, _, whole := strings.Cut(action, ":"); whole {
-		if resource != "" && resource != res {
-			return "", fmt.Errorf("--action %s names resource %s, --resource says %s; give one of them", action, res, resource)
-		}
-		return action, nil
-	}
-	if resource == "" {
-		return "", errors.New("--resource is required unless --action is a permission such as settings:read")
-	}
-	return resource + ":" + action, nil
 }
 
 func joinRoles(roles []domain.Role) string {

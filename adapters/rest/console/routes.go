@@ -392,12 +392,16 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 	if role := ctx.Query("role"); role != "" {
 		a := canAnswer{Role: role, Action: ctx.Query("action"), Resource: ctx.Query("resource")}
 		r := domain.Role(strings.ToUpper(strings.TrimSpace(role)))
-		perm, perr := domain.ParsePermission(strings.ToLower(strings.TrimSpace(a.Resource)) + ":" + strings.ToLower(strings.TrimSpace(a.Action)))
-		switch {
-		case !c.uc.Authz.Knows(r):
+		if !c.uc.Authz.Knows(r) {
 			return fmt.Errorf("unknown role %q; known roles: %s: %w", role, domain.JoinRoles(c.uc.Authz.Roles()), domain.ErrInvalidInput)
-		case perr != nil:
-			return perr
+		}
+		text, err := domain.PermissionOf(a.Action, a.Resource, "Action", "Resource")
+		if err != nil {
+			return err
+		}
+		perm, err := domain.ParsePermission(text)
+		if err != nil {
+			return err
 		}
 		dec := c.uc.Authz.Decide([]domain.Role{r}, perm)
 		a.Allowed = dec.Allowed

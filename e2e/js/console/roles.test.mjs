@@ -50,10 +50,15 @@ const actions = {
     const action = await row.locator('form').getAttribute('action');
     await post(page, subject, row.getByRole('button', { name: 'Remove' }), action, 'rule removed');
     await page.getByLabel('Role', { exact: true }).selectOption('USER');
-    await page.getByLabel('Action').fill('write');
-    await page.getByLabel('Resource').fill('policies');
+    await page.getByLabel('Action, or a whole permission').fill('write');
+    await page.getByLabel(/^Resource/).fill('policies');
     await submit(page, page.getByRole('button', { name: 'Ask' }));
     await page.getByRole('status').filter({ hasText: 'deny: role USER lacks policies:write' }).waitFor();
+    await page.getByLabel('Role', { exact: true }).selectOption('ADMIN');
+    await page.getByLabel('Action, or a whole permission').fill('settings:read');
+    await page.getByLabel(/^Resource/).fill('');
+    await submit(page, page.getByRole('button', { name: 'Ask' }));
+    await page.getByRole('status').filter({ hasText: 'allow: role ADMIN grants settings:read' }).waitFor();
 
     await page.goto(env.url + '/console/settings');
     await post(page, subject, page.getByRole('button', { name: 'Save settings' }), '/console/settings', 'settings saved');
