@@ -143,6 +143,12 @@ for (const account of env.accounts) {
       assert.match(res.headers()['content-security-policy'], /^default-src 'none'; style-src 'sha256-[^']+'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$/);
       assert.deepEqual(await axe(page), [], `${title}: axe-core serious or critical violations`);
       await screenshot(page, `${account.role}-${title}`);
+      if (account.role === 'ADMIN') { // ADMIN sees every section: each in the dark scheme too
+        await page.emulateMedia({ colorScheme: 'dark' });
+        assert.deepEqual(await axe(page), [], `${title} (dark): axe-core serious or critical violations`);
+        await screenshot(page, `${account.role}-${title}-dark`);
+        await page.emulateMedia({ colorScheme: 'light' });
+      }
     }
     for (const [title, perm] of Object.entries(sectionNeeds)) {
       if (navOf[account.role].includes(title)) continue;
