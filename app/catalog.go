@@ -69,7 +69,7 @@ func (s *Catalog) ListTools(ctx context.Context, p domain.Principal) ([]domain.T
 	if err != nil {
 		return nil, err
 	}
-	if s.authz.Decide(p.Roles, domain.PermPoliciesRead).Allowed {
+	if s.authz.Allow(p, domain.PermPoliciesRead).Allowed {
 		return tools, nil
 	}
 	policy, err := s.policies.Index(ctx)

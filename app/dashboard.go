@@ -47,7 +47,7 @@ const (
 // Get builds the view for the caller.
 func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView, error) {
 	v := DashboardView{ByState: map[domain.SessionState]int{}, ByOwner: map[string]int{}, RecentDenials: []domain.AuditRecord{}}
-	all := d.authz.Decide(p.Roles, domain.PermSessionsManage).Allowed
+	all := d.authz.Allow(p, domain.PermSessionsManage).Allowed
 	if !all {
 		led, err := d.projects.ListProjects(ctx, ports.ProjectFilter{Member: p.Subject})
 		if err != nil {

@@ -26,7 +26,7 @@ func NewProjects(store ports.ProjectStore, authz *domain.Authorizer, clock ports
 // always becomes one of its leads, so it can manage what it created.
 func (s *Projects) Create(ctx context.Context, p domain.Principal, name string, members []domain.Member) (domain.Project, error) {
 	pr := domain.Project{ID: newID("prj_"), Name: strings.TrimSpace(name), Members: members, CreatedBy: p.Subject, CreatedAt: s.clock.Now().UTC()}
-	if !s.authz.Decide(p.Roles, domain.PermProjectsManage).Allowed {
+	if !s.authz.Allow(p, domain.PermProjectsManage).Allowed {
 		pr.Members = withLead(members, p.Subject)
 	}
 	if err := domain.ValidateProject(pr); err != nil {
@@ -57,7 +57,7 @@ func withLead(members []domain.Member, subject string) []domain.Member {
 // List returns the projects the caller may see.
 func (s *Projects) List(ctx context.Context, p domain.Principal) ([]domain.Project, error) {
 	f := ports.ProjectFilter{Member: p.Subject}
-	if s.authz.ProjectReadScope(p.Roles) == domain.ScopeAll {
+	if s.authz.ProjectReadScope(p) == domain.ScopeAll {
 		f.Member = ""
 	}
 	return s.store.ListProjects(ctx, f)

@@ -99,7 +99,7 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 // List returns the sessions the caller may see, newest first.
 func (s *Sessions) List(ctx context.Context, p domain.Principal, limit int) ([]domain.Session, error) {
 	f := ports.SessionFilter{Owner: p.Subject, Limit: limit}
-	switch s.authz.SessionReadScope(p.Roles) {
+	switch s.authz.SessionReadScope(p) {
 	case domain.ScopeAll:
 		f.Owner = ""
 	case domain.ScopeTeam:

@@ -98,7 +98,7 @@ func TestSessionAccess(t *testing.T) {
 		{"admin all", admin, foreign, true, true, ScopeAll},
 	}
 	for _, tt := range tests {
-		if got := a.SessionReadScope(tt.p.Roles); got != tt.scope {
+		if got := a.SessionReadScope(tt.p); got != tt.scope {
 			t.Errorf("%s: scope = %v, want %v", tt.name, got, tt.scope)
 		}
 		if got := a.CanReadSessionIn(tt.p, team, tt.s); got != tt.read {

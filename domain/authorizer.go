@@ -157,6 +157,28 @@ func (a *Authorizer) Decide(roles []Role, need Permission) Decision {
 	return Decision{Permission: need, Roles: roles}
 }
 
+// Allow decides for principal p: its roles must grant need and, when it
+// presented a managed key, the key's scope must hold it too.
+func (a *Authorizer) Allow(p Principal, need Permission) Decision {
+	d := a.Decide(p.Roles, need)
+	if p.Key != nil && d.Allowed {
+		d.Key = p.Key.ID
+		if !p.Key.Permissions.Has(need) {
+			d.Allowed, d.Role, d.Roles = false, "", p.Roles
+		}
+	}
+	return d
+}
+
+// PermissionsFor lists what p may do, in documentation order: what its
+// roles grant, within its key's scope when it presented a managed key.
+func (a *Authorizer) PermissionsFor(p Principal) []Permission {
+	if p.Key == nil {
+		return a.Permissions(p.Roles)
+	}
+	return a.PermissionsOf(p.Roles).Intersect(p.Key.Permissions).List()
+}
+
 // Decision is the outcome of an access check, with what is needed to explain it.
 type Decision struct {
 	Allowed    bool
@@ -165,12 +187,28 @@ type Decision struct {
 	Role Role
 	// Roles are the roles that were held, when refused.
 	Roles []Role
+	// Key is the managed key the request presented: when allowed, the key
+	// held the permission too; when refused with Key set, the key did not.
+	Key string
+}
+
+// ReasonCode is the machine-readable form of a refusal's reason.
+func (d Decision) ReasonCode() string {
+	if d.Key != "" {
+		return ReasonKeyLacksPermission
+	}
+	return ReasonRoleLacksPermission
 }
 
 // Reason explains the decision in one line, for error bodies and the audit log.
 func (d Decision) Reason() string {
-	if d.Allowed {
+	switch {
+	case d.Allowed && d.Key != "":
+		return "role " + string(d.Role) + " grants " + string(d.Permission) + " and key " + d.Key + " holds it"
+	case d.Allowed:
 		return "role " + string(d.Role) + " grants " + string(d.Permission)
+	case d.Key != "":
+		return "key " + d.Key + " does not hold " + string(d.Permission) + " (its scopes, within its owner's roles now)"
 	}
 	switch len(d.Roles) {
 	case 0:

@@ -27,6 +27,10 @@ type Principal struct {
 	// Bearer token belongs to; empty otherwise. A back-channel logout of it
 	// refuses the token.
 	SessionID string
+	// Key is set when the caller presented a managed API key: the key's
+	// scope, which narrows every decision made for the principal (its
+	// Roles are the owner's at this moment).
+	Key *KeyScope
 }
 
 // Has reports whether the principal holds role r.

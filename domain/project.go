@@ -89,8 +89,8 @@ func (t Team) LeadsProject(project string) bool {
 
 // ProjectReadScope is ScopeAll for holders of projects:audit or
 // projects:manage; everyone else sees the projects it belongs to.
-func (a *Authorizer) ProjectReadScope(roles []Role) SessionScope {
-	if a.Decide(roles, PermProjectsManage).Allowed || a.Decide(roles, PermProjectsAudit).Allowed {
+func (a *Authorizer) ProjectReadScope(p Principal) SessionScope {
+	if a.Allow(p, PermProjectsManage).Allowed || a.Allow(p, PermProjectsAudit).Allowed {
 		return ScopeAll
 	}
 	return ScopeOwn
@@ -98,16 +98,16 @@ func (a *Authorizer) ProjectReadScope(roles []Role) SessionScope {
 
 // CanReadProject reports whether p may see project pr.
 func (a *Authorizer) CanReadProject(p Principal, pr Project) bool {
-	return pr.IsMember(p.Subject) || a.ProjectReadScope(p.Roles) == ScopeAll
+	return pr.IsMember(p.Subject) || a.ProjectReadScope(p) == ScopeAll
 }
 
 // CanManageMembers allows holders of projects:manage, and holders of
 // projects:write who lead pr.
 func (a *Authorizer) CanManageMembers(p Principal, pr Project) error {
-	if a.Decide(p.Roles, PermProjectsManage).Allowed {
+	if a.Allow(p, PermProjectsManage).Allowed {
 		return nil
 	}
-	if a.Decide(p.Roles, PermProjectsWrite).Allowed && pr.IsLead(p.Subject) {
+	if a.Allow(p, PermProjectsWrite).Allowed && pr.IsLead(p.Subject) {
 		return nil
 	}
 	return refuse(ReasonNotProjectLead, PermProjectsManage,

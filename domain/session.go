@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -59,14 +60,14 @@ const (
 	ScopeAll                      // everything
 )
 
-// SessionReadScope returns how widely the roles may read sessions: every
+// SessionReadScope returns how widely p may read sessions: every
 // session with sessions:audit or sessions:manage; with sessions:team also
 // those of the projects one leads; else only the caller's own.
-func (a *Authorizer) SessionReadScope(roles []Role) SessionScope {
+func (a *Authorizer) SessionReadScope(p Principal) SessionScope {
 	switch {
-	case a.Decide(roles, PermSessionsManage).Allowed || a.Decide(roles, PermSessionsAudit).Allowed:
+	case a.Allow(p, PermSessionsManage).Allowed || a.Allow(p, PermSessionsAudit).Allowed:
 		return ScopeAll
-	case a.Decide(roles, PermSessionsTeam).Allowed:
+	case a.Allow(p, PermSessionsTeam).Allowed:
 		return ScopeTeam
 	}
 	return ScopeOwn
@@ -87,7 +88,10 @@ func (a *Authorizer) CanReadSession(p Principal, s Session) bool {
 // owner, a holder of sessions:audit or sessions:manage, or a holder of
 // sessions:team who leads the session's project.
 func (a *Authorizer) CanReadSessionIn(p Principal, t Team, s Session) bool {
-	switch a.SessionReadScope(p.Roles) {
+	if !p.Key.AllowsProject(s.Project) {
+		return false
+	}
+	switch a.SessionReadScope(p) {
 	case ScopeAll:
 		return true
 	case ScopeTeam:
@@ -100,7 +104,7 @@ func (a *Authorizer) CanReadSessionIn(p Principal, t Team, s Session) bool {
 
 // leadsSession reports whether p manages s as the lead of its project.
 func (a *Authorizer) leadsSession(p Principal, t Team, s Session) bool {
-	return t.LeadsProject(s.Project) && a.Decide(p.Roles, PermSessionsTeam).Allowed
+	return t.LeadsProject(s.Project) && a.Allow(p, PermSessionsTeam).Allowed
 }
 
 // CheckManageSession allows p to change s (delete it, add agents, decide
@@ -108,10 +112,13 @@ func (a *Authorizer) leadsSession(p Principal, t Team, s Session) bool {
 // sessions:team, or owns it with sessions:write. AUDITOR, which holds none
 // of them, never writes.
 func (a *Authorizer) CheckManageSession(p Principal, t Team, s Session) error {
+	if !p.Key.AllowsProject(s.Project) {
+		return refuseKeyProject(p.Key, s.Project)
+	}
 	switch {
-	case a.Decide(p.Roles, PermSessionsManage).Allowed, a.leadsSession(p, t, s):
+	case a.Allow(p, PermSessionsManage).Allowed, a.leadsSession(p, t, s):
 		return nil
-	case s.Owner == p.Subject && a.Decide(p.Roles, PermSessionsWrite).Allowed:
+	case s.Owner == p.Subject && a.Allow(p, PermSessionsWrite).Allowed:
 		return nil
 	}
 	return refuse(ReasonNotSessionOwner, PermSessionsManage,
@@ -122,7 +129,10 @@ func (a *Authorizer) CheckManageSession(p Principal, t Team, s Session) error {
 // sessions:write may create a personal session (no project) or one in a
 // project it belongs to; holders of sessions:manage may use any project.
 func (a *Authorizer) CheckCreateSession(p Principal, t Team, project string) error {
-	if project == "" || t.InProject(project) || a.Decide(p.Roles, PermSessionsManage).Allowed {
+	if !p.Key.AllowsProject(project) {
+		return refuseKeyProject(p.Key, project)
+	}
+	if project == "" || t.InProject(project) || a.Allow(p, PermSessionsManage).Allowed {
 		return nil
 	}
 	return refuse(ReasonNotProjectMember, PermSessionsManage, "you are not a member of project "+project)
@@ -150,9 +160,18 @@ func (a *Authorizer) CheckSetMode(p Principal, t Team, s Session, next SessionMo
 	if err := a.CheckManageSession(p, t, s); err != nil {
 		return err
 	}
-	if AtLeastAsStrict(next, s.Mode) || a.Decide(p.Roles, PermSessionsManage).Allowed || a.leadsSession(p, t, s) {
+	if AtLeastAsStrict(next, s.Mode) || a.Allow(p, PermSessionsManage).Allowed || a.leadsSession(p, t, s) {
 		return nil
 	}
 	return refuse(ReasonModeLoosening, PermSessionsTeam,
 		"changing session "+s.ID+" from "+string(s.Mode)+" to "+string(next)+" loosens it; only a lead of its project or an ADMIN may")
+}
+
+// refuseKeyProject refuses a managed key acting outside the projects it
+// was narrowed to.
+func refuseKeyProject(k *KeyScope, project string) error {
+	if project == "" {
+		project = "(none: a personal session)"
+	}
+	return refuse(ReasonKeyProject, "", "key "+k.ID+" is limited to projects "+strings.Join(k.Projects, ", ")+", not "+project)
 }

@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Tool-call reason codes, one per step that can decide.
 const (
@@ -44,8 +47,12 @@ type ToolDecision struct {
 // decides; otherwise the first that asks; otherwise the call is allowed on
 // the policy's word. An unregistered tool counts as not read-only.
 func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
-	if d := a.Decide(in.Principal.Roles, PermToolCallsWrite); !d.Allowed {
-		return ToolDecision{Effect: EffectDeny, Reason: ReasonRoleLacksPermission, Message: d.Reason()}
+	if d := a.Allow(in.Principal, PermToolCallsWrite); !d.Allowed {
+		return ToolDecision{Effect: EffectDeny, Reason: d.ReasonCode(), Message: d.Reason()}
+	}
+	if !in.Principal.Key.AllowsTool(in.Tool) {
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonKeyTool,
+			Message: "key " + in.Principal.Key.ID + " is limited to tools " + strings.Join(in.Principal.Key.Tools, ", ")}
 	}
 	if in.Session.State == SessionClosed {
 		return ToolDecision{Effect: EffectDeny, Reason: ReasonSessionClosed, Message: "session " + in.Session.ID + " is closed"}

@@ -68,7 +68,7 @@ func classifyStatus(err error) problem {
 	case errors.As(err, &denied):
 		reason := denied.Decision.Reason()
 		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: reason, Reason: reason, Missing: string(denied.Decision.Permission),
-			ReasonCode: domain.ReasonRoleLacksPermission}}
+			ReasonCode: denied.Decision.ReasonCode()}}
 	case errors.As(err, &refused):
 		return problem{fiber.StatusForbidden, errorDetail{Code: "forbidden", Message: refused.Message, Reason: refused.Message,
 			Missing: string(refused.Missing), ReasonCode: refused.Code}}

@@ -28,7 +28,7 @@ func (s *Server) me(c *fiber.Ctx) error {
 		Roles:       p.Roles,
 		Method:      p.Method,
 		RoleSource:  p.RoleSource,
-		Permissions: s.authz.Permissions(p.Roles),
+		Permissions: s.authz.PermissionsFor(p),
 	})
 }
 

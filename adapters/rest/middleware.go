@@ -383,7 +383,7 @@ func (s *Server) require(need domain.Permission) fiber.Handler {
 		if st.agent != nil {
 			return s.requireAgent(c, need)
 		}
-		st.decision = s.authz.Decide(st.principal.Roles, need)
+		st.decision = s.authz.Allow(st.principal, need)
 		st.decided = true
 		if !st.decision.Allowed {
 			return &domain.AccessDenied{Decision: st.decision}
