@@ -303,3 +303,24 @@ func KeyExpiry(asked, now time.Time, maxTTL time.Duration) error {
 
 // String hides nothing secret: the key text never reaches an APIKey.
 func (k APIKey) String() string { return fmt.Sprintf("key %s of %s", k.ID, k.Owner) }
+
+// KeyChange names a change to a managed key in an audit intent.
+func KeyChange(action, id, owner string) string {
+	s := action + " api key " + id
+	if owner != "" {
+		s += " of " + owner
+	}
+	return s
+}
+
+// KeyOwnerChange names the writing of a key owner in an audit intent.
+func KeyOwnerChange(o KeyOwner) string {
+	s := "set api key owner " + o.Subject + " roles [" + JoinRoles(o.Roles) + "]"
+	if o.Service {
+		s += " (service account)"
+	}
+	if o.Disabled {
+		s += ", keys suspended"
+	}
+	return s
+}

@@ -86,3 +86,11 @@ func TestPasswordLimits(t *testing.T) {
 func TestIntentStore(t *testing.T) {
 	porttest.RunIntentStore(t, func(t *testing.T) porttest.IntentStore { return newStore(t) })
 }
+
+func TestAPIKeyStore(t *testing.T) {
+	porttest.RunAPIKeyStore(t, func(t *testing.T) porttest.APIKeyStore { return newStore(t) })
+}
+
+func TestSharedAPIKeyStore(t *testing.T) {
+	porttest.RunSharedAPIKeyStore(t, sharedStores[ports.APIKeyStore])
+}

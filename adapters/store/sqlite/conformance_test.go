@@ -103,3 +103,11 @@ func TestIntentStore(t *testing.T) {
 		return intentStore{st, app.NewIntentRecovery(st, st, app.SystemClock{})}
 	})
 }
+
+func TestAPIKeyStore(t *testing.T) {
+	porttest.RunAPIKeyStore(t, func(t *testing.T) porttest.APIKeyStore { return newStore(t) })
+}
+
+func TestSharedAPIKeyStore(t *testing.T) {
+	porttest.RunSharedAPIKeyStore(t, sharedStores[ports.APIKeyStore])
+}

@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+var _ ports.APIKeyStore = (*Store)(nil)
+
+const apiKeyColumns = `id, name, owner, hash, permissions, projects, tools, created_by, created_at, expires_at, revoked_at, last_used`
+
+// CreateAPIKey counts the owner's live keys and inserts k in one
+// transaction that holds a lock on the owner, so instances creating keys
+// for one owner at once take turns and the limit holds.
+func (s *Store) CreateAPIKey(ctx context.Context, k domain.APIKey, maxPerOwner int, now time.Time) error {
+	perms, projects, tools, err := keyLists(k)
+	if err != nil {
+		return err
+	}
+	return s.change(ctx, domain.KeyChange("create", k.ID, k.Owner), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('agentauth api key owner ' || $1, 0))`, k.Owner); err != nil {
+			return storeErr("lock api key owner", err)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE owner = $1 AND revoked_at = 0 AND expires_at > $2`,
+			k.Owner, nanos(now)).Scan(&n); err != nil {
+			return storeErr("count api keys", err)
+		}
+		if n >= maxPerOwner {
+			return domain.RefuseToken(domain.ReasonKeyLimit, domain.ErrConflict, "%s already holds %d live keys, the most allowed (auth.apiKeys.maxPerOwner); revoke one first", k.Owner, n)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO api_keys (`+apiKeyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			k.ID, text(k.Name), k.Owner, k.Hash, perms, projects, tools, text(k.CreatedBy), nanos(k.CreatedAt), nanos(k.ExpiresAt), nanos(k.RevokedAt), nanos(k.LastUsed))
+		if err != nil {
+			return conflict(err, "key id "+k.ID+" is taken", "insert api key")
+		}
+		return nil
+	})
+}
+
+func keyLists(k domain.APIKey) (perms, projects, tools string, err error) {
+	var b [3][]byte
+	for i, v := range []any{k.Permissions, k.Projects, k.Tools} {
+		if b[i], err = json.Marshal(v); err != nil {
+			return "", "", "", fmt.Errorf("postgres: encode api key lists: %w", err)
+		}
+	}
+	return string(b[0]), string(b[1]), string(b[2]), nil
+}
+
+// GetAPIKey reads one key.
+func (s *Store) GetAPIKey(ctx context.Context, id string) (domain.APIKey, error) {
+	list, err := s.queryAPIKeys(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE id = $1`, id)
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	if len(list) == 0 {
+		return domain.APIKey{}, fmt.Errorf("key %s: %w", id, domain.ErrNotFound)
+	}
+	return list[0], nil
+}
+
+// ListAPIKeys lists owner's keys, or all, newest first.
+func (s *Store) ListAPIKeys(ctx context.Context, owner string) ([]domain.APIKey, error) {
+	if owner == "" {
+		return s.queryAPIKeys(ctx, `SELECT `+apiKeyColumns+` FROM api_keys ORDER BY created_at DESC, id`)
+	}
+	return s.queryAPIKeys(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE owner = $1 ORDER BY created_at DESC, id`, owner)
+}
+
+func (s *Store) queryAPIKeys(ctx context.Context, query string, args ...any) ([]domain.APIKey, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, storeErr("query api keys", err)
+	}
+	defer rows.Close()
+	var out []domain.APIKey
+	for rows.Next() {
+		var (
+			k                                     domain.APIKey
+			perms, projects, tools                string
+			created, expires, revoked, lastUsedAt int64
+		)
+		if err := rows.Scan(&k.ID, &k.Name, &k.Owner, &k.Hash, &perms, &projects, &tools, &k.CreatedBy, &created, &expires, &revoked, &lastUsedAt); err != nil {
+			return nil, storeErr("read api key", err)
+		}
+		if err := errors.Join(json.Unmarshal([]byte(perms), &k.Permissions), json.Unmarshal([]byte(projects), &k.Projects),
+			json.Unmarshal([]byte(tools), &k.Tools)); err != nil {
+			return nil, fmt.Errorf("postgres: decode api key %s: %w", k.ID, err)
+		}
+		k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsed = fromNanos(created), fromNanos(expires), fromNanos(revoked), fromNanos(lastUsedAt)
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr("query api keys", err)
+	}
+	return out, nil
+}
+
+// RevokeAPIKey marks a key revoked; the trigger announces it at commit.
+func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
+	return s.change(ctx, domain.KeyChange("revoke", id, ""), func(tx pgx.Tx) error {
+		var revoked int64
+		err := tx.QueryRow(ctx, `SELECT revoked_at FROM api_keys WHERE id = $1 FOR UPDATE`, id).Scan(&revoked)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("key %s: %w", id, domain.ErrNotFound)
+		}
+		if err != nil {
+			return storeErr("read api key", err)
+		}
+		if revoked != 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = $1 WHERE id = $2`, nanos(at), id); err != nil {
+			return storeErr("revoke api key", err)
+		}
+		return nil
+	})
+}
+
+// TouchAPIKey records a use.
+func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	return s.execOne(ctx, domain.KeyChange("mark used", id, ""), "key "+id,
+		`UPDATE api_keys SET last_used = GREATEST(last_used, $1) WHERE id = $2`, nanos(at), id)
+}
+
+const keyOwnerColumns = `subject, roles, service, disabled, updated_at`
+
+// GetKeyOwner reads one owner.
+func (s *Store) GetKeyOwner(ctx context.Context, subject string) (domain.KeyOwner, error) {
+	list, err := s.queryKeyOwners(ctx, `SELECT `+keyOwnerColumns+` FROM api_key_owners WHERE subject = $1`, subject)
+	if err != nil {
+		return domain.KeyOwner{}, err
+	}
+	if len(list) == 0 {
+		return domain.KeyOwner{}, fmt.Errorf("key owner %s: %w", subject, domain.ErrNotFound)
+	}
+	return list[0], nil
+}
+
+// ListKeyOwners lists the service accounts or the people.
+func (s *Store) ListKeyOwners(ctx context.Context, service bool) ([]domain.KeyOwner, error) {
+	return s.queryKeyOwners(ctx, `SELECT `+keyOwnerColumns+` FROM api_key_owners WHERE service = $1 ORDER BY subject`, service)
+}
+
+func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) ([]domain.KeyOwner, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, storeErr("query key owners", err)
+	}
+	defer rows.Close()
+	var out []domain.KeyOwner
+	for rows.Next() {
+		var (
+			o       domain.KeyOwner
+			roles   string
+			updated int64
+		)
+		if err := rows.Scan(&o.Subject, &roles, &o.Service, &o.Disabled, &updated); err != nil {
+			return nil, storeErr("read key owner", err)
+		}
+		o.Roles, o.UpdatedAt = domain.SplitRoles(roles), fromNanos(updated)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr("query key owners", err)
+	}
+	return out, nil
+}
+
+// PutKeyOwner writes an owner; the trigger announces it at commit.
+func (s *Store) PutKeyOwner(ctx context.Context, o domain.KeyOwner) error {
+	return s.exec(ctx, domain.KeyOwnerChange(o), "", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (subject) DO UPDATE SET roles = excluded.roles, service = excluded.service, disabled = excluded.disabled, updated_at = excluded.updated_at`,
+		o.Subject, domain.JoinRoles(o.Roles), o.Service, o.Disabled, nanos(o.UpdatedAt))
+}
+
+// CreateKeyOwner creates an owner whose subject is free.
+func (s *Store) CreateKeyOwner(ctx context.Context, o domain.KeyOwner) error {
+	return s.exec(ctx, domain.KeyOwnerChange(o), "key owner "+o.Subject+" exists", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES ($1, $2, $3, $4, $5)`,
+		o.Subject, domain.JoinRoles(o.Roles), o.Service, o.Disabled, nanos(o.UpdatedAt))
+}
