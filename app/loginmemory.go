@@ -114,6 +114,9 @@ func (m *sessionMemory) heard(hash string) {
 		m.revoked[sid] = struct{}{}
 		return
 	}
+	if isKeyReport(hash) {
+		return // the managed keys' (see keyMemory)
+	}
 	m.epoch++
 	delete(m.entries, hash)
 	if ch, ok := m.echoes[hash]; ok {

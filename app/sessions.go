@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -109,7 +110,12 @@ func (s *Sessions) List(ctx context.Context, p domain.Principal, limit int) ([]d
 		}
 		f.Projects = team.Leads
 	}
-	return s.store.ListSessions(ctx, f)
+	list, err := s.store.ListSessions(ctx, f)
+	if err != nil || p.Key == nil {
+		return list, err
+	}
+	// A managed key limited to projects sees only their sessions.
+	return slices.DeleteFunc(list, func(sess domain.Session) bool { return !p.Key.AllowsProject(sess.Project) }), nil
 }
 
 // Get returns one session. A session the caller may not see is reported as

@@ -18,5 +18,5 @@ func teamOf(ctx context.Context, projects ports.ProjectStore, p domain.Principal
 	if err != nil {
 		return domain.Team{}, fmt.Errorf("look up projects of %s: %w", p.Subject, err)
 	}
-	return domain.TeamOf(p.Subject, list), nil
+	return p.Key.NarrowTeam(domain.TeamOf(p.Subject, list)), nil
 }

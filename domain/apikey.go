@@ -78,16 +78,24 @@ func NewManagedKey() ManagedKey {
 	var secret [32]byte
 	_, _ = rand.Read(secret[:])
 	body := KeyPrefix + string(id[:]) + "_" + base62Fixed(new(big.Int).SetBytes(secret[:]), keySecretLen)
-	return ManagedKey{ID: string(id[:]), Text: body + keyChecksum(body)}
+	sum := keyChecksum(body)
+	return ManagedKey{ID: string(id[:]), Text: body + string(sum[:])}
 }
 
-// keyChecksum is the CRC-32 (IEEE) of body in 6 base62 characters.
-func keyChecksum(body string) string {
-	return base62Fixed(new(big.Int).SetUint64(uint64(crc32.ChecksumIEEE([]byte(body)))), keyChecksumLen)
+// keyChecksum is the CRC-32 (IEEE) of body in 6 base62 characters. It is
+// computed on every use of a key, so without allocating.
+func keyChecksum(body string) [keyChecksumLen]byte {
+	var out [keyChecksumLen]byte
+	n := crc32.ChecksumIEEE([]byte(body))
+	for i := keyChecksumLen - 1; i >= 0; i-- {
+		out[i] = base62[n%62]
+		n /= 62
+	}
+	return out
 }
 
 // base62Fixed writes n in exactly width base62 digits, zero-padded; n must
-// fit (2^256 < 62^43, 2^32 < 62^6).
+// fit (2^256 < 62^43).
 func base62Fixed(n *big.Int, width int) string {
 	out := make([]byte, width)
 	b62 := big.NewInt(62)
@@ -124,8 +132,8 @@ func ParseManagedKey(s string) (id string, err error) {
 			return "", RefuseToken(ReasonKeyMalformed, ErrUnauthenticated, "not a managed key (the secret has characters outside 0-9, A-Z and a-z)")
 		}
 	}
-	body := s[:KeyLen-keyChecksumLen]
-	if subtle.ConstantTimeCompare([]byte(keyChecksum(body)), []byte(s[KeyLen-keyChecksumLen:])) != 1 {
+	sum := keyChecksum(s[:KeyLen-keyChecksumLen])
+	if string(sum[:]) != s[KeyLen-keyChecksumLen:] { // public data: no constant time needed
 		return "", RefuseToken(ReasonKeyMalformed, ErrUnauthenticated, "the key's checksum does not match: it was mistyped or truncated")
 	}
 	return id, nil
@@ -182,6 +190,23 @@ func (s PermissionSet) List() []Permission { return permissionList(s.bits) }
 
 // PermissionsOf is the set the roles grant together.
 func (a *Authorizer) PermissionsOf(roles []Role) PermissionSet { return PermissionSet{a.union(roles)} }
+
+// NarrowTeam keeps of t the projects the key may act in.
+func (k *KeyScope) NarrowTeam(t Team) Team {
+	if k == nil || len(k.Projects) == 0 {
+		return t
+	}
+	keep := func(list []string) []string {
+		var out []string
+		for _, p := range list {
+			if slices.Contains(k.Projects, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return Team{Member: keep(t.Member), Leads: keep(t.Leads)}
+}
 
 // KeyScope is what a managed key narrows its owner to. A principal that
 // carries one (Principal.Key) may do only what both its roles and the

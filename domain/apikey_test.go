@@ -83,7 +83,7 @@ func FuzzParseManagedKey(f *testing.F) {
 		if got, want := id, s[len(KeyPrefix):len(KeyPrefix)+keyIDLen]; got != want || !ValidKeyID(id) || len(s) != KeyLen {
 			t.Fatalf("ParseManagedKey(%q) = %q, want %q", s, got, want)
 		}
-		if got := keyChecksum(s[:KeyLen-keyChecksumLen]); got != s[KeyLen-keyChecksumLen:] {
+		if got := keyChecksum(s[:KeyLen-keyChecksumLen]); string(got[:]) != s[KeyLen-keyChecksumLen:] {
 			t.Fatalf("accepted %q with checksum %q, want %q", s, s[KeyLen-keyChecksumLen:], got)
 		}
 	})

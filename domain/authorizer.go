@@ -116,8 +116,10 @@ func (a *Authorizer) Knows(r Role) bool {
 
 // Permissions lists what the roles grant together, in documentation order.
 // The list is shared between callers: read it, never change it.
-func (a *Authorizer) Permissions(roles []Role) []Permission {
-	b := a.union(roles)
+func (a *Authorizer) Permissions(roles []Role) []Permission { return a.listOf(a.union(roles)) }
+
+// listOf lists b, memoized.
+func (a *Authorizer) listOf(b permBits) []Permission {
 	if l, ok := a.lists.Load(b); ok {
 		return l.([]Permission)
 	}
@@ -171,12 +173,13 @@ func (a *Authorizer) Allow(p Principal, need Permission) Decision {
 }
 
 // PermissionsFor lists what p may do, in documentation order: what its
-// roles grant, within its key's scope when it presented a managed key.
+// roles grant, within its key's scope when it presented a managed key. The
+// list is shared between callers, as Permissions' is.
 func (a *Authorizer) PermissionsFor(p Principal) []Permission {
 	if p.Key == nil {
 		return a.Permissions(p.Roles)
 	}
-	return a.PermissionsOf(p.Roles).Intersect(p.Key.Permissions).List()
+	return a.listOf(a.union(p.Roles) & p.Key.Permissions.bits)
 }
 
 // Decision is the outcome of an access check, with what is needed to explain it.

@@ -15,11 +15,13 @@ func DefaultGrants() map[Role][]Permission {
 		PermProjectsRead,
 		PermToolsRead,
 		PermAgentsWrite, PermAgentsToken, PermToolCallsWrite, PermToolCallsApprove,
+		PermKeysRead, PermKeysWrite,
 	}
 	lead := append(append([]Permission(nil), user...),
 		PermSessionsTeam,
 		PermProjectsCreate, PermProjectsWrite,
 		PermDashboardRead,
+		PermKeysTeam,
 	)
 	auditor := []Permission{
 		PermMeRead,
@@ -28,6 +30,7 @@ func DefaultGrants() map[Role][]Permission {
 		PermToolsRead, PermServersRead,
 		PermPoliciesRead,
 		PermAuditRead, PermAuditExport,
+		PermKeysRead, PermKeysAudit,
 	}
 	return map[Role][]Permission{
 		RoleAdmin:   AllPermissions(),

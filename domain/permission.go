@@ -48,6 +48,12 @@ const (
 	PermAuditExport Permission = "audit:export"
 
 	PermMetricsRead Permission = "metrics:read"
+
+	PermKeysRead   Permission = "keys:read"   // list one's own managed API keys
+	PermKeysWrite  Permission = "keys:write"  // make and revoke one's own managed API keys
+	PermKeysTeam   Permission = "keys:team"   // list the keys of the projects one leads
+	PermKeysAudit  Permission = "keys:audit"  // list every key, change none
+	PermKeysManage Permission = "keys:manage" // service accounts and their keys; revoke any key
 )
 
 // AllPermissions lists every known permission in documentation order.
@@ -62,6 +68,7 @@ func AllPermissions() []Permission {
 		PermSettingsRead, PermSettingsWrite,
 		PermDashboardRead,
 		PermAuditRead, PermAuditExport,
+		PermKeysRead, PermKeysWrite, PermKeysTeam, PermKeysAudit, PermKeysManage,
 		PermMetricsRead,
 	}
 }
@@ -146,4 +153,9 @@ var permissionText = map[Permission]string{
 	PermAuditRead:        "read and verify the audit log",
 	PermAuditExport:      "export the audit log as NDJSON",
 	PermMetricsRead:      "read service metrics",
+	PermKeysRead:         "list one's own managed API keys (never their secrets)",
+	PermKeysWrite:        "make and revoke one's own managed API keys, each within one's own permissions",
+	PermKeysTeam:         "list the managed keys of the members of projects one leads, and keys limited to them",
+	PermKeysAudit:        "list every managed API key, change none",
+	PermKeysManage:       "make service accounts and their keys; revoke any key",
 }

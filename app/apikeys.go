@@ -1,0 +1,431 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// APIKeysConfig is the managed keys' policy (auth.apiKeys.*).
+type APIKeysConfig struct {
+	// MaxTTL bounds every key's expiry from its creation.
+	MaxTTL time.Duration
+	// MaxPerOwner bounds the keys neither revoked nor expired per owner.
+	MaxPerOwner int
+}
+
+// Bounds of what a key request may name.
+const (
+	maxKeyName     = 100
+	maxKeyNarrow   = 100
+	maxServiceName = 63
+)
+
+// APIKeys is the use case of managed API keys: people and ADMIN-made
+// service accounts make scoped, expiring keys; each use is decided with the
+// key's scopes intersected with its owner's roles at that moment.
+type APIKeys struct {
+	store    ports.APIKeyStore
+	projects ports.ProjectStore
+	authz    *domain.Authorizer
+	clock    ports.Clock
+	cfg      APIKeysConfig
+	// memory serves keys and owners after their first use; nil: every
+	// request reads the store (see KeepInMemory).
+	memory *keyMemory
+}
+
+// NewAPIKeys wires the use case; a policy without bounds is an error.
+func NewAPIKeys(cfg APIKeysConfig, store ports.APIKeyStore, projects ports.ProjectStore, authz *domain.Authorizer, clock ports.Clock) (*APIKeys, error) {
+	if cfg.MaxTTL <= 0 || cfg.MaxPerOwner <= 0 {
+		return nil, fmt.Errorf("managed keys: maxTTL and maxPerOwner must be positive: %w", domain.ErrInvalidInput)
+	}
+	return &APIKeys{store: store, projects: projects, authz: authz, clock: clock, cfg: cfg}, nil
+}
+
+// KeepInMemory makes key authentication serve keys from memory after their
+// first use, with watch reporting what other instances change. It returns
+// the function that stops watching.
+func (k *APIKeys) KeepInMemory(watch ports.LoginSessionWatcher) (stop func()) {
+	m := newKeyMemory()
+	k.memory = m
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watch.WatchLoginSessions(ctx, m.heard, m.setLive)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// KeyRequest is what POST /api/v2/keys asks for.
+type KeyRequest struct {
+	Name        string
+	Permissions []domain.Permission
+	Projects    []string
+	Tools       []string
+	ExpiresAt   time.Time
+	// ServiceAccount names the service account the key is for; empty: the
+	// caller's own key.
+	ServiceAccount string
+}
+
+// NewKey is a key just made: the stored record and the secret text, which
+// is shown once and kept nowhere.
+type NewKey struct {
+	Key    domain.APIKey
+	Secret string
+}
+
+var errKeyManagesKeys = domain.RefuseToken(domain.ReasonKeyCannotMakeKeys, domain.ErrForbidden,
+	"a managed key cannot make or revoke keys; sign in, or use SERVICE_API_KEY")
+
+// Create makes a key for the caller, or for a service account when an
+// ADMIN (keys:manage) names one. Its permissions must be among the owner's
+// own; none asked means all of them.
+func (k *APIKeys) Create(ctx context.Context, p domain.Principal, req KeyRequest) (NewKey, error) {
+	if p.Key != nil {
+		return NewKey{}, errKeyManagesKeys
+	}
+	if err := checkKeyName(req.Name); err != nil {
+		return NewKey{}, err
+	}
+	projects, err := narrowList("projects", req.Projects)
+	if err != nil {
+		return NewKey{}, err
+	}
+	tools, err := narrowList("tools", req.Tools)
+	if err != nil {
+		return NewKey{}, err
+	}
+	now := k.clock.Now()
+	if err := domain.KeyExpiry(req.ExpiresAt, now, k.cfg.MaxTTL); err != nil {
+		return NewKey{}, err
+	}
+	owner, held := p.Subject, k.authz.PermissionsOf(p.Roles)
+	if req.ServiceAccount != "" {
+		if d := k.authz.Allow(p, domain.PermKeysManage); !d.Allowed {
+			return NewKey{}, &domain.AccessDenied{Decision: d}
+		}
+		sa, err := k.store.GetKeyOwner(ctx, domain.ServiceAccountSubject(req.ServiceAccount))
+		if errors.Is(err, domain.ErrNotFound) || err == nil && !sa.Service {
+			return NewKey{}, fmt.Errorf("no service account %q; make it with POST /api/v2/service-accounts: %w", req.ServiceAccount, domain.ErrNotFound)
+		}
+		if err != nil {
+			return NewKey{}, err
+		}
+		owner, held = sa.Subject, k.authz.PermissionsOf(sa.Roles)
+	} else if err := k.record(ctx, p, now); err != nil {
+		return NewKey{}, err
+	}
+	perms, err := domain.NarrowKey(held, req.Permissions)
+	if err != nil {
+		return NewKey{}, err
+	}
+	mk := domain.NewManagedKey()
+	h := domain.HashManagedKey(mk.Text)
+	rec := domain.APIKey{ID: mk.ID, Name: req.Name, Owner: owner, Hash: h[:], Permissions: perms, Projects: projects, Tools: tools,
+		CreatedBy: p.Subject, CreatedAt: now, ExpiresAt: req.ExpiresAt}
+	if err := k.store.CreateAPIKey(ctx, rec, k.cfg.MaxPerOwner, now); err != nil {
+		return NewKey{}, err
+	}
+	rec.Hash = nil
+	return NewKey{Key: rec, Secret: mk.Text}, nil
+}
+
+func checkKeyName(name string) error {
+	if name == "" || len(name) > maxKeyName || !printable(name) {
+		return fmt.Errorf("name is required: 1 to %d printable characters: %w", maxKeyName, domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// narrowList checks a list of projects or tools a key is limited to.
+func narrowList(what string, list []string) ([]string, error) {
+	if len(list) > maxKeyNarrow {
+		return nil, fmt.Errorf("%s: at most %d: %w", what, maxKeyNarrow, domain.ErrInvalidInput)
+	}
+	out := []string{}
+	for _, s := range list {
+		if s == "" || len(s) > 255 || !printable(s) {
+			return nil, fmt.Errorf("%s: each one 1 to 255 printable characters: %w", what, domain.ErrInvalidInput)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// List returns the keys the caller may see, never a secret or hash: its
+// own; every key with keys:audit or keys:manage; with keys:team also the
+// keys of the members of projects it leads and the keys limited to those
+// projects.
+func (k *APIKeys) List(ctx context.Context, p domain.Principal) ([]domain.APIKey, error) {
+	var (
+		list []domain.APIKey
+		err  error
+	)
+	switch {
+	case k.authz.Allow(p, domain.PermKeysAudit).Allowed || k.authz.Allow(p, domain.PermKeysManage).Allowed:
+		list, err = k.store.ListAPIKeys(ctx, "")
+	case k.authz.Allow(p, domain.PermKeysTeam).Allowed:
+		list, err = k.teamKeys(ctx, p)
+	default:
+		list, err = k.store.ListAPIKeys(ctx, p.Subject)
+	}
+	for i := range list {
+		list[i].Hash = nil
+	}
+	return list, err
+}
+
+func (k *APIKeys) teamKeys(ctx context.Context, p domain.Principal) ([]domain.APIKey, error) {
+	projects, err := k.projects.ListProjects(ctx, ports.ProjectFilter{Member: p.Subject})
+	if err != nil {
+		return nil, err
+	}
+	team := p.Key.NarrowTeam(domain.TeamOf(p.Subject, projects))
+	members := map[string]bool{p.Subject: true}
+	for _, pr := range projects {
+		if team.LeadsProject(pr.ID) {
+			for _, m := range pr.Members {
+				members[m.Subject] = true
+			}
+		}
+	}
+	all, err := k.store.ListAPIKeys(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(key domain.APIKey) bool {
+		return !members[key.Owner] && !slices.ContainsFunc(key.Projects, team.LeadsProject)
+	}), nil
+}
+
+// Revoke revokes a key of the caller's, or any key with keys:manage. It
+// returns once every instance has been told, so that the key is refused
+// everywhere from the next request on.
+func (k *APIKeys) Revoke(ctx context.Context, p domain.Principal, id string) error {
+	if p.Key != nil {
+		return errKeyManagesKeys
+	}
+	key, err := k.store.GetAPIKey(ctx, id)
+	if err != nil {
+		return err
+	}
+	if key.Owner != p.Subject && !k.authz.Allow(p, domain.PermKeysManage).Allowed {
+		return fmt.Errorf("key %s: %w", id, domain.ErrNotVisible)
+	}
+	return k.changeEverywhere(ctx, ports.KeyChangeKey(id), func() error { return k.store.RevokeAPIKey(ctx, id, k.clock.Now()) })
+}
+
+// changeEverywhere makes a change that instances keeping keys in memory
+// must hear of, and waits until the watcher reports it: the database
+// announces it to every instance at once.
+func (k *APIKeys) changeEverywhere(ctx context.Context, report string, change func() error) error {
+	if k.memory == nil {
+		return change()
+	}
+	k.memory.forget(report)
+	echo := k.memory.expect(report)
+	if err := change(); err != nil {
+		return err
+	}
+	k.memory.awaitEcho(ctx, report, echo)
+	return nil
+}
+
+// CreateServiceAccount makes a service account with one role (built-in or
+// custom), for an ADMIN: its keys survive whoever made them.
+func (k *APIKeys) CreateServiceAccount(ctx context.Context, name string, role domain.Role) (domain.KeyOwner, error) {
+	if !validServiceName(name) {
+		return domain.KeyOwner{}, fmt.Errorf("name: 1 to %d of a-z, 0-9 and '-', starting with a letter: %w", maxServiceName, domain.ErrInvalidInput)
+	}
+	if !k.authz.Knows(role) {
+		return domain.KeyOwner{}, domain.RefuseToken(domain.ReasonServiceAccountRole, domain.ErrInvalidInput, "role %q is neither built in nor in auth.roles", role)
+	}
+	o := domain.KeyOwner{Subject: domain.ServiceAccountSubject(name), Roles: []domain.Role{role}, Service: true, UpdatedAt: k.clock.Now()}
+	if err := k.store.CreateKeyOwner(ctx, o); errors.Is(err, domain.ErrConflict) {
+		return domain.KeyOwner{}, domain.RefuseToken(domain.ReasonServiceAccountTaken, domain.ErrConflict, "service account %s exists", name)
+	} else if err != nil {
+		return domain.KeyOwner{}, err
+	}
+	return o, nil
+}
+
+func validServiceName(name string) bool {
+	if name == "" || len(name) > maxServiceName || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ServiceAccounts lists the service accounts.
+func (k *APIKeys) ServiceAccounts(ctx context.Context) ([]domain.KeyOwner, error) {
+	return k.store.ListKeyOwners(ctx, true)
+}
+
+// SetOwnerDisabled suspends (or, for a service account, restores) the keys
+// of subject: for an ADMIN disabling a user, and for a back-channel logout
+// naming the subject. A person's keys come back when it next signs in. It
+// returns once every instance has been told. A subject that never made a
+// key has nothing to suspend.
+func (k *APIKeys) SetOwnerDisabled(ctx context.Context, subject string, disabled bool) error {
+	o, err := k.store.GetKeyOwner(ctx, subject)
+	if errors.Is(err, domain.ErrNotFound) && disabled {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.Disabled == disabled {
+		return nil
+	}
+	o.Disabled, o.UpdatedAt = disabled, k.clock.Now()
+	return k.changeEverywhere(ctx, ports.OwnerChangeKey(subject), func() error { return k.store.PutKeyOwner(ctx, o) })
+}
+
+// Observe records the roles of a person who authenticated with anything but
+// a managed key, when it owns keys and they changed (or its keys were
+// suspended): its keys narrow, or come back, from then on. From memory
+// this costs a map lookup; the store is written only on a change, which is
+// recorded in the audit log as the narrowing of the owner's keys.
+func (k *APIKeys) Observe(ctx context.Context, p domain.Principal) error {
+	if p.Key != nil || p.Subject == "" {
+		return nil
+	}
+	o, err := k.ownerOf(ctx, p.Subject)
+	if err != nil || o == nil || o.Service || !o.Disabled && slices.Equal(o.Roles, p.Roles) {
+		return err
+	}
+	return k.record(ctx, p, k.clock.Now())
+}
+
+// ownerOf returns subject's owner record, nil when it has none.
+func (k *APIKeys) ownerOf(ctx context.Context, subject string) (*domain.KeyOwner, error) {
+	var epoch uint64
+	if k.memory != nil {
+		if o, known := k.memory.owner(subject); known {
+			return o, nil
+		}
+		epoch = k.memory.since()
+	}
+	o, err := k.store.GetKeyOwner(ctx, subject)
+	var rec *domain.KeyOwner
+	switch {
+	case err == nil:
+		rec = &o
+	case !errors.Is(err, domain.ErrNotFound):
+		return nil, err
+	}
+	if k.memory != nil {
+		k.memory.rememberOwner(epoch, subject, rec)
+	}
+	return rec, nil
+}
+
+// record writes p's roles as its owner record (keys enabled), unless it
+// holds them already.
+func (k *APIKeys) record(ctx context.Context, p domain.Principal, now time.Time) error {
+	o, err := k.ownerOf(ctx, p.Subject)
+	if err != nil {
+		return err
+	}
+	if o != nil && o.Service {
+		return fmt.Errorf("%s is a service account's subject: %w", p.Subject, domain.ErrConflict)
+	}
+	if o != nil && !o.Disabled && slices.Equal(o.Roles, p.Roles) {
+		return nil
+	}
+	next := domain.KeyOwner{Subject: p.Subject, Roles: slices.Clone(p.Roles), UpdatedAt: now}
+	if k.memory != nil {
+		k.memory.forget(ports.OwnerChangeKey(p.Subject))
+	}
+	return k.store.PutKeyOwner(ctx, next)
+}
+
+// errKeyUnknown is the one answer to a key that is well formed but not
+// ours, or whose secret does not match: they must not be told apart.
+var errKeyUnknown = domain.RefuseToken(domain.ReasonKeyUnknown, domain.ErrUnauthenticated, "key not recognised")
+
+// Authenticate resolves a managed key. A malformed key or a wrong checksum
+// is refused before any lookup. A key used before is decided from memory
+// (no store read) until this or another instance revokes it or changes its
+// owner, or the watcher cannot vouch for the changes.
+func (k *APIKeys) Authenticate(ctx context.Context, text string) (domain.Principal, error) {
+	id, err := domain.ParseManagedKey(text)
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	h := domain.HashManagedKey(text)
+	now := k.clock.Now()
+	var epoch uint64
+	if k.memory != nil {
+		if r := k.memory.key(id); r != nil {
+			if !domain.SameKeyHash(r.key.Hash, h[:]) {
+				return domain.Principal{}, errKeyUnknown
+			}
+			if !now.Before(r.key.ExpiresAt) {
+				_, err := k.authz.CheckKeyUse(r.key, domain.KeyOwner{Subject: r.key.Owner}, now)
+				return domain.Principal{}, err
+			}
+			return r.principal, k.touch(ctx, r, now)
+		}
+		epoch = k.memory.since()
+	}
+	key, err := k.store.GetAPIKey(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Principal{}, errKeyUnknown
+	}
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	if !domain.SameKeyHash(key.Hash, h[:]) {
+		return domain.Principal{}, errKeyUnknown
+	}
+	owner, err := k.store.GetKeyOwner(ctx, key.Owner)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return domain.Principal{}, err
+	}
+	scope, err := k.authz.CheckKeyUse(key, owner, now)
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	r := &rememberedKey{key: key, principal: domain.Principal{Subject: key.Owner, Roles: owner.Roles, Method: domain.MethodManagedKey,
+		RoleSource: "managed key " + key.ID + " (" + key.Name + ")", Key: scope}}
+	r.lastUsed.Store(key.LastUsed.UnixNano())
+	if k.memory != nil {
+		k.memory.rememberKey(epoch, r)
+	}
+	return r.principal, k.touch(ctx, r, now)
+}
+
+// touch records a use at most once a minute per key and instance.
+func (k *APIKeys) touch(ctx context.Context, r *rememberedKey, now time.Time) error {
+	last := r.lastUsed.Load()
+	if now.UnixNano()-last < int64(touchEvery) || !r.lastUsed.CompareAndSwap(last, now.UnixNano()) {
+		return nil
+	}
+	return k.store.TouchAPIKey(ctx, r.key.ID, now)
+}
