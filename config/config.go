@@ -128,6 +128,7 @@ type Auth struct {
 	Roles       []CustomRole `yaml:"roles"`
 	Keys        []RoleKey    `yaml:"keys"`
 	AgentTokens AgentTokens  `yaml:"agentTokens"`
+	APIKeys     APIKeys      `yaml:"apiKeys"`
 }
 
 // AgentTokens configures the agent credentials tool servers verify.
@@ -245,8 +246,9 @@ func Defaults() Config {
 		Server:  Server{Host: "127.0.0.1", Port: 8080, ShutdownTimeout: 30 * time.Second},
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
-		Auth:    Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute, RateLimit: 600, MaxSubAgents: 256}},
-		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
+		Auth: Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute, RateLimit: 600, MaxSubAgents: 256},
+			APIKeys: APIKeys{MaxTTL: defaultAPIKeysMaxTTL, MaxPerOwner: defaultAPIKeysMaxPerOwner}},
+		Audit: Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
 	}
 }
 
@@ -388,6 +390,7 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Auth.AgentTokens.validate()...)
+	errs = append(errs, c.Auth.APIKeys.validate()...)
 	errs = append(errs, c.validateAccess()...)
 	errs = append(errs, c.validateOIDC()...)
 	errs = append(errs, c.validateHybrid()...)

@@ -133,7 +133,13 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 		rate.PerMinute = opt.rate
 	}
 	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, access.Agents, store, store, rules, authz, keys, clock, limits), RateLimit: rate}
-	srv := New(Config{Access: access, AgentTokens: tokens, BasePath: opt.basePath}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
+	managed, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: 90 * 24 * time.Hour, MaxPerOwner: 5}, store, store, authz, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub, stopHub := app.NewWatchHub(store)
+	stopKeys := managed.KeepInMemory(hub)
+	srv := New(Config{Access: access, AgentTokens: tokens, Keys: managed, BasePath: opt.basePath}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +158,8 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}
+		stopKeys()
+		stopHub()
 		closeAudit()
 		closeSigner()
 		closeStore()

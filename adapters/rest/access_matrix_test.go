@@ -15,7 +15,7 @@ import (
 // axFixture is a set of resources owned (or led) by one caller, so that a
 // call its role allows is not refused for resource-level reasons.
 type axFixture struct {
-	project, session, agent, call, policy, tool string
+	project, session, agent, call, policy, tool, key string
 }
 
 func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
@@ -25,6 +25,13 @@ func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 	f := axFixture{
 		project: fmt.Sprintf("prj_%d", n), session: fmt.Sprintf("ses_%d", n), agent: fmt.Sprintf("agt_%d", n),
 		call: fmt.Sprintf("call_%d", n), policy: fmt.Sprintf("pol_%d", n), tool: fmt.Sprintf("tool.%d", n),
+		key: axKeyID(n),
+	}
+	var role domain.Role
+	for _, c := range axCallers {
+		if c.subject == subject {
+			role = c.role
+		}
 	}
 	server := fmt.Sprintf("srv-%d", n)
 	steps := []error{
@@ -36,6 +43,9 @@ func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 		h.store.CreateServer(ctx, domain.Server{Name: server, URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
 		h.store.CreateTool(ctx, domain.Tool{Name: f.tool, Server: server, CreatedAt: now}),
 		h.store.CreatePolicy(ctx, domain.PolicyRule{ID: f.policy, Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeSubject, Value: subject, CreatedAt: now}),
+		h.store.PutKeyOwner(ctx, domain.KeyOwner{Subject: subject, Roles: []domain.Role{role}, UpdatedAt: now}),
+		h.store.CreateAPIKey(ctx, domain.APIKey{ID: f.key, Name: "k", Owner: subject, Hash: make([]byte, 32), Permissions: []domain.Permission{domain.PermMeRead},
+			CreatedBy: subject, CreatedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute)}, 1000, now), // expired: not counted against the limit
 	}
 	for _, err := range steps {
 		if err != nil {
@@ -43,6 +53,16 @@ func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 		}
 	}
 	return f
+}
+
+// axKeyID is a well-formed managed-key id made from n.
+func axKeyID(n int) string {
+	id := []byte("aaaaaaaaaaaa")
+	for i := len(id) - 1; n > 0; i-- {
+		id[i] = "abcdefghijklmnopqrstuvwxyz234567"[n%32]
+		n /= 32
+	}
+	return string(id)
 }
 
 // axRequest fills a route's path parameters from the fixture and gives a
@@ -54,6 +74,10 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 	if strings.Contains(r.path, "/policies/") {
 		path = strings.Replace(r.path, ":id", f.policy, 1)
 	}
+	if strings.HasPrefix(r.path, "/api/v2/keys/") {
+		path = strings.Replace(r.path, ":id", f.key, 1)
+	}
+	path = strings.Replace(path, ":subject", subject, 1)
 	bodies := map[string]string{
 		"POST /api/v2/sessions":                              `{"title":"t","project":"` + f.project + `"}`,
 		"PATCH /api/v2/sessions/:id":                         `{"mode":"readonly"}`,
@@ -84,6 +108,10 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"POST /console/policies/:id/delete":                   "",
 		"POST /console/catalog/servers":                       fmt.Sprintf("name=new-%d&url=https://127.0.0.1/mcp", n),
 		"POST /console/catalog/tools":                         fmt.Sprintf("name=new.%d&server=srv-%d&read_only=on", n, n),
+
+		"POST /api/v2/keys":               `{"name":"ci","permissions":["me:read"],"expires_at":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`,
+		"POST /api/v2/service-accounts":   fmt.Sprintf(`{"name":"svc-%d","role":"USER"}`, n),
+		"PUT /api/v2/key-owners/:subject": `{"disabled":false}`,
 	}
 	body, ok = bodies[r.method+" "+r.path]
 	if !ok && (r.method == fiber.MethodGet || r.method == fiber.MethodDelete) {
@@ -219,6 +247,12 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /console/audit":                                  domain.PermAuditRead,
 		"GET /console/audit/verify":                           domain.PermAuditRead,
 		"GET /console/audit/:seq":                             domain.PermAuditRead,
+		"GET /api/v2/keys":                                    domain.PermKeysRead,
+		"POST /api/v2/keys":                                   domain.PermKeysWrite,
+		"DELETE /api/v2/keys/:id":                             domain.PermKeysWrite,
+		"GET /api/v2/service-accounts":                        domain.PermKeysManage,
+		"POST /api/v2/service-accounts":                       domain.PermKeysManage,
+		"PUT /api/v2/key-owners/:subject":                     domain.PermKeysManage,
 	}
 	h := axNew(t)
 	seen := map[string]bool{}

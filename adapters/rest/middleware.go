@@ -350,6 +350,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if s.isAgentToken(cred) {
 		return s.authenticateAgent(c, cred.Value)
 	}
+	if s.isManagedKey(cred) {
+		return s.authenticateKey(c, cred.Value)
+	}
 	p, err := s.authn.Authenticate(c.UserContext(), cred)
 	if err != nil {
 		return err
@@ -373,6 +376,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	st := stateOf(c)
 	st.principal, st.authenticated = p, true
 	st.intent.Subject, st.intent.Roles, st.intent.AuthMethod = p.Subject, p.Roles, p.Method
+	if err := s.observeOwner(c, p); err != nil {
+		return err
+	}
 	return c.Next()
 }
 

@@ -45,6 +45,9 @@ type Config struct {
 	Access *Access
 	// AgentTokens serves agent credentials; nil leaves them out.
 	AgentTokens *AgentTokens
+	// Keys serves managed API keys (aak_…); nil leaves them out (hybrid
+	// mode: the centre's keys reach the centre).
+	Keys *app.APIKeys
 	// Ready are the readiness checks (database, audit log); the identity
 	// provider's come with Login.
 	Ready ReadyChecks
@@ -152,6 +155,7 @@ func (s *Server) apiRoutes() []route {
 		s.metricsRoutes(),
 		s.agentTokenRoutes(),
 		s.consoleRoutes(),
+		s.keyRoutes(),
 	)
 }
 
