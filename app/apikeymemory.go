@@ -27,7 +27,14 @@ type keyMemory struct {
 	epoch  uint64
 	keys   map[string]*rememberedKey
 	owners map[string]*domain.KeyOwner // nil value: the subject has no record
-	echoes map[string]chan struct{}
+	echoes map[string]*awaited
+}
+
+// awaited is a change this instance made and waits to hear acknowledged by
+// every listener that was listening when it was made.
+type awaited struct {
+	pending map[string]bool
+	done    chan struct{}
 }
 
 type rememberedKey struct {
@@ -38,15 +45,7 @@ type rememberedKey struct {
 }
 
 func newKeyMemory() *keyMemory {
-	return &keyMemory{keys: map[string]*rememberedKey{}, owners: map[string]*domain.KeyOwner{}, echoes: map[string]chan struct{}{}}
-}
-
-// isKeyReport tells the managed keys' watcher reports from the login
-// sessions'.
-func isKeyReport(report string) bool {
-	_, key := ports.KeyChangeOf(report)
-	_, owner := ports.OwnerChangeOf(report)
-	return key || owner
+	return &keyMemory{keys: map[string]*rememberedKey{}, owners: map[string]*domain.KeyOwner{}, echoes: map[string]*awaited{}}
 }
 
 // key returns the remembered key id, or nil: unknown, or the watcher is
@@ -100,24 +99,28 @@ func (m *keyMemory) rememberOwner(epoch uint64, subject string, o *domain.KeyOwn
 	m.owners[subject] = o
 }
 
-// heard forgets what a watcher report names, and releases whoever waits
-// for it. An owner's change forgets its keys too: their principals carry
-// its roles.
+// heard forgets what a watcher report names, and counts the
+// acknowledgements of the changes this instance waits for. An owner's
+// change forgets its keys too: their principals carry its roles.
 func (m *keyMemory) heard(report string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if listener, changed, ok := ports.AckOf(report); ok {
+		if a := m.echoes[changed]; a != nil {
+			delete(a.pending, listener)
+			if len(a.pending) == 0 {
+				close(a.done)
+				delete(m.echoes, changed)
+			}
+		}
+		return
+	}
 	if id, ok := ports.KeyChangeOf(report); ok {
 		m.epoch++
 		delete(m.keys, id)
 	} else if subject, ok := ports.OwnerChangeOf(report); ok {
 		m.epoch++
 		m.forgetOwnerLocked(subject)
-	} else {
-		return
-	}
-	if ch, ok := m.echoes[report]; ok {
-		close(ch)
-		delete(m.echoes, report)
 	}
 }
 
@@ -143,42 +146,49 @@ func (m *keyMemory) forget(report string) {
 	}
 }
 
-// expect registers, before this instance makes a change, that it will wait
-// for the watcher's report of it; nil when the watcher is not live.
-func (m *keyMemory) expect(report string) chan struct{} {
+// expect registers, before this instance makes a change, that it will
+// wait for every one of listeners to acknowledge it; nil when the watcher
+// is not live or no one listens.
+func (m *keyMemory) expect(report string, listeners []string) chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.live {
+	if !m.live || len(listeners) == 0 {
 		return nil
 	}
-	ch, ok := m.echoes[report]
-	if !ok {
-		ch = make(chan struct{})
-		m.echoes[report] = ch
+	a := m.echoes[report]
+	if a == nil {
+		a = &awaited{pending: map[string]bool{}, done: make(chan struct{})}
+		m.echoes[report] = a
 	}
-	return ch
+	for _, l := range listeners {
+		a.pending[l] = true
+	}
+	return a.done
 }
 
-// awaitEcho waits until the watcher reported the change registered by
-// expect: the database announces a change to every instance at once, so
-// once it returns every instance has been told (see sessionMemory.awaitEcho).
-func (m *keyMemory) awaitEcho(ctx context.Context, report string, ch chan struct{}) {
+// awaitEcho waits until every listener acknowledged the change registered
+// by expect: each acknowledges once it acted on it, so once this returns
+// every instance refuses what the change revoked. A listener that does not
+// answer within echoWait has lost its connection (its instance then serves
+// nothing from memory) or is stuck; the wait ends then.
+func (m *keyMemory) awaitEcho(ctx context.Context, report string, ch chan struct{}) bool {
 	if ch == nil {
-		return
+		return true
 	}
 	t := time.NewTimer(echoWait)
 	defer t.Stop()
 	select {
 	case <-ch:
-		return
+		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	m.mu.Lock()
-	if m.echoes[report] == ch {
+	if a := m.echoes[report]; a != nil && a.done == ch {
 		delete(m.echoes, report)
 	}
 	m.mu.Unlock()
+	return false
 }
 
 // setLive drops everything: changes made while the watcher was away are

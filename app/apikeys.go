@@ -218,36 +218,41 @@ func (k *APIKeys) teamKeys(ctx context.Context, p domain.Principal) ([]domain.AP
 }
 
 // Revoke revokes a key of the caller's, or any key with keys:manage. It
-// returns once every instance has been told, so that the key is refused
-// everywhere from the next request on.
-func (k *APIKeys) Revoke(ctx context.Context, p domain.Principal, id string) error {
+// returns once every instance has acknowledged it (confirmed), so that the
+// key is refused everywhere from the next request on.
+func (k *APIKeys) Revoke(ctx context.Context, p domain.Principal, id string) (confirmed bool, err error) {
 	if p.Key != nil {
-		return errKeyManagesKeys
+		return false, errKeyManagesKeys
 	}
 	key, err := k.store.GetAPIKey(ctx, id)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if key.Owner != p.Subject && !k.authz.Allow(p, domain.PermKeysManage).Allowed {
-		return fmt.Errorf("key %s: %w", id, domain.ErrNotVisible)
+		return false, fmt.Errorf("key %s: %w", id, domain.ErrNotVisible)
 	}
 	return k.changeEverywhere(ctx, ports.KeyChangeKey(id), func() error { return k.store.RevokeAPIKey(ctx, id, k.clock.Now()) })
 }
 
 // changeEverywhere makes a change that instances keeping keys in memory
-// must hear of, and waits until the watcher reports it: the database
-// announces it to every instance at once.
-func (k *APIKeys) changeEverywhere(ctx context.Context, report string, change func() error) error {
+// must hear of, and returns once every instance listening when it was made
+// has acknowledged acting on it. confirmed is false when one did not
+// within the wait: it lost its connection to the store's notifications
+// (and then serves nothing from memory) or is stuck.
+func (k *APIKeys) changeEverywhere(ctx context.Context, report string, change func() error) (confirmed bool, err error) {
 	if k.memory == nil {
-		return change()
+		return true, change()
+	}
+	listeners, err := k.store.KeyListeners(ctx)
+	if err != nil {
+		return false, err
 	}
 	k.memory.forget(report)
-	echo := k.memory.expect(report)
+	echo := k.memory.expect(report, listeners)
 	if err := change(); err != nil {
-		return err
+		return false, err
 	}
-	k.memory.awaitEcho(ctx, report, echo)
-	return nil
+	return k.memory.awaitEcho(ctx, report, echo), nil
 }
 
 // CreateServiceAccount makes a service account with one role (built-in or
@@ -289,18 +294,18 @@ func (k *APIKeys) ServiceAccounts(ctx context.Context) ([]domain.KeyOwner, error
 // SetOwnerDisabled suspends (or, for a service account, restores) the keys
 // of subject: for an ADMIN disabling a user, and for a back-channel logout
 // naming the subject. A person's keys come back when it next signs in. It
-// returns once every instance has been told. A subject that never made a
-// key has nothing to suspend.
-func (k *APIKeys) SetOwnerDisabled(ctx context.Context, subject string, disabled bool) error {
+// returns once every instance has acknowledged it (confirmed). A subject
+// that never made a key has nothing to suspend.
+func (k *APIKeys) SetOwnerDisabled(ctx context.Context, subject string, disabled bool) (confirmed bool, err error) {
 	o, err := k.store.GetKeyOwner(ctx, subject)
 	if errors.Is(err, domain.ErrNotFound) && disabled {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if o.Disabled == disabled {
-		return nil
+		return true, nil
 	}
 	o.Disabled, o.UpdatedAt = disabled, k.clock.Now()
 	return k.changeEverywhere(ctx, ports.OwnerChangeKey(subject), func() error { return k.store.PutKeyOwner(ctx, o) })

@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang/mock/gomock"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/mocks"
 	"github.com/agentauth/agentauth/ports/porttest"
 )
 
@@ -91,7 +93,6 @@ func newKeyFixture(t *testing.T, watch ports.LoginSessionWatcher) *keyFixture {
 	waitLive(t, f)
 	return f
 }
-
 
 // waitLive waits until the memory serves: a key used twice is read once.
 func waitLive(t *testing.T, f *keyFixture) {
@@ -183,8 +184,8 @@ func TestKeyLifecycle(t *testing.T) {
 	}{
 		{"unchanged", func(*testing.T, *keyFixture, app.NewKey) {}, "", []domain.Permission{domain.PermMeRead, domain.PermSessionsRead, domain.PermSessionsTeam}},
 		{"revoked", func(t *testing.T, f *keyFixture, k app.NewKey) {
-			if err := f.keys.Revoke(porttest.Context(t), alice, k.Key.ID); err != nil {
-				t.Fatal(err)
+			if confirmed, err := f.keys.Revoke(porttest.Context(t), alice, k.Key.ID); err != nil || !confirmed {
+				t.Fatalf("Revoke = %v, %v; want confirmed", confirmed, err)
 			}
 		}, domain.ReasonKeyRevoked, nil},
 		{"expired", func(t *testing.T, f *keyFixture, k app.NewKey) { f.clock.add(24 * time.Hour) }, domain.ReasonKeyExpired, nil},
@@ -196,13 +197,13 @@ func TestKeyLifecycle(t *testing.T) {
 			}
 		}, "", []domain.Permission{domain.PermMeRead, domain.PermSessionsRead}},
 		{"owner logged out by the provider", func(t *testing.T, f *keyFixture, k app.NewKey) {
-			if err := f.keys.SetOwnerDisabled(porttest.Context(t), "alice", true); err != nil {
-				t.Fatal(err)
+			if confirmed, err := f.keys.SetOwnerDisabled(porttest.Context(t), "alice", true); err != nil || !confirmed {
+				t.Fatalf("SetOwnerDisabled = %v, %v; want confirmed", confirmed, err)
 			}
 		}, domain.ReasonKeyOwnerGone, nil},
 		{"owner logged out, then signed in again", func(t *testing.T, f *keyFixture, k app.NewKey) {
 			ctx := porttest.Context(t)
-			if err := f.keys.SetOwnerDisabled(ctx, "alice", true); err != nil {
+			if _, err := f.keys.SetOwnerDisabled(ctx, "alice", true); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.keys.Observe(ctx, alice); err != nil {
@@ -403,4 +404,36 @@ func (m *manualWatcher) WatchLoginSessions(ctx context.Context, changed func(str
 	m.changed, m.live = changed, live
 	close(m.ready)
 	<-ctx.Done()
+}
+
+// TestBackchannelLogoutSuspendsKeys: a back-channel logout naming a subject
+// stops its keys on every instance before it is answered; the owner's next
+// sign-in brings them back.
+func TestBackchannelLogoutSuspendsKeys(t *testing.T) {
+	f := newKeyFixture(t, nil)
+	ctx := porttest.Context(t)
+	k := f.create(t, alice, app.KeyRequest{})
+	if _, err := f.keys.Authenticate(ctx, k.Secret); err != nil {
+		t.Fatal(err)
+	}
+	idp := mocks.NewMockIdentityProvider(gomock.NewController(t))
+	idp.EXPECT().VerifyLogoutToken(gomock.Any(), "raw").Return(ports.LogoutToken{ID: "j1", SessionID: "kc-sid", Subject: "alice",
+		AcceptedUntil: keyStart.Add(time.Minute)}, nil)
+	login, err := app.NewLogin(app.LoginConfig{SessionIdle: time.Hour, SessionMax: time.Hour}, idp, f.store.Store, f.store.Store, f.store.Store, f.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.SuspendKeysOnLogout(f.keys)
+	if _, err := login.BackchannelLogout(ctx, "raw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.keys.Authenticate(ctx, k.Secret); refusal(err) != domain.ReasonKeyOwnerGone {
+		t.Fatalf("after the logout: %v, want %s", err, domain.ReasonKeyOwnerGone)
+	}
+	if err := f.keys.Observe(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.keys.Authenticate(ctx, k.Secret); err != nil {
+		t.Fatalf("after signing in again: %v", err)
+	}
 }

@@ -75,7 +75,15 @@ type Login struct {
 	// memory serves cookie sessions after their first use; nil: every
 	// request reads the store (see KeepSessionsInMemory).
 	memory *sessionMemory
+	// managedKeys, when set, are the managed keys whose owners a
+	// back-channel logout suspends.
+	managedKeys *APIKeys
 }
+
+// SuspendKeysOnLogout makes a back-channel logout naming a subject suspend
+// that subject's managed keys too (until it signs in again): the provider
+// logging a person out everywhere is how a deprovisioned person shows.
+func (l *Login) SuspendKeysOnLogout(k *APIKeys) { l.managedKeys = k }
 
 // NewLogin wires the use case. A TokenKey that is not an AES-256 key is
 // an error.
@@ -610,6 +618,13 @@ func (l *Login) BackchannelLogout(ctx context.Context, rawToken string) (int, er
 		return 0, fmt.Errorf("logout token replayed (its jti was accepted before): %w", domain.ErrInvalidInput)
 	} else if err != nil {
 		return 0, err
+	}
+	if lt.Subject != "" && l.managedKeys != nil {
+		// Before anything else is ended: answered, the logout holds on
+		// every instance for the subject's keys as for its sessions.
+		if _, err := l.managedKeys.SetOwnerDisabled(ctx, lt.Subject, true); err != nil {
+			return 0, err
+		}
 	}
 	sidHash := ""
 	if lt.SessionID != "" {

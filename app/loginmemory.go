@@ -114,7 +114,7 @@ func (m *sessionMemory) heard(hash string) {
 		m.revoked[sid] = struct{}{}
 		return
 	}
-	if isKeyReport(hash) {
+	if ports.IsKeyReport(hash) {
 		return // the managed keys' (see keyMemory)
 	}
 	m.epoch++

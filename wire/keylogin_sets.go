@@ -24,7 +24,7 @@ import (
 // exchanged for sessions, and the cookie goes to the login sessions.
 var keyCoreSet = gwire.NewSet(
 	keyRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
-	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet,
+	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet, managedKeys,
 	gwire.FieldsOf(new(Stores), "LoginSessions", "LoginThrottle", "LoginWatch"),
 	withRoleKeys, keyLoginConfig, newKeyLogin, keyAuthenticator, newKeyLoginEdge,
 )
@@ -82,9 +82,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func keyRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks,
+func keyRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, ready rest.ReadyChecks,
 	redactor *domain.TargetRedactor) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, ready, redactor)
+	c, err := restConfig(cfg, access, tokens, keys, ready, redactor)
 	c.Login = login
 	return c, err
 }

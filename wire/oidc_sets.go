@@ -26,7 +26,7 @@ import (
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
 	oidcRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
-	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet,
+	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet, managedKeys,
 	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.
@@ -94,13 +94,15 @@ func loginConfig(cfg config.Config) (app.LoginConfig, error) {
 
 // newLogin is the login use case with cookie sessions kept in memory after
 // their first use, forgotten on every instance when any instance changes
-// or ends them (on PostgreSQL by LISTEN/NOTIFY).
+// or ends them (on PostgreSQL by LISTEN/NOTIFY); a back-channel logout
+// naming a subject suspends its managed keys too.
 func newLogin(cfg app.LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
-	throttle ports.LoginThrottle, clock ports.Clock, watch ports.LoginSessionWatcher) (*app.Login, func(), error) {
+	throttle ports.LoginThrottle, clock ports.Clock, watch ports.LoginSessionWatcher, keys *app.APIKeys) (*app.Login, func(), error) {
 	l, err := app.NewLogin(cfg, idp, sessions, requests, throttle, clock)
 	if err != nil {
 		return nil, nil, err
 	}
+	l.SuspendKeysOnLogout(keys)
 	return l, l.KeepSessionsInMemory(watch), nil
 }
 
@@ -108,9 +110,9 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI, BasePath: cfg.Server.BasePath}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks,
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, ready rest.ReadyChecks,
 	redactor *domain.TargetRedactor) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, ready, redactor)
+	c, err := restConfig(cfg, access, tokens, keys, ready, redactor)
 	c.Login = login
 	return c, err
 }

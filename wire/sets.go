@@ -40,7 +40,7 @@ var appSet = gwire.NewSet(
 
 // settingsSet turns the configuration into the named values adapters take.
 var settingsSet = gwire.NewSet(restConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
-	agentTokenSettings, agentTokenLimits, agentTokenRateLimit)
+	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, managedKeys)
 
 // coreSet is everything but the identity adapter: store (chosen at run
 // time, see store.go), audit log, use cases and the HTTP edge.
@@ -65,14 +65,14 @@ func agentTokenRateLimit(cfg config.Config) rest.RateLimit {
 	return rest.RateLimit{PerMinute: cfg.Auth.AgentTokens.RateLimit}
 }
 
-func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, ready rest.ReadyChecks,
+func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, ready rest.ReadyChecks,
 	redactor *domain.TargetRedactor) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
 	if err != nil {
 		return rest.Config{}, err
 	}
 	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), PublicAddr: cfg.PublicAddr(), Debug: cfg.Mode() == config.ModeDebug,
-		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Ready: ready,
+		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Keys: keys, Ready: ready,
 		BasePath: cfg.Server.BasePath, Redactor: redactor}, nil
 }
 
@@ -117,3 +117,17 @@ func dataDir(cfg config.Config) local.DataDir { return local.DataDir(cfg.DataDir
 func apiKey(cfg config.Config) apikey.Key { return apikey.Key(cfg.Auth.APIKey) }
 
 func authorizer(cfg config.Config) (*domain.Authorizer, error) { return cfg.Authorizer() }
+
+// managedKeys is the managed API keys' use case, kept in memory on the
+// store's shared watcher; nil in hybrid mode, where keys are the centre's
+// (an aak_ credential goes to the centre like any other).
+func managedKeys(cfg config.Config, st Stores, authz *domain.Authorizer, clock ports.Clock) (*app.APIKeys, func(), error) {
+	if cfg.Mode() == config.ModeHybrid {
+		return nil, func() {}, nil
+	}
+	k, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: cfg.Auth.APIKeys.MaxTTL, MaxPerOwner: cfg.Auth.APIKeys.MaxPerOwner}, st.Keys, st.Projects, authz, clock)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, k.KeepInMemory(st.LoginWatch), nil
+}

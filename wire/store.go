@@ -46,7 +46,12 @@ type Stores struct {
 	LoginSessions ports.LoginSessionStore
 	AuthRequests  ports.AuthRequestStore
 	LoginThrottle ports.LoginThrottle
-	LoginWatch    ports.LoginSessionWatcher
+	// LoginWatch reports the changes of every instance to what is kept in
+	// memory (login sessions, managed keys): one watcher of the store,
+	// shared.
+	LoginWatch ports.LoginSessionWatcher
+	// Keys are the managed API keys, in every mode but hybrid.
+	Keys ports.APIKeyStore
 	// Ping is the readiness check of the database.
 	Ping func(context.Context) error
 	// Intents records the changes whose audit record never came (see
@@ -82,6 +87,7 @@ type store interface {
 	ports.AuthRequestStore
 	ports.LoginThrottle
 	ports.LoginSessionWatcher
+	ports.APIKeyStore
 	Ping(ctx context.Context) error
 }
 
@@ -89,7 +95,7 @@ func storesOf(s store) Stores {
 	return Stores{
 		Sessions: s, Audit: s, Checkpoints: s, Settings: s,
 		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s,
-		LoginSessions: s, AuthRequests: s, LoginThrottle: s, LoginWatch: s,
+		LoginSessions: s, AuthRequests: s, LoginThrottle: s, LoginWatch: s, Keys: s,
 		Ping: s.Ping,
 	}
 }
@@ -110,6 +116,7 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 		}
 		log.Info("store: PostgreSQL (shared by every instance on this database)")
 		stores := storesOf(st)
+		cleanup = watchShared(&stores, cleanup)
 		// Many instances write: recovery claims intents in one
 		// transaction of the database's own.
 		stores.Intents, stores.Shared = st, true
@@ -141,9 +148,19 @@ func openStores(cfg config.Config, log *zap.Logger) (Stores, func(), error) {
 	}
 	log.Info("store: SQLite", zap.String("path", string(sqlitePath(cfg))))
 	stores := storesOf(st)
+	cleanup = watchShared(&stores, cleanup)
 	stores.Audit = audit
 	// Recovered records go into the log like every other record; the
 	// index settles their intents.
 	stores.Intents = app.NewIntentRecovery(st, audit, app.SystemClock{})
 	return stores, func() { closeAudit(); cleanup() }, nil
+}
+
+// watchShared puts one hub in front of the store's watcher, so that the
+// login sessions and the managed keys share it (on PostgreSQL, one LISTEN
+// connection); the returned cleanup stops it before closing the store.
+func watchShared(stores *Stores, closeStore func()) func() {
+	hub, stop := app.NewWatchHub(stores.LoginWatch)
+	stores.LoginWatch = hub
+	return func() { stop(); closeStore() }
 }

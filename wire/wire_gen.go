@@ -79,43 +79,53 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	auditCheckpointStore := stores.Checkpoints
-	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	apiKeys, cleanup2, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
+	auditCheckpointStore := stores.Checkpoints
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup3, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup3 := auditlog.New(auditStore, options, log)
+	committer, cleanup4 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := restConfig(cfg, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := restConfig(cfg, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	config3 := hybridConfig(cfg)
-	authenticator, cleanup4, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	authenticator, cleanup5, err := hybrid.New(config3, domainAuthorizer, clock, log)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	auditLog, cleanup5 := recoveredAuditLog(committer, stores, cfg, log)
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -156,21 +166,26 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	loginThrottle := stores.LoginThrottle
 	clock := _wireSystemClockValue
 	loginSessionWatcher := stores.LoginWatch
-	login, cleanup3, err := newLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock, loginSessionWatcher)
+	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	restLogin, cleanup4, err := newLoginEdge(loginConfig2, login, provider, log)
+	apiKeys, cleanup3, err := managedKeys(cfg, stores, domainAuthorizer, clock)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	login, cleanup4, err := newLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock, loginSessionWatcher, apiKeys)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	projectStore := stores.Projects
-	domainAuthorizer, err := authorizer(cfg)
+	restLogin, cleanup5, err := newLoginEdge(loginConfig2, login, provider, log)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -178,6 +193,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	projectStore := stores.Projects
 	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
 	catalogStore := stores.Catalog
 	policyStore := stores.Policies
@@ -204,6 +220,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -212,6 +229,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	signer, err := agenttoken.New(settings)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -228,8 +246,9 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup6, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -237,10 +256,11 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup6 := auditlog.New(auditStore, options, log)
+	committer, cleanup7 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -249,8 +269,9 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -263,6 +284,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
 	if err != nil {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -271,11 +293,12 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
+	auditLog, cleanup8 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config3, portsAuthenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -374,20 +397,29 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	auditCheckpointStore := stores.Checkpoints
-	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	apiKeys, cleanup4, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	auditCheckpointStore := stores.Checkpoints
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup5 := auditlog.New(auditStore, options, log)
+	committer, cleanup6 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -395,8 +427,9 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -405,11 +438,12 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	authenticator := keyAuthenticator(wireModeKeys, login)
-	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
+	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -505,20 +539,29 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	auditCheckpointStore := stores.Checkpoints
-	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	apiKeys, cleanup4, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	auditCheckpointStore := stores.Checkpoints
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup5 := auditlog.New(auditStore, options, log)
+	committer, cleanup6 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -526,8 +569,9 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -536,11 +580,12 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	authenticator := keyAuthenticator(wireModeKeys, login)
-	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
+	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -632,20 +677,29 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	auditCheckpointStore := stores.Checkpoints
-	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	apiKeys, cleanup4, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	auditCheckpointStore := stores.Checkpoints
+	auditsignSettings := auditSignSettings(cfg)
+	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup5 := auditlog.New(auditStore, options, log)
+	committer, cleanup6 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -653,8 +707,9 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -663,11 +718,12 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	authenticator := keyAuthenticator(wireModeKeys, login)
-	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
+	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
 	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
 	appSettings := app.NewSettings(settingsStore)
 	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
 	return server, func() {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()

@@ -145,10 +145,11 @@ func (s *Server) revokeKey(c *fiber.Ctx) error {
 	if !domain.ValidKeyID(id) {
 		return fmt.Errorf("key %q: %w", id, domain.ErrNotFound)
 	}
-	if err := s.cfg.Keys.Revoke(c.UserContext(), principalOf(c), id); err != nil {
+	confirmed, err := s.cfg.Keys.Revoke(c.UserContext(), principalOf(c), id)
+	if err != nil {
 		return err
 	}
-	note(c, "revoked managed key "+id)
+	note(c, "revoked managed key "+id+confirmation(confirmed))
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
@@ -211,9 +212,19 @@ func (s *Server) putKeyOwner(c *fiber.Ctx) error {
 	if req.Disabled == nil {
 		return fmt.Errorf("disabled (true or false) is required: %w", domain.ErrInvalidInput)
 	}
-	if err := s.cfg.Keys.SetOwnerDisabled(c.UserContext(), subject, *req.Disabled); err != nil {
+	confirmed, err := s.cfg.Keys.SetOwnerDisabled(c.UserContext(), subject, *req.Disabled)
+	if err != nil {
 		return err
 	}
-	note(c, map[bool]string{true: "suspended", false: "restored"}[*req.Disabled]+" the managed keys of "+subject)
+	note(c, map[bool]string{true: "suspended", false: "restored"}[*req.Disabled]+" the managed keys of "+subject+confirmation(confirmed))
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// confirmation says in the audit record whether every instance acknowledged
+// a key change before the answer.
+func confirmation(confirmed bool) string {
+	if confirmed {
+		return " (acknowledged by every instance)"
+	}
+	return " (NOT acknowledged by every instance within 2 s: one lost its notifications and reads keys from the database, or is stuck)"
 }

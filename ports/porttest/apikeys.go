@@ -192,15 +192,30 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 		if err := st.PutKeyOwner(ctx, domain.KeyOwner{Subject: "alice", Roles: []domain.Role{domain.RoleUser}}); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{ports.KeyChangeKey(k.ID), ports.OwnerChangeKey("alice")} {
+		listeners, err := st.KeyListeners(ctx)
+		if err != nil || len(listeners) != 1 {
+			t.Fatalf("KeyListeners = %v, %v; want this store's one listener", listeners, err)
+		}
+		// The listener acknowledges each report once its callback returned
+		// (acknowledgements may come after later reports).
+		l := listeners[0]
+		var got []string
+		for len(got) < 4 {
 			select {
 			case h := <-heard:
-				if h != want {
-					t.Errorf("the watcher reported %q, want %q", h, want)
-				}
+				got = append(got, h)
 			case <-time.After(30 * time.Second):
-				t.Fatalf("the watcher never reported %q", want)
+				t.Fatalf("the watcher reported only %q", got)
 			}
+		}
+		for _, r := range []string{ports.KeyChangeKey(k.ID), ports.OwnerChangeKey("alice")} {
+			at, ack := slices.Index(got, r), slices.Index(got, ports.AckKey(l, r))
+			if at < 0 || ack < at {
+				t.Errorf("the watcher reported %q, want %q and then its acknowledgement %q", got, r, ports.AckKey(l, r))
+			}
+		}
+		if at := slices.Index(got, ports.KeyChangeKey(k.ID)); at > slices.Index(got, ports.OwnerChangeKey("alice")) {
+			t.Errorf("reports out of order: %q", got)
 		}
 	})
 }

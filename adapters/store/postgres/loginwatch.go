@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"go.uber.org/zap"
 
@@ -54,14 +57,49 @@ func (s *Store) listen(ctx context.Context, changed func(string), live func(bool
 	if _, err := conn.Exec(ctx, `LISTEN `+loginChannel); err != nil {
 		return err
 	}
+	// Registered, so that key revocations wait for this listener's
+	// acknowledgements; rows of backends gone are ignored (KeyListeners).
+	pid := strconv.FormatUint(uint64(conn.PgConn().PID()), 10)
+	if _, err := conn.Exec(ctx, `INSERT INTO key_listeners (pid, since) VALUES (pg_backend_pid(), $1)
+		ON CONFLICT (pid) DO UPDATE SET since = excluded.since`, time.Now().UnixNano()); err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = conn.Exec(ctx, `DELETE FROM key_listeners WHERE pid = pg_backend_pid()`)
+	}()
 	live(true)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		if sch, hash, ok := strings.Cut(n.Payload, " "); ok && sch == schema {
-			changed(hash)
+		sch, report, ok := strings.Cut(n.Payload, " ")
+		if !ok || sch != schema {
+			continue
+		}
+		changed(report)
+		if _, _, isAck := ports.AckOf(report); isAck || !ports.IsKeyReport(report) {
+			continue
+		}
+		// Acted on (changed has returned): say so to the instance that
+		// made the change, which answers once every listener has.
+		if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, loginChannel, schema+" "+ports.AckKey(pid, report)); err != nil {
+			return err
 		}
 	}
+}
+
+// KeyListeners names the listening backends still connected.
+func (s *Store) KeyListeners(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT l.pid::text FROM key_listeners l JOIN pg_stat_activity a ON a.pid = l.pid AND a.datname = current_database()`)
+	if err != nil {
+		return nil, storeErr("list key listeners", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, storeErr("list key listeners", err)
+	}
+	return out, nil
 }
