@@ -138,12 +138,7 @@ func TestSessionChangedWhileNotListeningIsNotServedFromMemory(t *testing.T) {
 	if _, err := login.Authenticate(ctx, cookie); err != nil { // remembered
 		t.Fatalf("first use: %v", err)
 	}
-	// Cut every listening connection of this database (fail-closed for any
-	// other listener too: it reads from the database until it listens again).
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND query = 'LISTEN agentauth_login_sessions'`); err != nil {
-		t.Fatal(err)
-	}
+	cutListeners(t, admin)
 	waitFor(t, w.lost, "watcher reporting the lost connection")
 	if err := b.DeleteLoginSession(ctx, session.IDHash); err != nil { // unheard by a
 		t.Fatal(err)
@@ -154,5 +149,15 @@ func TestSessionChangedWhileNotListeningIsNotServedFromMemory(t *testing.T) {
 	waitFor(t, w.live, "watcher listening again")
 	if _, err := login.Authenticate(ctx, cookie); !errors.Is(err, domain.ErrUnauthenticated) {
 		t.Errorf("after listening again: %v, want ErrUnauthenticated", err)
+	}
+}
+
+// cutListeners ends every listening connection of the test's schema, as a
+// network cut or a database restart would (each registers itself in
+// key_listeners).
+func cutListeners(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	if _, err := admin.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM key_listeners`); err != nil {
+		t.Fatal(err)
 	}
 }
