@@ -19,17 +19,31 @@ type meResponse struct {
 	Method      domain.AuthMethod   `json:"method"`
 	RoleSource  string              `json:"role_source"`
 	Permissions []domain.Permission `json:"permissions"`
+	// Key is the managed key the caller presented: a hybrid edge asking
+	// this instance who a key is narrows the owner's roles by it too.
+	Key *meKey `json:"key,omitempty"`
+}
+
+type meKey struct {
+	ID          string              `json:"id"`
+	Permissions []domain.Permission `json:"permissions"`
+	Projects    []string            `json:"projects"`
+	Tools       []string            `json:"tools"`
 }
 
 func (s *Server) me(c *fiber.Ctx) error {
 	p := principalOf(c)
-	return c.JSON(meResponse{
+	res := meResponse{
 		Subject:     p.Subject,
 		Roles:       p.Roles,
 		Method:      p.Method,
 		RoleSource:  p.RoleSource,
 		Permissions: s.authz.PermissionsFor(p),
-	})
+	}
+	if p.Key != nil {
+		res.Key = &meKey{ID: p.Key.ID, Permissions: p.Key.Permissions.List(), Projects: p.Key.Projects, Tools: p.Key.Tools}
+	}
+	return c.JSON(res)
 }
 
 // decodeJSON reads a JSON object strictly: unknown fields and trailing data

@@ -283,6 +283,14 @@ type meAnswer struct {
 	Subject string    `json:"subject"`
 	Roles   *[]string `json:"roles"`
 	Method  string    `json:"method"`
+	// Key is set when the credential is one of the centre's managed keys:
+	// its scope narrows the roles here as there.
+	Key *struct {
+		ID          string              `json:"id"`
+		Permissions []domain.Permission `json:"permissions"`
+		Projects    []string            `json:"projects"`
+		Tools       []string            `json:"tools"`
+	} `json:"key"`
 	// debug: the centre runs in debug mode (method "debug" or the answer
 	// marked X-Auth-Debug).
 	debug bool
@@ -350,7 +358,18 @@ func (a *Authenticator) principalOf(me meAnswer) (domain.Principal, error) {
 		// only on loopback (and a further edge asking this one sees it too).
 		method = domain.MethodDebug
 	}
-	return domain.Principal{Subject: me.Subject, Roles: roles, Method: method, RoleSource: a.source}, nil
+	p := domain.Principal{Subject: me.Subject, Roles: roles, Method: method, RoleSource: a.source}
+	switch {
+	case me.Key != nil:
+		p.Key = &domain.KeyScope{ID: me.Key.ID, Owner: me.Subject, Permissions: domain.NewPermissionSet(me.Key.Permissions),
+			Projects: me.Key.Projects, Tools: me.Key.Tools}
+	case me.Method == string(domain.MethodManagedKey):
+		// A managed key whose scope the centre did not say: nothing can
+		// be allowed for it without widening it to its owner's roles.
+		a.log.Warn("centre answered a managed key without its scope; refusing the request", zap.String("remote", a.meURL))
+		return domain.Principal{}, unavailable(msgBadAnswer, fmt.Errorf("hybrid: centre %s answered a managed key without its scope: %w", a.meURL, domain.ErrUnavailable))
+	}
+	return p, nil
 }
 
 // Messages for the callers of a 503: they say what failed, not how.
