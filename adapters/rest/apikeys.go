@@ -39,7 +39,7 @@ func (s *Server) authenticateKey(c *fiber.Ctx, text string) error {
 	st := stateOf(c)
 	st.principal, st.authenticated = p, true
 	st.intent.Subject, st.intent.Roles, st.intent.AuthMethod = p.Subject, p.Roles, p.Method
-	note(c, "managed key "+p.Key.ID+" of "+p.Subject)
+	note(c, p.RoleSource) // "managed key <id> (<name>)", made once per key
 	return c.Next()
 }
 

@@ -22,7 +22,7 @@ import (
 
 // benchServer serves on an in-memory listener, so the figures are the
 // server's own cost without the kernel's loopback.
-func benchServer(b *testing.B) (*fasthttp.Client, *sqlite.Store) {
+func benchServer(b *testing.B) (*fasthttp.Client, *sqlite.Store, *app.APIKeys) {
 	b.Helper()
 	log := zap.NewNop()
 	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(b.TempDir(), "bench.db")), log)
@@ -31,18 +31,39 @@ func benchServer(b *testing.B) (*fasthttp.Client, *sqlite.Store) {
 	}
 	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	authz, _ := domain.NewAuthorizer(nil)
-	srv := rest.New(rest.Config{}, testKeyring(), authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}),
+	keys, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: time.Hour, MaxPerOwner: 5}, store, store, authz, app.SystemClock{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hub, stopHub := app.NewWatchHub(store)
+	stopKeys := keys.KeepInMemory(hub)
+	srv := rest.New(rest.Config{Keys: keys}, testKeyring(), authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}),
 		app.NewAudit(store), app.NewSettings(store), log)
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	b.Cleanup(func() { cancel(); <-done; closeAudit(); closeStore() })
-	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConnsPerHost: 1024}, store
+	b.Cleanup(func() {
+		cancel()
+		<-done
+		stopKeys()
+		stopHub()
+		closeAudit()
+		closeStore()
+	})
+	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConnsPerHost: 1024}, store, keys
 }
 
 func benchGet(b *testing.B, path, key string, sessions int) {
-	client, store := benchServer(b)
+	client, store, keys := benchServer(b)
+	if key == managedKey {
+		made, err := keys.Create(porttest.Context(b), domain.Principal{Subject: "admin", Roles: []domain.Role{domain.RoleAdmin}},
+			app.KeyRequest{Name: "bench", ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		key = made.Secret
+	}
 	for i := range sessions {
 		s := domain.Session{ID: fmt.Sprintf("sess_%02d", i), Owner: "admin", Title: "bench", Mode: domain.ModeAuto,
 			State: domain.SessionActive, CreatedAt: time.Now().UTC()}
@@ -68,7 +89,13 @@ func benchGet(b *testing.B, path, key string, sessions int) {
 	})
 }
 
-func BenchmarkHealth(b *testing.B)         { benchGet(b, "/health", "", 0) }
-func BenchmarkMe(b *testing.B)             { benchGet(b, "/api/v2/me", keyAdmin, 0) }
+func BenchmarkHealth(b *testing.B) { benchGet(b, "/health", "", 0) }
+func BenchmarkMe(b *testing.B)     { benchGet(b, "/api/v2/me", keyAdmin, 0) }
+
+// managedKey asks benchGet for a managed key of the ADMIN, with all of its
+// permissions, made before the clock starts.
+const managedKey = "managed"
+
+func BenchmarkMeManagedKey(b *testing.B)   { benchGet(b, "/api/v2/me", managedKey, 0) }
 func BenchmarkListSessions(b *testing.B)   { benchGet(b, "/api/v2/sessions", keyAdmin, 0) }
 func BenchmarkListSessions20(b *testing.B) { benchGet(b, "/api/v2/sessions", keyAdmin, 20) }

@@ -41,7 +41,9 @@ func (s *Server) me(c *fiber.Ctx) error {
 		Permissions: s.authz.PermissionsFor(p),
 	}
 	if p.Key != nil {
-		res.Key = &meKey{ID: p.Key.ID, Permissions: p.Key.Permissions.List(), Projects: p.Key.Projects, Tools: p.Key.Tools}
+		// The key's scope is already within its owner's roles: what the
+		// caller may do is what the key holds.
+		res.Key = &meKey{ID: p.Key.ID, Permissions: res.Permissions, Projects: p.Key.Projects, Tools: p.Key.Tools}
 	}
 	return c.JSON(res)
 }
