@@ -147,13 +147,17 @@ func (m *keyMemory) forget(report string) {
 }
 
 // expect registers, before this instance makes a change, that it will
-// wait for every one of listeners to acknowledge it; nil when the watcher
-// is not live or no one listens.
-func (m *keyMemory) expect(report string, listeners []string) chan struct{} {
+// wait for every one of listeners to acknowledge it. With no listener
+// there is nothing to wait for (nil, true); while this instance's own
+// watcher is not live no acknowledgement can reach it (nil, false).
+func (m *keyMemory) expect(report string, listeners []string) (ch chan struct{}, confirmable bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.live || len(listeners) == 0 {
-		return nil
+	if len(listeners) == 0 {
+		return nil, true
+	}
+	if !m.live {
+		return nil, false
 	}
 	a := m.echoes[report]
 	if a == nil {
@@ -163,7 +167,7 @@ func (m *keyMemory) expect(report string, listeners []string) chan struct{} {
 	for _, l := range listeners {
 		a.pending[l] = true
 	}
-	return a.done
+	return a.done, true
 }
 
 // awaitEcho waits until every listener acknowledged the change registered

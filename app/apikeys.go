@@ -237,8 +237,9 @@ func (k *APIKeys) Revoke(ctx context.Context, p domain.Principal, id string) (co
 // changeEverywhere makes a change that instances keeping keys in memory
 // must hear of, and returns once every instance listening when it was made
 // has acknowledged acting on it. confirmed is false when one did not
-// within the wait: it lost its connection to the store's notifications
-// (and then serves nothing from memory) or is stuck.
+// within the wait (it lost its connection to the store's notifications,
+// and then serves nothing from memory, or is stuck), or when this
+// instance's own watcher is down and cannot hear the acknowledgements.
 func (k *APIKeys) changeEverywhere(ctx context.Context, report string, change func() error) (confirmed bool, err error) {
 	if k.memory == nil {
 		return true, change()
@@ -248,11 +249,11 @@ func (k *APIKeys) changeEverywhere(ctx context.Context, report string, change fu
 		return false, err
 	}
 	k.memory.forget(report)
-	echo := k.memory.expect(report, listeners)
+	echo, confirmable := k.memory.expect(report, listeners)
 	if err := change(); err != nil {
 		return false, err
 	}
-	return k.memory.awaitEcho(ctx, report, echo), nil
+	return k.memory.awaitEcho(ctx, report, echo) && confirmable, nil
 }
 
 // CreateServiceAccount makes a service account with one role (built-in or

@@ -38,6 +38,16 @@ func newMovingClock(t time.Time) *movingClock {
 type countingKeys struct {
 	*sqlite.Store
 	keyReads, ownerReads, touches atomic.Int32
+	// listeners, when set, are the listeners the store names instead of
+	// its own.
+	listeners []string
+}
+
+func (c *countingKeys) KeyListeners(ctx context.Context) ([]string, error) {
+	if c.listeners != nil {
+		return c.listeners, nil
+	}
+	return c.Store.KeyListeners(ctx)
 }
 
 func (c *countingKeys) GetAPIKey(ctx context.Context, id string) (domain.APIKey, error) {
@@ -352,6 +362,13 @@ func TestKeysNotFromMemoryWhileNotLive(t *testing.T) {
 		if got := store.keyReads.Load() - before; got != 1 {
 			t.Errorf("use %d read the key %d times, want 1", i, got)
 		}
+	}
+	// Another instance listens, and this one cannot hear it acknowledge:
+	// the revocation is made but not confirmed.
+	store.listeners = []string{"4242"}
+	confirmed, err := keys.Revoke(ctx, alice, k.Key.ID)
+	if err != nil || confirmed {
+		t.Errorf("Revoke while not listening = %v, %v; want made, not confirmed", confirmed, err)
 	}
 }
 
