@@ -2,7 +2,10 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/agentauth/agentauth/domain"
 )
 
 // APIKeys bounds the managed API keys people and service accounts make
@@ -21,9 +24,15 @@ const (
 	defaultAPIKeysMaxPerOwner = 20
 )
 
-// validate checks the managed-key settings.
-func (a APIKeys) validate() []error {
+// validateAPIKeys checks the managed-key settings, and that the API key
+// does not look like a managed key: every aak_ credential is decided by the
+// managed keys alone, so such an API key would never be accepted.
+func (c Config) validateAPIKeys() []error {
 	var errs []error
+	a := c.Auth.APIKeys
+	if strings.HasPrefix(c.Auth.APIKey, domain.KeyPrefix) {
+		errs = append(errs, fmt.Errorf("SERVICE_API_KEY / --api-key: must not start with %q, the prefix of managed API keys (it would never be accepted)", domain.KeyPrefix))
+	}
 	if a.MaxTTL < time.Hour || a.MaxTTL > 366*24*time.Hour {
 		errs = append(errs, fmt.Errorf("%s: %v is outside 1h to 8784h (366 days)", names("auth.apiKeys.maxTTL"), a.MaxTTL))
 	}

@@ -390,7 +390,7 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Auth.AgentTokens.validate()...)
-	errs = append(errs, c.Auth.APIKeys.validate()...)
+	errs = append(errs, c.validateAPIKeys()...)
 	errs = append(errs, c.validateAccess()...)
 	errs = append(errs, c.validateOIDC()...)
 	errs = append(errs, c.validateHybrid()...)
