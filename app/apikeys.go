@@ -314,18 +314,18 @@ func (k *APIKeys) SetOwnerDisabled(ctx context.Context, subject string, disabled
 
 // Observe records the roles of a person who authenticated with anything but
 // a managed key, when it owns keys and they changed (or its keys were
-// suspended): its keys narrow, or come back, from then on. From memory
-// this costs a map lookup; the store is written only on a change, which is
-// recorded in the audit log as the narrowing of the owner's keys.
-func (k *APIKeys) Observe(ctx context.Context, p domain.Principal) error {
+// suspended): its keys narrow, widen back or return from then on. From
+// memory this costs a map lookup; the store is written only on a change,
+// which it reports (changed) for the request's audit record.
+func (k *APIKeys) Observe(ctx context.Context, p domain.Principal) (changed bool, err error) {
 	if p.Key != nil || p.Subject == "" {
-		return nil
+		return false, nil
 	}
 	o, err := k.ownerOf(ctx, p.Subject)
 	if err != nil || o == nil || o.Service || !o.Disabled && slices.Equal(o.Roles, p.Roles) {
-		return err
+		return false, err
 	}
-	return k.record(ctx, p, k.clock.Now())
+	return true, k.record(ctx, p, k.clock.Now())
 }
 
 // ownerOf returns subject's owner record, nil when it has none.
@@ -372,8 +372,11 @@ func (k *APIKeys) record(ctx context.Context, p domain.Principal, now time.Time)
 }
 
 // errKeyUnknown is the one answer to a key that is well formed but not
-// ours, or whose secret does not match: they must not be told apart.
-var errKeyUnknown = domain.RefuseToken(domain.ReasonKeyUnknown, domain.ErrUnauthenticated, "key not recognised")
+// ours, or whose secret does not match: they must not be told apart. The
+// id, public, goes into the audit record.
+func errKeyUnknown(id string) error {
+	return domain.RefuseToken(domain.ReasonKeyUnknown, domain.ErrUnauthenticated, "key %s not recognised", id)
+}
 
 // Authenticate resolves a managed key. A malformed key or a wrong checksum
 // is refused before any lookup. A key used before is decided from memory
@@ -390,7 +393,7 @@ func (k *APIKeys) Authenticate(ctx context.Context, text string) (domain.Princip
 	if k.memory != nil {
 		if r := k.memory.key(id); r != nil {
 			if !domain.SameKeyHash(r.key.Hash, h[:]) {
-				return domain.Principal{}, errKeyUnknown
+				return domain.Principal{}, errKeyUnknown(id)
 			}
 			if !now.Before(r.key.ExpiresAt) {
 				_, err := k.authz.CheckKeyUse(r.key, domain.KeyOwner{Subject: r.key.Owner}, now)
@@ -402,13 +405,13 @@ func (k *APIKeys) Authenticate(ctx context.Context, text string) (domain.Princip
 	}
 	key, err := k.store.GetAPIKey(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
-		return domain.Principal{}, errKeyUnknown
+		return domain.Principal{}, errKeyUnknown(id)
 	}
 	if err != nil {
 		return domain.Principal{}, err
 	}
 	if !domain.SameKeyHash(key.Hash, h[:]) {
-		return domain.Principal{}, errKeyUnknown
+		return domain.Principal{}, errKeyUnknown(id)
 	}
 	owner, err := k.store.GetKeyOwner(ctx, key.Owner)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {

@@ -112,8 +112,8 @@ func waitLive(t *testing.T, f *keyFixture) {
 	for n := 0; ; n++ {
 		probe := domain.Principal{Subject: fmt.Sprintf("probe-%d", n), Roles: []domain.Role{domain.RoleUser}}
 		before := f.store.ownerReads.Load()
-		_ = f.keys.Observe(ctx, probe)
-		_ = f.keys.Observe(ctx, probe)
+		_, _ = f.keys.Observe(ctx, probe)
+		_, _ = f.keys.Observe(ctx, probe)
 		if f.store.ownerReads.Load()-before == 1 {
 			return
 		}
@@ -202,8 +202,11 @@ func TestKeyLifecycle(t *testing.T) {
 		{"owner demoted to USER: narrower at once", func(t *testing.T, f *keyFixture, k app.NewKey) {
 			demoted := alice
 			demoted.Roles = []domain.Role{domain.RoleUser}
-			if err := f.keys.Observe(porttest.Context(t), demoted); err != nil {
-				t.Fatal(err)
+			if changed, err := f.keys.Observe(porttest.Context(t), demoted); err != nil || !changed {
+				t.Fatalf("Observe(demoted) = %v, %v; want a change", changed, err)
+			}
+			if changed, err := f.keys.Observe(porttest.Context(t), demoted); err != nil || changed {
+				t.Fatalf("Observe(demoted) again = %v, %v; want no change", changed, err)
 			}
 		}, "", []domain.Permission{domain.PermMeRead, domain.PermSessionsRead}},
 		{"owner logged out by the provider", func(t *testing.T, f *keyFixture, k app.NewKey) {
@@ -216,7 +219,7 @@ func TestKeyLifecycle(t *testing.T) {
 			if _, err := f.keys.SetOwnerDisabled(ctx, "alice", true); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.keys.Observe(ctx, alice); err != nil {
+			if _, err := f.keys.Observe(ctx, alice); err != nil {
 				t.Fatal(err)
 			}
 		}, "", []domain.Permission{domain.PermMeRead, domain.PermSessionsRead, domain.PermSessionsTeam}},
@@ -447,7 +450,7 @@ func TestBackchannelLogoutSuspendsKeys(t *testing.T) {
 	if _, err := f.keys.Authenticate(ctx, k.Secret); refusal(err) != domain.ReasonKeyOwnerGone {
 		t.Fatalf("after the logout: %v, want %s", err, domain.ReasonKeyOwnerGone)
 	}
-	if err := f.keys.Observe(ctx, alice); err != nil {
+	if _, err := f.keys.Observe(ctx, alice); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.keys.Authenticate(ctx, k.Secret); err != nil {

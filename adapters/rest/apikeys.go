@@ -44,12 +44,17 @@ func (s *Server) authenticateKey(c *fiber.Ctx, text string) error {
 }
 
 // observeOwner keeps the owner record of a caller who owns keys current
-// with the roles it authenticated with now.
+// with the roles it authenticated with now; a change is named in the
+// request's audit record.
 func (s *Server) observeOwner(c *fiber.Ctx, p domain.Principal) error {
 	if s.cfg.Keys == nil {
 		return nil
 	}
-	return s.cfg.Keys.Observe(c.UserContext(), p)
+	changed, err := s.cfg.Keys.Observe(c.UserContext(), p)
+	if changed && err == nil {
+		stateOf(c).keyOwnerChange = "the managed keys of " + p.Subject + " now follow roles [" + domain.JoinRoles(p.Roles) + "]"
+	}
+	return err
 }
 
 // isManagedKey reports whether a credential is for the managed keys.

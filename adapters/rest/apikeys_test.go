@@ -230,3 +230,32 @@ func TestServiceAccountKeys(t *testing.T) {
 		t.Errorf("restored account's key = %d %s", r.status, r.body)
 	}
 }
+
+// TestKeyOwnerNarrowingAudited: when a person who owns keys comes with
+// other roles than its keys were last decided with, the record of that
+// request says its keys now follow them; a refused unknown key is named.
+func TestKeyOwnerNarrowingAudited(t *testing.T) {
+	h := axNew(t)
+	ctx := porttest.Context(t)
+	// uma owns a key, recorded while it was a LEAD.
+	if err := h.store.PutKeyOwner(ctx, domain.KeyOwner{Subject: "uma", Roles: []domain.Role{domain.RoleLead}}); err != nil {
+		t.Fatal(err)
+	}
+	h.must(t, 200, "uma", "GET", "/api/v2/me", "")
+	unknown := domain.NewManagedKey()
+	if r := h.withKey(t, unknown.Text, "GET", "/api/v2/me", ""); r.status != 401 {
+		t.Fatalf("unknown key = %d", r.status)
+	}
+	recs, err := h.store.QueryAudit(ctx, ports.AuditQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var narrowed, named bool
+	for _, rec := range recs {
+		narrowed = narrowed || rec.Subject == "uma" && strings.Contains(rec.Reason, "managed keys of uma now follow roles [USER]")
+		named = named || rec.Status == 401 && strings.Contains(rec.Reason, unknown.ID)
+	}
+	if !narrowed || !named {
+		t.Errorf("audit: narrowing named %v, unknown key named %v; want both", narrowed, named)
+	}
+}

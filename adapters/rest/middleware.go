@@ -76,6 +76,9 @@ type reqState struct {
 	// intent is what the stores write beside every change this request
 	// makes (the audit outbox); the handlers' context points at it.
 	intent domain.AuditIntent
+	// keyOwnerChange names the change of the caller's managed keys its
+	// roles made (a narrowing), for the audit record.
+	keyOwnerChange string
 }
 
 type stateKey struct{}
@@ -249,6 +252,9 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	}
 	if st.note != "" {
 		rec.Reason += "; " + st.note
+	}
+	if st.keyOwnerChange != "" {
+		rec.Reason += "; " + st.keyOwnerChange
 	}
 	if st.refused {
 		rec.Decision = domain.AuditDeny
