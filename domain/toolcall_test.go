@@ -24,6 +24,15 @@ func TestDecideToolCall(t *testing.T) {
 	narrow := Agent{ID: "a1", Session: "s1", Limits: Limits{Tools: []string{"fs.read"}}}
 	roAgent := Agent{ID: "a2", Session: "s1", Limits: Limits{ReadOnly: true}}
 	askAgent := Agent{ID: "a3", Session: "s1", Limits: Limits{Approval: true}}
+	// alice through managed keys: one limited to fs.read, one without
+	// toolcalls:write.
+	keyed := func(perms []Permission, tools []string) Principal {
+		p := alice
+		p.Key = &KeyScope{ID: "aaaaaaaaaaaa", Owner: "alice", Permissions: NewPermissionSet(perms), Tools: tools}
+		return p
+	}
+	readKey := keyed([]Permission{PermToolCallsWrite}, []string{"fs.read"})
+	noCallsKey := keyed([]Permission{PermSessionsRead}, nil)
 
 	tests := []struct {
 		name       string
@@ -53,6 +62,9 @@ func TestDecideToolCall(t *testing.T) {
 		{"read-only agent", ToolCallInput{alice, auto, roAgent, "fs.write", write, false, rules}, EffectDeny, ReasonAgentReadonly},
 		{"read-only agent, read tool", ToolCallInput{alice, auto, roAgent, "fs.read", read, false, rules}, EffectAllow, ReasonPolicyAllow},
 		{"asking agent", ToolCallInput{alice, auto, askAgent, "fs.read", read, false, rules}, EffectAsk, ReasonAgentAsk},
+		{"managed key limited to fs.read calls it", ToolCallInput{readKey, auto, root, "fs.read", read, false, rules}, EffectAllow, ReasonPolicyAllow},
+		{"managed key limited to fs.read", ToolCallInput{readKey, auto, root, "fs.write", write, false, rules}, EffectDeny, ReasonKeyTool},
+		{"managed key without toolcalls:write", ToolCallInput{noCallsKey, auto, root, "fs.read", read, false, rules}, EffectDeny, ReasonKeyLacksPermission},
 	}
 	for _, tt := range tests {
 		got := authz.DecideToolCall(tt.in)
