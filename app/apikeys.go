@@ -85,12 +85,20 @@ type NewKey struct {
 var errKeyManagesKeys = domain.RefuseToken(domain.ReasonKeyCannotMakeKeys, domain.ErrForbidden,
 	"a managed key cannot make or revoke keys; sign in, or use SERVICE_API_KEY")
 
+// errDebugMakesNoKeys: a key made with a built-in debug key would outlive
+// debug mode (same data folder, another mode, another address).
+var errDebugMakesNoKeys = domain.RefuseToken(domain.ReasonKeyCannotMakeKeys, domain.ErrForbidden,
+	"debug principals make no managed keys: they would outlive debug mode")
+
 // Create makes a key for the caller, or for a service account when an
 // ADMIN (keys:manage) names one. Its permissions must be among the owner's
 // own; none asked means all of them.
 func (k *APIKeys) Create(ctx context.Context, p domain.Principal, req KeyRequest) (NewKey, error) {
 	if p.Key != nil {
 		return NewKey{}, errKeyManagesKeys
+	}
+	if p.Method == domain.MethodDebug {
+		return NewKey{}, errDebugMakesNoKeys
 	}
 	if err := checkKeyName(req.Name); err != nil {
 		return NewKey{}, err

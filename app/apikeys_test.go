@@ -273,6 +273,8 @@ func TestCreateKeyRefusals(t *testing.T) {
 		{"in the past", alice, app.KeyRequest{Name: "x", ExpiresAt: now.Add(-time.Minute)}, domain.ErrInvalidInput, domain.ReasonKeyExpiry},
 		{"no name", alice, app.KeyRequest{ExpiresAt: now.Add(time.Hour)}, domain.ErrInvalidInput, ""},
 		{"a key makes no key", keyed, app.KeyRequest{Name: "x", ExpiresAt: now.Add(time.Hour)}, domain.ErrForbidden, domain.ReasonKeyCannotMakeKeys},
+		{"a debug principal makes no key", domain.Principal{Subject: "debug-admin", Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodDebug},
+			app.KeyRequest{Name: "x", ExpiresAt: now.Add(time.Hour)}, domain.ErrForbidden, domain.ReasonKeyCannotMakeKeys},
 		{"a LEAD makes no service-account key", alice, app.KeyRequest{Name: "x", ServiceAccount: "deployer", ExpiresAt: now.Add(time.Hour)}, domain.ErrForbidden, ""},
 		{"unknown service account", admin, app.KeyRequest{Name: "x", ServiceAccount: "nobody", ExpiresAt: now.Add(time.Hour)}, domain.ErrNotFound, ""},
 		{"service account key wider than its role", admin, app.KeyRequest{Name: "x", ServiceAccount: "deployer", Permissions: []domain.Permission{domain.PermAuditRead}, ExpiresAt: now.Add(time.Hour)}, domain.ErrForbidden, domain.ReasonKeyWiderThanOwner},
