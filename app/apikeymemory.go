@@ -1,10 +1,8 @@
 package app
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -27,14 +25,7 @@ type keyMemory struct {
 	epoch  uint64
 	keys   map[string]*rememberedKey
 	owners map[string]*domain.KeyOwner // nil value: the subject has no record
-	echoes map[string]*awaited
-}
-
-// awaited is a change this instance made and waits to hear acknowledged by
-// every listener that was listening when it was made.
-type awaited struct {
-	pending map[string]bool
-	done    chan struct{}
+	acks   acks
 }
 
 type rememberedKey struct {
@@ -45,7 +36,7 @@ type rememberedKey struct {
 }
 
 func newKeyMemory() *keyMemory {
-	return &keyMemory{keys: map[string]*rememberedKey{}, owners: map[string]*domain.KeyOwner{}, echoes: map[string]*awaited{}}
+	return &keyMemory{keys: map[string]*rememberedKey{}, owners: map[string]*domain.KeyOwner{}}
 }
 
 // key returns the remembered key id, or nil: unknown, or the watcher is
@@ -103,18 +94,11 @@ func (m *keyMemory) rememberOwner(epoch uint64, subject string, o *domain.KeyOwn
 // acknowledgements of the changes this instance waits for. An owner's
 // change forgets its keys too: their principals carry its roles.
 func (m *keyMemory) heard(report string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if listener, changed, ok := ports.AckOf(report); ok {
-		if a := m.echoes[changed]; a != nil {
-			delete(a.pending, listener)
-			if len(a.pending) == 0 {
-				close(a.done)
-				delete(m.echoes, changed)
-			}
-		}
+	if m.acks.heard(report) {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if id, ok := ports.KeyChangeOf(report); ok {
 		m.epoch++
 		delete(m.keys, id)
@@ -146,53 +130,11 @@ func (m *keyMemory) forget(report string) {
 	}
 }
 
-// expect registers, before this instance makes a change, that it will
-// wait for every one of listeners to acknowledge it. With no listener
-// there is nothing to wait for (nil, true); while this instance's own
-// watcher is not live no acknowledgement can reach it (nil, false).
-func (m *keyMemory) expect(report string, listeners []string) (ch chan struct{}, confirmable bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(listeners) == 0 {
-		return nil, true
-	}
-	if !m.live {
-		return nil, false
-	}
-	a := m.echoes[report]
-	if a == nil {
-		a = &awaited{pending: map[string]bool{}, done: make(chan struct{})}
-		m.echoes[report] = a
-	}
-	for _, l := range listeners {
-		a.pending[l] = true
-	}
-	return a.done, true
-}
-
-// awaitEcho waits until every listener acknowledged the change registered
-// by expect: each acknowledges once it acted on it, so once this returns
-// every instance refuses what the change revoked. A listener that does not
-// answer within echoWait has lost its connection (its instance then serves
-// nothing from memory) or is stuck; the wait ends then.
-func (m *keyMemory) awaitEcho(ctx context.Context, report string, ch chan struct{}) bool {
-	if ch == nil {
-		return true
-	}
-	t := time.NewTimer(echoWait)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	m.mu.Lock()
-	if a := m.echoes[report]; a != nil && a.done == ch {
-		delete(m.echoes, report)
-	}
-	m.mu.Unlock()
-	return false
+// isLive reports whether the watcher is live.
+func (m *keyMemory) isLive() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.live
 }
 
 // setLive drops everything: changes made while the watcher was away are

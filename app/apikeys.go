@@ -36,8 +36,10 @@ type APIKeys struct {
 	clock    ports.Clock
 	cfg      APIKeysConfig
 	// memory serves keys and owners after their first use; nil: every
-	// request reads the store (see KeepInMemory).
+	// request reads the store (see KeepInMemory). watch is what keeps it
+	// current.
 	memory *keyMemory
+	watch  ports.LoginSessionWatcher
 }
 
 // NewAPIKeys wires the use case; a policy without bounds is an error.
@@ -53,7 +55,7 @@ func NewAPIKeys(cfg APIKeysConfig, store ports.APIKeyStore, projects ports.Proje
 // the function that stops watching.
 func (k *APIKeys) KeepInMemory(watch ports.LoginSessionWatcher) (stop func()) {
 	m := newKeyMemory()
-	k.memory = m
+	k.memory, k.watch = m, watch
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -252,16 +254,16 @@ func (k *APIKeys) changeEverywhere(ctx context.Context, report string, change fu
 	if k.memory == nil {
 		return true, change()
 	}
-	listeners, err := k.store.KeyListeners(ctx)
+	listeners, err := k.watch.Listeners(ctx)
 	if err != nil {
 		return false, err
 	}
 	k.memory.forget(report)
-	echo, confirmable := k.memory.expect(report, listeners)
+	echo, confirmable := k.memory.acks.expect(report, listeners, k.memory.isLive())
 	if err := change(); err != nil {
 		return false, err
 	}
-	return k.memory.awaitEcho(ctx, report, echo) && confirmable, nil
+	return k.memory.acks.await(ctx, report, echo) && confirmable, nil
 }
 
 // CreateServiceAccount makes a service account with one role (built-in or

@@ -38,16 +38,6 @@ func newMovingClock(t time.Time) *movingClock {
 type countingKeys struct {
 	*sqlite.Store
 	keyReads, ownerReads, touches atomic.Int32
-	// listeners, when set, are the listeners the store names instead of
-	// its own.
-	listeners []string
-}
-
-func (c *countingKeys) KeyListeners(ctx context.Context) ([]string, error) {
-	if c.listeners != nil {
-		return c.listeners, nil
-	}
-	return c.Store.KeyListeners(ctx)
 }
 
 func (c *countingKeys) GetAPIKey(ctx context.Context, id string) (domain.APIKey, error) {
@@ -331,13 +321,16 @@ func TestLastUsedOncePerMinute(t *testing.T) {
 	}
 }
 
-// stillWatcher is a watcher that never goes live (its connection is down).
+// stillWatcher is a watcher that never goes live (its connection is
+// down), while another instance listens.
 type stillWatcher struct{}
 
 func (stillWatcher) WatchLoginSessions(ctx context.Context, _ func(string), live func(bool)) {
 	<-ctx.Done()
 	live(false)
 }
+
+func (stillWatcher) Listeners(context.Context) ([]string, error) { return []string{"4242"}, nil }
 
 // TestKeysNotFromMemoryWhileNotLive: with the watcher down, every use
 // reads the store.
@@ -370,7 +363,6 @@ func TestKeysNotFromMemoryWhileNotLive(t *testing.T) {
 	}
 	// Another instance listens, and this one cannot hear it acknowledge:
 	// the revocation is made but not confirmed.
-	store.listeners = []string{"4242"}
 	confirmed, err := keys.Revoke(ctx, alice, k.Key.ID)
 	if err != nil || confirmed {
 		t.Errorf("Revoke while not listening = %v, %v; want made, not confirmed", confirmed, err)
@@ -427,6 +419,8 @@ func (m *manualWatcher) WatchLoginSessions(ctx context.Context, changed func(str
 	close(m.ready)
 	<-ctx.Done()
 }
+
+func (m *manualWatcher) Listeners(context.Context) ([]string, error) { return nil, nil }
 
 // TestBackchannelLogoutSuspendsKeys: a back-channel logout naming a subject
 // stops its keys on every instance before it is answered; the owner's next

@@ -73,8 +73,10 @@ type Login struct {
 	cfg      LoginConfig
 
 	// memory serves cookie sessions after their first use; nil: every
-	// request reads the store (see KeepSessionsInMemory).
+	// request reads the store (see KeepSessionsInMemory). watch is what
+	// keeps it current.
 	memory *sessionMemory
+	watch  ports.LoginSessionWatcher
 	// managedKeys, when set, are the managed keys whose owners a
 	// back-channel logout suspends.
 	managedKeys *APIKeys
@@ -447,18 +449,24 @@ func (l *Login) Authenticate(ctx context.Context, cookie string) (domain.Princip
 	return p, nil
 }
 
-// expectEcho and awaitEcho bracket ending a session: see
-// sessionMemory.awaitEcho. Without memory there is nothing to wait for.
-func (l *Login) expectEcho(hash string) chan struct{} {
+// expectEcho and awaitEcho bracket ending a session: the answer waits
+// until every instance listening has acknowledged acting on the end (see
+// acks). Without memory there is nothing to wait for.
+func (l *Login) expectEcho(ctx context.Context, hash string) (chan struct{}, error) {
 	if l.memory == nil {
-		return nil
+		return nil, nil
 	}
-	return l.memory.expect(hash)
+	listeners, err := l.watch.Listeners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, _ := l.memory.acks.expect(hash, listeners, l.memory.isLive())
+	return ch, nil
 }
 
 func (l *Login) awaitEcho(ctx context.Context, hash string, ch chan struct{}) {
 	if l.memory != nil {
-		l.memory.awaitEcho(ctx, hash, ch)
+		l.memory.acks.await(ctx, hash, ch)
 	}
 }
 
@@ -583,14 +591,17 @@ func (l *Login) Logout(ctx context.Context, cookie string) (endSessionURL string
 		return "", nil, err
 	}
 	l.forget(s.IDHash)
-	echo := l.expectEcho(s.IDHash)
+	echo, err := l.expectEcho(ctx, s.IDHash)
+	if err != nil {
+		return "", nil, err
+	}
 	if err := l.sessions.DeleteLoginSession(ctx, s.IDHash); errors.Is(err, domain.ErrNotFound) {
 		return "", nil, errNoSession // a concurrent logout won
 	} else if err != nil {
 		return "", nil, err
 	}
-	// Answer only once every instance has been told, so that the logged-out
-	// cookie is refused everywhere from the next request on.
+	// Answer only once every instance has acknowledged the end, so that
+	// the logged-out cookie is refused everywhere from the next request on.
 	l.awaitEcho(ctx, s.IDHash, echo)
 	if l.idp == nil {
 		return "", nil, nil

@@ -28,9 +28,9 @@ type sessionMemory struct {
 	// before a change it has not seen is not remembered after it.
 	epoch   uint64
 	entries map[string]*remembered
-	// echoes are the sessions this instance ended and waits to hear of
-	// from the watcher (see awaitEcho).
-	echoes map[string]chan struct{}
+	// acks are the sessions this instance ended and waits to see
+	// acknowledged by every listening instance.
+	acks acks
 	// revoked holds the hashes of the provider sessions a back-channel
 	// logout ended, loaded when the watcher went live and kept current by
 	// its reports, so a Bearer token is checked without a read.
@@ -49,7 +49,7 @@ type remembered struct {
 }
 
 func newSessionMemory() *sessionMemory {
-	return &sessionMemory{entries: make(map[string]*remembered), echoes: make(map[string]chan struct{}), revoked: make(map[string]struct{})}
+	return &sessionMemory{entries: make(map[string]*remembered), revoked: make(map[string]struct{})}
 }
 
 // lookup returns the remembered session of hash if it may be served
@@ -106,8 +106,12 @@ func (m *sessionMemory) forget(hash string) {
 }
 
 // heard is the watcher's report of a committed change of hash: it forgets
-// the session and releases whoever waits for that report.
+// the session, or counts an acknowledgement of a session this instance
+// ended.
 func (m *sessionMemory) heard(hash string) {
+	if m.acks.heard(hash) {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sid, ok := ports.RevokedSessionOf(hash); ok {
@@ -119,55 +123,13 @@ func (m *sessionMemory) heard(hash string) {
 	}
 	m.epoch++
 	delete(m.entries, hash)
-	if ch, ok := m.echoes[hash]; ok {
-		close(ch)
-		delete(m.echoes, hash)
-	}
 }
 
-// expect registers, before this instance ends the session hash, that it
-// will wait for the watcher to report the change; nil when the watcher is
-// not live (then no report may come).
-func (m *sessionMemory) expect(hash string) chan struct{} {
+// isLive reports whether the watcher is live.
+func (m *sessionMemory) isLive() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.live {
-		return nil
-	}
-	ch, ok := m.echoes[hash]
-	if !ok {
-		ch = make(chan struct{})
-		m.echoes[hash] = ch
-	}
-	return ch
-}
-
-// echoWait bounds the wait for the watcher's report of our own change: a
-// report that does not come within it means the watcher is cut off, and it
-// then reports itself not live.
-const echoWait = 2 * time.Second
-
-// awaitEcho waits until the watcher reported the change registered by
-// expect. The watcher hears a change when the database announces it to
-// every instance at once, so once it returns the other instances have been
-// told too, and a logout answered after it is refused everywhere.
-func (m *sessionMemory) awaitEcho(ctx context.Context, hash string, ch chan struct{}) {
-	if ch == nil {
-		return
-	}
-	t := time.NewTimer(echoWait)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	m.mu.Lock()
-	if m.echoes[hash] == ch {
-		delete(m.echoes, hash)
-	}
-	m.mu.Unlock()
+	return m.live
 }
 
 // setLive drops everything and serves from memory again only when live:
@@ -215,7 +177,7 @@ func (m *sessionMemory) prune(now time.Time, idle time.Duration) {
 // instances change. It returns the function that stops watching.
 func (l *Login) KeepSessionsInMemory(watch ports.LoginSessionWatcher) (stop func()) {
 	m := newSessionMemory()
-	l.memory = m
+	l.memory, l.watch = m, watch
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

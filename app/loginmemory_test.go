@@ -15,6 +15,9 @@ import (
 	"github.com/agentauth/agentauth/ports/mocks"
 )
 
+// testListener is the one listener the mock watcher names.
+const testListener = "l1"
+
 // watcherHandle drives the login use case's watcher from a test: it hands
 // out the callbacks WatchLoginSessions received.
 type watcherHandle struct {
@@ -27,6 +30,7 @@ type watcherHandle struct {
 func withMemory(t *testing.T, f *loginFixture, startLive bool) *watcherHandle {
 	t.Helper()
 	w := mocks.NewMockLoginSessionWatcher(gomock.NewController(t))
+	w.EXPECT().Listeners(gomock.Any()).Return([]string{testListener}, nil).AnyTimes()
 	h := &watcherHandle{}
 	// Going live, the memory takes the revocations made so far.
 	f.sessions.EXPECT().RevokedProviderSessions(gomock.Any(), gomock.Any()).Return(nil, nil).AnyTimes()
@@ -75,6 +79,7 @@ func TestSessionsInMemory(t *testing.T) {
 			f.sessions.EXPECT().GetLoginSession(gomock.Any(), hash).Return(stored(f, nil), nil)
 			f.sessions.EXPECT().DeleteLoginSession(gomock.Any(), hash).DoAndReturn(func(context.Context, string) error {
 				w.changed(hash) // the store reports its own change
+				w.changed(ports.Ack(testListener, hash))
 				return nil
 			})
 			f.idp.EXPECT().Logout(gomock.Any(), "rt").Return(nil)

@@ -13,6 +13,7 @@ import (
 // and whether the watcher is live, in order: a subscriber joining while the
 // watcher is live is told so before any report reaches it.
 type WatchHub struct {
+	w    ports.LoginSessionWatcher
 	mu   sync.Mutex
 	live bool
 	next int
@@ -29,7 +30,7 @@ var _ ports.LoginSessionWatcher = (*WatchHub)(nil)
 // NewWatchHub starts watching w and returns the hub and the function that
 // stops it.
 func NewWatchHub(w ports.LoginSessionWatcher) (*WatchHub, func()) {
-	h := &WatchHub{subs: map[int]hubSubscriber{}}
+	h := &WatchHub{w: w, subs: map[int]hubSubscriber{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -75,3 +76,6 @@ func (h *WatchHub) WatchLoginSessions(ctx context.Context, changed func(string),
 	h.mu.Unlock()
 	live(false)
 }
+
+// Listeners names the listeners of the watched store.
+func (h *WatchHub) Listeners(ctx context.Context) ([]string, error) { return h.w.Listeners(ctx) }

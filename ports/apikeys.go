@@ -43,12 +43,6 @@ type APIKeyStore interface {
 	CreateKeyOwner(ctx context.Context, o domain.KeyOwner) error
 	// ListKeyOwners lists the service accounts (service) or the people.
 	ListKeyOwners(ctx context.Context, service bool) ([]domain.KeyOwner, error)
-
-	// KeyListeners names the watchers, of every instance, listening now:
-	// each acknowledges every key and owner report it has acted on
-	// (AckKey), so that a revocation is answered only once every instance
-	// holds it.
-	KeyListeners(ctx context.Context) ([]string, error)
 }
 
 // What a LoginSessionWatcher reports for managed keys, apart from login
@@ -56,7 +50,6 @@ type APIKeyStore interface {
 const (
 	keyPrefix   = "key:"
 	ownerPrefix = "owner:"
-	ackPrefix   = "ack:"
 )
 
 // KeyChangeKey is the watcher's report of a change of the key id.
@@ -74,20 +67,7 @@ func OwnerChangeOf(report string) (subject string, ok bool) {
 }
 
 // IsKeyReport reports whether a watcher report is about managed keys (a
-// key, an owner, or an acknowledgement of one).
+// key or an owner).
 func IsKeyReport(report string) bool {
-	return strings.HasPrefix(report, keyPrefix) || strings.HasPrefix(report, ownerPrefix) || strings.HasPrefix(report, ackPrefix)
-}
-
-// AckKey is the report by which the watcher listener says it has acted on
-// the key or owner report.
-func AckKey(listener, report string) string { return ackPrefix + listener + ":" + report }
-
-// AckOf reads a report made by AckKey. Listener names hold no ':'.
-func AckOf(ack string) (listener, report string, ok bool) {
-	rest, ok := strings.CutPrefix(ack, ackPrefix)
-	if !ok {
-		return "", "", false
-	}
-	return strings.Cut(rest, ":")
+	return strings.HasPrefix(report, keyPrefix) || strings.HasPrefix(report, ownerPrefix)
 }

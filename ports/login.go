@@ -160,7 +160,27 @@ type LoginSessionWatcher interface {
 	// instance made included, once committed — and live(false) as soon
 	// as changes may go unreported (connection lost) and when it returns.
 	WatchLoginSessions(ctx context.Context, changed func(idHash string), live func(bool))
+	// Listeners names the listeners, of every instance sharing the store,
+	// listening now. Each acknowledges every report it has acted on, once
+	// its changed callback returned, with a report made by Ack: an
+	// instance that ended a session or revoked a key answers once every
+	// listener has, so that every instance refuses it from then on.
+	Listeners(ctx context.Context) ([]string, error)
 }
+
+// Ack is the report by which listener says it has acted on report.
+func Ack(listener, report string) string { return ackPrefix + listener + ":" + report }
+
+// AckOf reads a report made by Ack. Listener names hold no ':'.
+func AckOf(ack string) (listener, report string, ok bool) {
+	rest, ok := strings.CutPrefix(ack, ackPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, ":")
+}
+
+const ackPrefix = "ack:"
 
 // AuthRequestStore keeps pending code-flow requests between GET /auth/login
 // and the callback. Take is single use: a replayed state finds nothing.

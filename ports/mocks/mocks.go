@@ -1251,6 +1251,21 @@ func (m *MockLoginSessionWatcher) EXPECT() *MockLoginSessionWatcherMockRecorder 
 	return m.recorder
 }
 
+// Listeners mocks base method.
+func (m *MockLoginSessionWatcher) Listeners(arg0 context.Context) ([]string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "Listeners", arg0)
+	ret0, _ := ret[0].([]string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// Listeners indicates an expected call of Listeners.
+func (mr *MockLoginSessionWatcherMockRecorder) Listeners(arg0 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Listeners", reflect.TypeOf((*MockLoginSessionWatcher)(nil).Listeners), arg0)
+}
+
 // WatchLoginSessions mocks base method.
 func (m *MockLoginSessionWatcher) WatchLoginSessions(arg0 context.Context, arg1 func(string), arg2 func(bool)) {
 	m.ctrl.T.Helper()

@@ -192,9 +192,9 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 		if err := st.PutKeyOwner(ctx, domain.KeyOwner{Subject: "alice", Roles: []domain.Role{domain.RoleUser}}); err != nil {
 			t.Fatal(err)
 		}
-		listeners, err := st.KeyListeners(ctx)
+		listeners, err := st.Listeners(ctx)
 		if err != nil || len(listeners) != 1 {
-			t.Fatalf("KeyListeners = %v, %v; want this store's one listener", listeners, err)
+			t.Fatalf("Listeners = %v, %v; want this store's one listener", listeners, err)
 		}
 		// The listener acknowledges each report once its callback returned
 		// (acknowledgements may come after later reports).
@@ -209,9 +209,9 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 			}
 		}
 		for _, r := range []string{ports.KeyChangeKey(k.ID), ports.OwnerChangeKey("alice")} {
-			at, ack := slices.Index(got, r), slices.Index(got, ports.AckKey(l, r))
+			at, ack := slices.Index(got, r), slices.Index(got, ports.Ack(l, r))
 			if at < 0 || ack < at {
-				t.Errorf("the watcher reported %q, want %q and then its acknowledgement %q", got, r, ports.AckKey(l, r))
+				t.Errorf("the watcher reported %q, want %q and then its acknowledgement %q", got, r, ports.Ack(l, r))
 			}
 		}
 		if at := slices.Index(got, ports.KeyChangeKey(k.ID)); at > slices.Index(got, ports.OwnerChangeKey("alice")) {

@@ -478,17 +478,30 @@ func RunLoginSessionWatcher(t *testing.T, newStore Factory[WatchedLoginStore]) {
 	if err := st.RevokeProviderSession(ctx, "sidhash-ee01", base.Add(time.Hour)); err != nil {
 		t.Fatalf("RevokeProviderSession: %v", err)
 	}
-	for _, want := range []struct{ what, key string }{
-		{"refresh", s.IDHash}, {"delete", s.IDHash}, {"revocation", ports.RevokedSessionKey("sidhash-ee01")},
-	} {
+	listeners, err := st.Listeners(ctx)
+	if err != nil || len(listeners) != 1 {
+		t.Fatalf("Listeners = %v, %v; want this store's one listener", listeners, err)
+	}
+	// Each report is followed, not necessarily at once, by the listener's
+	// acknowledgement of it.
+	var reports, acked []string
+	for len(reports) < 3 || len(acked) < 3 {
 		select {
 		case h := <-heard:
-			if h != want.key {
-				t.Errorf("after the %s the watcher reported %q, want %q", want.what, h, want.key)
+			if l, r, ok := ports.AckOf(h); ok {
+				if l != listeners[0] || !slices.Contains(reports, r) {
+					t.Errorf("acknowledgement %q: want one by %s of a report made before it", h, listeners[0])
+				}
+				acked = append(acked, r)
+			} else {
+				reports = append(reports, h)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("the watcher never reported this store's own %s", want.what)
+			t.Fatalf("the watcher reported %q and acknowledged %q, want 3 of each", reports, acked)
 		}
+	}
+	if want := []string{s.IDHash, s.IDHash, ports.RevokedSessionKey("sidhash-ee01")}; !slices.Equal(reports, want) {
+		t.Errorf("the watcher reported %q (refresh, delete, revocation), want %q", reports, want)
 	}
 	for _, tc := range []struct {
 		at   time.Time

@@ -57,8 +57,9 @@ func (s *Store) listen(ctx context.Context, changed func(string), live func(bool
 	if _, err := conn.Exec(ctx, `LISTEN `+loginChannel); err != nil {
 		return err
 	}
-	// Registered, so that key revocations wait for this listener's
-	// acknowledgements; rows of backends gone are ignored (KeyListeners).
+	// Registered, so that logouts and key revocations wait for this
+	// listener's acknowledgements; rows of backends gone are ignored
+	// (Listeners).
 	pid := strconv.FormatUint(uint64(conn.PgConn().PID()), 10)
 	if _, err := conn.Exec(ctx, `INSERT INTO key_listeners (pid, since) VALUES (pg_backend_pid(), $1)
 		ON CONFLICT (pid) DO UPDATE SET since = excluded.since`, time.Now().UnixNano()); err != nil {
@@ -80,26 +81,26 @@ func (s *Store) listen(ctx context.Context, changed func(string), live func(bool
 			continue
 		}
 		changed(report)
-		if _, _, isAck := ports.AckOf(report); isAck || !ports.IsKeyReport(report) {
+		if _, _, isAck := ports.AckOf(report); isAck {
 			continue
 		}
 		// Acted on (changed has returned): say so to the instance that
 		// made the change, which answers once every listener has.
-		if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, loginChannel, schema+" "+ports.AckKey(pid, report)); err != nil {
+		if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, loginChannel, schema+" "+ports.Ack(pid, report)); err != nil {
 			return err
 		}
 	}
 }
 
-// KeyListeners names the listening backends still connected.
-func (s *Store) KeyListeners(ctx context.Context) ([]string, error) {
+// Listeners names the listening backends still connected.
+func (s *Store) Listeners(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT l.pid::text FROM key_listeners l JOIN pg_stat_activity a ON a.pid = l.pid AND a.datname = current_database()`)
 	if err != nil {
-		return nil, storeErr("list key listeners", err)
+		return nil, storeErr("list listeners", err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, storeErr("list key listeners", err)
+		return nil, storeErr("list listeners", err)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,5 +160,51 @@ func cutListeners(t *testing.T, admin *pgx.Conn) {
 	t.Helper()
 	if _, err := admin.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM key_listeners`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogoutRefusedEverywhereWhenAnswered: a logout on B is answered only
+// once every listening instance has acknowledged the session's end, so A
+// refuses the cookie on the first request sent after B answered. Fifty
+// rounds, each with a new session A serves from memory.
+func TestLogoutRefusedEverywhereWhenAnswered(t *testing.T) {
+	stores := sharedStores[*postgres.Store](t, 2)
+	idp := mocks.NewMockIdentityProvider(gomock.NewController(t))
+	idp.EXPECT().Logout(gomock.Any(), gomock.Any()).Return(nil).AnyTimes()
+	idp.EXPECT().EndSessionURL(gomock.Any()).Return("").AnyTimes()
+	cfg := app.LoginConfig{SessionIdle: time.Hour, SessionMax: 8 * time.Hour, RefreshBefore: time.Minute}
+	logins := make([]*app.Login, 2)
+	for i, st := range stores {
+		l, err := app.NewLogin(cfg, idp, st, st, st, app.SystemClock{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newLiveSignal(st)
+		t.Cleanup(l.KeepSessionsInMemory(w))
+		waitFor(t, w.live, "watcher listening")
+		logins[i] = l
+	}
+	a, b := logins[0], logins[1]
+	ctx := porttest.Context(t)
+	for round := range 50 {
+		now := time.Now()
+		cookie := fmt.Sprintf("cdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNO%04d", round)
+		session := ports.LoginSession{IDHash: app.Digest(cookie), Version: 1, CreatedAt: now, LastSeen: now, ExpiresAt: now.Add(time.Hour),
+			Tokens: ports.TokenSet{Subject: "alice", Roles: domain.RoleExtraction{Roles: []domain.Role{domain.RoleUser}}, AccessToken: "at",
+				RefreshToken: "rt", IDToken: "it", AccessExpiry: now.Add(30 * time.Minute)}}
+		if err := stores[0].CreateLoginSession(ctx, session); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second from memory
+			if _, err := a.Authenticate(ctx, cookie); err != nil {
+				t.Fatalf("round %d: A: %v", round, err)
+			}
+		}
+		if _, _, err := b.Logout(ctx, cookie); err != nil {
+			t.Fatalf("round %d: logout on B: %v", round, err)
+		}
+		if _, err := a.Authenticate(ctx, cookie); !errors.Is(err, domain.ErrUnauthenticated) {
+			t.Fatalf("round %d: A right after B answered the logout: %v, want ErrUnauthenticated", round, err)
+		}
 	}
 }

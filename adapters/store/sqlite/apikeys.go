@@ -120,7 +120,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 		return nil
 	})
 	if err == nil {
-		s.announceKey(ports.KeyChangeKey(id))
+		s.announce(ports.KeyChangeKey(id))
 	}
 	return err
 }
@@ -182,7 +182,7 @@ func (s *Store) PutKeyOwner(ctx context.Context, o domain.KeyOwner) error {
 		ON CONFLICT (subject) DO UPDATE SET roles = excluded.roles, service = excluded.service, disabled = excluded.disabled, updated_at = excluded.updated_at`,
 		o.Subject, domain.JoinRoles(o.Roles), boolInt(o.Service), boolInt(o.Disabled), nanos(o.UpdatedAt))
 	if err == nil {
-		s.announceKey(ports.OwnerChangeKey(o.Subject))
+		s.announce(ports.OwnerChangeKey(o.Subject))
 	}
 	return err
 }
@@ -192,27 +192,7 @@ func (s *Store) CreateKeyOwner(ctx context.Context, o domain.KeyOwner) error {
 	err := s.exec(ctx, domain.KeyOwnerChange(o), "key owner "+o.Subject+" exists", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES (?, ?, ?, ?, ?)`,
 		o.Subject, domain.JoinRoles(o.Roles), boolInt(o.Service), boolInt(o.Disabled), nanos(o.UpdatedAt))
 	if err == nil {
-		s.announceKey(ports.OwnerChangeKey(o.Subject))
+		s.announce(ports.OwnerChangeKey(o.Subject))
 	}
 	return err
-}
-
-// localListener names this process's one watcher.
-const localListener = "local"
-
-// announceKey reports a committed key or owner change to the watcher, then
-// its acknowledgement: the watcher's callback has acted on the change when
-// announce returns.
-func (s *Store) announceKey(report string) {
-	s.announce(report)
-	s.announce(ports.AckKey(localListener, report))
-}
-
-// KeyListeners is this process's watcher, when one listens: in SQLite mode
-// one process owns the database.
-func (s *Store) KeyListeners(context.Context) ([]string, error) {
-	if s.loginChanged.Load() == nil {
-		return nil, nil
-	}
-	return []string{localListener}, nil
 }

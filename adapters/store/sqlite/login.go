@@ -250,12 +250,27 @@ func (s *Store) WatchLoginSessions(ctx context.Context, changed func(idHash stri
 	s.loginChanged.Store(nil)
 }
 
-// announce reports a committed change of the login session idHash to the
-// watcher, if one listens.
-func (s *Store) announce(idHash string) {
+// announce reports a committed change (a login session's id hash, a
+// revoked provider session, a key or an owner) to the watcher, if one
+// listens, then its acknowledgement: the watcher's callback has acted on
+// the change when it returns.
+func (s *Store) announce(report string) {
 	if f := s.loginChanged.Load(); f != nil {
-		(*f)(idHash)
+		(*f)(report)
+		(*f)(ports.Ack(localListener, report))
 	}
+}
+
+// localListener names this process's one watcher.
+const localListener = "local"
+
+// Listeners is this process's watcher, when one listens: in SQLite mode one
+// process owns the database.
+func (s *Store) Listeners(context.Context) ([]string, error) {
+	if s.loginChanged.Load() == nil {
+		return nil, nil
+	}
+	return []string{localListener}, nil
 }
 
 // DeleteLoginSessionsOf removes the sessions of a provider session, or of

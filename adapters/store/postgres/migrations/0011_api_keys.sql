@@ -49,8 +49,9 @@ $$;
 CREATE TRIGGER api_key_owners_changed AFTER INSERT OR UPDATE ON api_key_owners
     FOR EACH ROW EXECUTE FUNCTION api_key_owners_notify();
 -- The backends listening on the login-session channel, each an instance's
--- watcher: a key revocation waits until each of those still connected has
--- acknowledged it ("<schema> ack:<pid>:key:<id>" on the same channel).
+-- watcher: a logout or a key revocation waits until each of those still
+-- connected has acknowledged it ("<schema> ack:<pid>:<report>" on the same
+-- channel).
 CREATE TABLE key_listeners (
     pid   INTEGER PRIMARY KEY,
     since BIGINT NOT NULL
