@@ -95,14 +95,16 @@ func loginConfig(cfg config.Config) (app.LoginConfig, error) {
 // newLogin is the login use case with cookie sessions kept in memory after
 // their first use, forgotten on every instance when any instance changes
 // or ends them (on PostgreSQL by LISTEN/NOTIFY); a back-channel logout
-// naming a subject suspends its managed keys too.
-func newLogin(cfg app.LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
+// naming a subject suspends its managed keys too, where subjects are subs.
+func newLogin(settings config.Config, cfg app.LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
 	throttle ports.LoginThrottle, clock ports.Clock, watch ports.LoginSessionWatcher, keys *app.APIKeys) (*app.Login, func(), error) {
 	l, err := app.NewLogin(cfg, idp, sessions, requests, throttle, clock)
 	if err != nil {
 		return nil, nil, err
 	}
-	l.SuspendKeysOnLogout(keys)
+	if logoutSubjectsAreOwners(settings) {
+		l.SuspendKeysOnLogout(keys)
+	}
 	return l, l.KeepSessionsInMemory(watch), nil
 }
 
@@ -167,4 +169,13 @@ func oidcAuthenticator(key apikey.Key, login *app.Login, bearer *keycloak.Authen
 		c.Bearer = append(c.Bearer, ring)
 	}
 	return c, nil
+}
+
+// logoutSubjectsAreOwners reports whether the sub a back-channel logout
+// token names is a principal's subject, and so the owner of its managed
+// keys: not when auth.oidc.subjectClaim reads subjects from another claim
+// (a logout then ends sessions by sid only, and suspends no key).
+func logoutSubjectsAreOwners(cfg config.Config) bool {
+	c := cfg.Auth.OIDC.SubjectClaim
+	return c == "" || c == "sub"
 }

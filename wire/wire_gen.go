@@ -178,7 +178,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	login, cleanup4, err := newLogin(appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock, loginSessionWatcher, apiKeys)
+	login, cleanup4, err := newLogin(cfg, appLoginConfig, provider, loginSessionStore, authRequestStore, loginThrottle, clock, loginSessionWatcher, apiKeys)
 	if err != nil {
 		cleanup3()
 		cleanup2()
