@@ -74,7 +74,7 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 	if strings.Contains(r.path, "/policies/") {
 		path = strings.Replace(r.path, ":id", f.policy, 1)
 	}
-	if strings.HasPrefix(r.path, "/api/v2/keys/") {
+	if strings.HasPrefix(r.path, "/api/v2/keys/") || strings.HasPrefix(r.path, "/console/keys/") {
 		path = strings.Replace(r.path, ":id", f.key, 1)
 	}
 	path = strings.Replace(path, ":subject", subject, 1)
@@ -110,6 +110,8 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"POST /console/catalog/tools":                         fmt.Sprintf("name=new.%d&server=srv-%d&read_only=on", n, n),
 
 		"POST /api/v2/keys":               `{"name":"ci","permissions":["me:read"],"expires_at":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`,
+		"POST /console/keys":              "name=ci&days=1&permissions=me:read",
+		"POST /console/keys/:id/revoke":   "",
 		"POST /api/v2/service-accounts":   fmt.Sprintf(`{"name":"svc-%d","role":"USER"}`, n),
 		"PUT /api/v2/key-owners/:subject": `{"disabled":false}`,
 	}
@@ -247,6 +249,9 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /console/audit":                                  domain.PermAuditRead,
 		"GET /console/audit/verify":                           domain.PermAuditRead,
 		"GET /console/audit/:seq":                             domain.PermAuditRead,
+		"GET /console/keys":                                   domain.PermKeysRead,
+		"POST /console/keys":                                  domain.PermKeysWrite,
+		"POST /console/keys/:id/revoke":                       domain.PermKeysWrite,
 		"GET /api/v2/keys":                                    domain.PermKeysRead,
 		"POST /api/v2/keys":                                   domain.PermKeysWrite,
 		"DELETE /api/v2/keys/:id":                             domain.PermKeysWrite,

@@ -1,8 +1,10 @@
 package rest
 
 import (
+	"bytes"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -257,5 +259,54 @@ func TestKeyOwnerNarrowingAudited(t *testing.T) {
 	}
 	if !narrowed || !named {
 		t.Errorf("audit: narrowing named %v, unknown key named %v; want both", narrowed, named)
+	}
+}
+
+// TestConsoleKeysPage makes, uses and revokes a key through the console's
+// forms: the secret is on the answer to the form alone, the list never
+// shows it, and the forms refuse what the API refuses.
+func TestConsoleKeysPage(t *testing.T) {
+	h := axNew(t)
+	r := h.do(t, "lea", "POST", "/console/keys", "name=laptop&days=2&permissions=me:read&permissions=sessions:read")
+	secret := regexp.MustCompile(`value="(aak_[^"]+)"`).FindSubmatch(r.body)
+	if r.status != 201 || secret == nil {
+		t.Fatalf("make = %d, secret %q:\n%s", r.status, secret, r.body)
+	}
+	key := string(secret[1])
+	id, err := domain.ParseManagedKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who meResponse
+	me := h.withKey(t, key, "GET", "/api/v2/me", "")
+	me.decode(t, &who)
+	if me.status != 200 || who.Subject != "lea" || !slices.Equal(who.Permissions, []domain.Permission{domain.PermMeRead, domain.PermSessionsRead}) {
+		t.Fatalf("/me with the key = %d %+v", me.status, who)
+	}
+	page := h.do(t, "lea", "GET", "/console/keys", "")
+	if page.status != 200 || !strings.Contains(string(page.body), "aak_"+id+"_…") || strings.Contains(string(page.body), key) {
+		t.Fatalf("keys page = %d, lists the key by prefix only? %s", page.status, page.body)
+	}
+
+	refusals := []struct {
+		name, body string
+		want       int
+	}{
+		{"no expiry", "name=x&days=0", 400},
+		{"past the maximum", "name=x&days=100000", 400},
+		{"wider than the owner", "name=x&days=1&permissions=settings:write", 403},
+	}
+	for _, tt := range refusals {
+		if r := h.do(t, "lea", "POST", "/console/keys", tt.body); r.status != tt.want || bytes.Contains(r.body, []byte("aak_")) {
+			t.Errorf("%s: got %d, want %d without a key", tt.name, r.status, tt.want)
+		}
+	}
+
+	if r := h.do(t, "lea", "POST", "/console/keys/"+id+"/revoke", ""); r.status != 200 || !strings.Contains(string(r.body), "revoked") {
+		t.Fatalf("revoke = %d %s", r.status, r.body)
+	}
+	r = h.withKey(t, key, "GET", "/api/v2/me", "")
+	if e := r.errorOf(t); r.status != 401 || e.ReasonCode != domain.ReasonKeyRevoked {
+		t.Errorf("revoked key = %d %+v, want 401 %s", r.status, e, domain.ReasonKeyRevoked)
 	}
 }

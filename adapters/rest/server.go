@@ -169,6 +169,7 @@ func (s *Server) consoleUseCases() console.UseCases {
 	if t := s.cfg.AgentTokens; t != nil {
 		uc.AgentTokens = t.Tokens
 	}
+	uc.Keys = s.cfg.Keys
 	return uc
 }
 

@@ -66,6 +66,8 @@ type UseCases struct {
 	ToolCalls   *app.ToolCalls
 	Dashboard   *app.Dashboard
 	AgentTokens *app.AgentTokens
+	// Keys are the managed API keys; nil in hybrid mode (the centre's).
+	Keys *app.APIKeys
 }
 
 // Env is what the console needs from the HTTP edge it is served by.
@@ -130,20 +132,23 @@ func New(uc UseCases, env Env) *Console {
 type section struct {
 	Path, Title string
 	Need        domain.Permission
+	// keys: served only where the managed keys are (not in hybrid mode).
+	keys bool
 }
 
 // sections lists the navigation in order.
 var sections = []section{
-	{"/console/", "Who am I", domain.PermMeRead},
-	{"/console/sessions", "Sessions", domain.PermSessionsRead},
-	{"/console/approvals", "Approvals", domain.PermToolCallsApprove},
-	{"/console/dashboard", "Dashboard", domain.PermDashboardRead},
-	{"/console/projects", "Projects", domain.PermProjectsRead},
-	{"/console/settings", "Settings", domain.PermSettingsRead},
-	{"/console/policies", "Policies", domain.PermPoliciesRead},
-	{"/console/catalog", "Servers & tools", domain.PermServersRead},
-	{"/console/roles", "Roles", domain.PermSettingsRead},
-	{"/console/audit", "Audit log", domain.PermAuditRead},
+	{"/console/", "Who am I", domain.PermMeRead, false},
+	{"/console/sessions", "Sessions", domain.PermSessionsRead, false},
+	{"/console/approvals", "Approvals", domain.PermToolCallsApprove, false},
+	{"/console/dashboard", "Dashboard", domain.PermDashboardRead, false},
+	{"/console/projects", "Projects", domain.PermProjectsRead, false},
+	{"/console/settings", "Settings", domain.PermSettingsRead, false},
+	{"/console/policies", "Policies", domain.PermPoliciesRead, false},
+	{"/console/catalog", "Servers & tools", domain.PermServersRead, false},
+	{"/console/roles", "Roles", domain.PermSettingsRead, false},
+	{"/console/keys", "API keys", domain.PermKeysRead, true},
+	{"/console/audit", "Audit log", domain.PermAuditRead, false},
 }
 
 // view is what every page template gets.
@@ -170,7 +175,7 @@ func (c *Console) render(ctx *fiber.Ctx, status int, name, title string, data an
 			v.Can[string(perm)] = true
 		}
 		for _, s := range sections {
-			if v.Can[string(s.Need)] {
+			if v.Can[string(s.Need)] && (!s.keys || c.uc.Keys != nil) {
 				v.Nav = append(v.Nav, s)
 			}
 		}

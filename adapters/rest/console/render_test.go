@@ -69,6 +69,9 @@ func pageData(rows int) map[string]any {
 		"record": records[0],
 		"verify": verifyData{Step: app.VerifyStep{ChainReport: domain.ChainReport{Breaks: []domain.ChainBreak{{Kind: domain.BreakKind(hostile)}}, BreakCount: 1}, Next: 5},
 			Checkpoints: []domain.AuditCheckpoint{{Seq: 1, KeyID: hostile, Hash: hostile}}},
+		"keys": keysData{Keys: []keyRow{{domain.APIKey{ID: hostile, Name: hostile, Owner: hostile, Projects: []string{hostile}, Tools: []string{hostile},
+			Permissions: []domain.Permission{domain.Permission(hostile)}, ExpiresAt: now}, hostile}},
+			Grantable: []domain.Permission{domain.Permission(hostile)}, Made: &app.NewKey{Key: domain.APIKey{Name: hostile, Owner: hostile}, Secret: hostile}},
 		"problem": Problem{Status: 403, Title: hostile, Message: hostile, Missing: domain.Permission(hostile), RequestID: hostile},
 		"signin":  SignIn{ReturnTo: hostile, ProviderURL: "javascript:alert(1)", ProviderName: hostile, Password: true, Key: true, Error: hostile, Notice: hostile, RequestID: hostile},
 	}

@@ -26,7 +26,7 @@ type Route struct {
 // Routes lists every console route.
 func (c *Console) Routes() []Route {
 	get, post := fiber.MethodGet, fiber.MethodPost
-	return []Route{
+	routes := []Route{
 		{get, "/", domain.PermMeRead, c.home},
 		{get, "/console", domain.PermMeRead, c.me},
 		{get, "/console/", domain.PermMeRead, c.me},
@@ -62,6 +62,14 @@ func (c *Console) Routes() []Route {
 		{get, "/console/audit/verify", domain.PermAuditRead, c.verify},
 		{get, "/console/audit/:seq", domain.PermAuditRead, c.record},
 	}
+	if c.uc.Keys != nil {
+		routes = append(routes,
+			Route{get, "/console/keys", domain.PermKeysRead, c.keys},
+			Route{post, "/console/keys", domain.PermKeysWrite, c.createKey},
+			Route{post, "/console/keys/:id/revoke", domain.PermKeysWrite, c.revokeKey},
+		)
+	}
+	return routes
 }
 
 func (c *Console) principal(ctx *fiber.Ctx) domain.Principal { return c.env.Principal(ctx) }

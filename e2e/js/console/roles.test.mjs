@@ -28,6 +28,20 @@ async function post(page, subject, formButton, path, outcome) {
 }
 
 const actions = {
+  // keys makes a key of the caller's (its secret shown once on the answer)
+  // and revokes it. Not in debug mode: debug principals make no keys.
+  async keys(page, subject) {
+    await page.goto(env.url + '/console/keys');
+    await page.getByLabel('Name').fill('e2e-' + subject);
+    await page.getByRole('checkbox', { name: 'me:read' }).check();
+    const res = await submit(page, page.getByRole('button', { name: 'Make key' }));
+    assert.equal(res.status(), 201, `POST /console/keys: ${await page.locator('main').innerText()}`);
+    assert.match(await page.locator('#secret').inputValue(), /^aak_[A-Za-z0-9]+_/);
+    done.push({ subject, line: 'POST /console/keys' });
+    const row = page.locator('tbody tr', { hasText: 'e2e-' + subject });
+    const action = await row.locator('form').getAttribute('action');
+    await post(page, subject, row.getByRole('button', { name: /^Revoke/ }), action, 'revoked');
+  },
   async admin(page, subject) {
     await page.goto(env.url + '/console/catalog');
     await page.getByLabel('Name').first().fill('gh-srv');
@@ -162,6 +176,7 @@ for (const account of env.accounts) {
     if (account.role === 'ADMIN') await actions.admin(page, subject);
     if (account.role !== 'AUDITOR') await actions.sessions(page, subject, account.role);
     if (account.role === 'LEAD') await actions.lead(page, subject);
+    if (account.role !== 'AUDITOR' && env.mode !== 'debug') await actions.keys(page, subject);
     if (account.role === 'AUDITOR' || account.role === 'ADMIN') await actions.audit(page);
     assert.deepEqual(page.problems, [], 'no console error, failed request or CSP violation');
     await page.goto(env.url + { ADMIN: '/console/policies', USER: '/console/', LEAD: '/console/projects', AUDITOR: '/console/audit' }[account.role]);
