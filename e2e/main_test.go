@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/Nerzal/gocloak/v13"
 )
 
 const (
@@ -432,4 +434,39 @@ func grant(t *testing.T, p *idp, realm, client, secret, user, password string) t
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// realmRoleGrant is a realm role given to a user of the stand-in through
+// Keycloak's admin API (gocloak), which the test takes back with revoke.
+type realmRoleGrant struct {
+	userID string
+	revoke func(t *testing.T)
+}
+
+func grantRealmRole(t *testing.T, p *idp, username, role string) realmRoleGrant {
+	t.Helper()
+	ctx := context.Background()
+	kc := gocloak.NewClient(p.base)
+	admin, err := kc.LoginAdmin(ctx, "admin", "admin", "master")
+	if err != nil {
+		t.Fatalf("admin login: %v", err)
+	}
+	users, err := kc.GetUsers(ctx, admin.AccessToken, realmName, gocloak.GetUsersParams{Username: gocloak.StringP(username), Exact: gocloak.BoolP(true)})
+	if err != nil || len(users) != 1 {
+		t.Fatalf("find %s: %v %v", username, users, err)
+	}
+	id := *users[0].ID
+	r, err := kc.GetRealmRole(ctx, admin.AccessToken, realmName, role)
+	if err != nil {
+		t.Fatalf("role %s: %v", role, err)
+	}
+	if err := kc.AddRealmRoleToUser(ctx, admin.AccessToken, realmName, id, []gocloak.Role{*r}); err != nil {
+		t.Fatalf("grant %s: %v", role, err)
+	}
+	return realmRoleGrant{userID: id, revoke: func(t *testing.T) {
+		t.Helper()
+		if err := kc.DeleteRealmRoleFromUser(ctx, admin.AccessToken, realmName, id, []gocloak.Role{*r}); err != nil {
+			t.Fatalf("remove %s: %v", role, err)
+		}
+	}}
 }

@@ -3,15 +3,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/Nerzal/gocloak/v13"
 )
 
 // TestManagedKeyOfAKeycloakUser: a Keycloak user makes a key in one
@@ -24,24 +21,8 @@ func TestManagedKeyOfAKeycloakUser(t *testing.T) {
 	s := startService(t, p, 0)
 	s.waitReady(t, 30*time.Second)
 
-	ctx := context.Background()
-	kc := gocloak.NewClient(p.base)
-	admin, err := kc.LoginAdmin(ctx, "admin", "admin", "master")
-	if err != nil {
-		t.Fatalf("admin login: %v", err)
-	}
-	users, err := kc.GetUsers(ctx, admin.AccessToken, realmName, gocloak.GetUsersParams{Username: gocloak.StringP("ivan"), Exact: gocloak.BoolP(true)})
-	if err != nil || len(users) != 1 {
-		t.Fatalf("find ivan: %v %v", users, err)
-	}
-	ivan := *users[0].ID
-	lead, err := kc.GetRealmRole(ctx, admin.AccessToken, realmName, "lead")
-	if err != nil {
-		t.Fatalf("role lead: %v", err)
-	}
-	if err := kc.AddRealmRoleToUser(ctx, admin.AccessToken, realmName, ivan, []gocloak.Role{*lead}); err != nil {
-		t.Fatalf("grant lead: %v", err)
-	}
+	lead := grantRealmRole(t, p, "ivan", "lead")
+	ivan := lead.userID
 	status, jar, body := passwordLogin(t, s, "ivan", "ivan-pw")
 	if status != http.StatusOK || !strings.Contains(body, "LEAD") {
 		t.Fatalf("login: got %d %s, want 200 with LEAD", status, body)
@@ -74,9 +55,7 @@ func TestManagedKeyOfAKeycloakUser(t *testing.T) {
 		t.Fatalf("/me with the key = %d %v, want the three permissions asked", status, perms)
 	}
 
-	if err := kc.DeleteRealmRoleFromUser(ctx, admin.AccessToken, realmName, ivan, []gocloak.Role{*lead}); err != nil {
-		t.Fatalf("remove lead: %v", err)
-	}
+	lead.revoke(t)
 	status, jar, body = passwordLogin(t, s, "ivan", "ivan-pw")
 	if status != http.StatusOK || strings.Contains(body, "LEAD") {
 		t.Fatalf("login after the demotion: got %d %s, want 200 without LEAD", status, body)

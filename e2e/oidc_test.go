@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Nerzal/gocloak/v13"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	jose "github.com/go-jose/go-jose/v4"
@@ -418,24 +417,7 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 	s := startService(t, p, 0, "SERVICE_OIDC_REFRESH_BEFORE=1s")
 	s.waitReady(t, 30*time.Second)
 
-	ctx := context.Background()
-	kc := gocloak.NewClient(p.base)
-	admin, err := kc.LoginAdmin(ctx, "admin", "admin", "master")
-	if err != nil {
-		t.Fatalf("admin login: %v", err)
-	}
-	users, err := kc.GetUsers(ctx, admin.AccessToken, realmName, gocloak.GetUsersParams{Username: gocloak.StringP("ivan"), Exact: gocloak.BoolP(true)})
-	if err != nil || len(users) != 1 {
-		t.Fatalf("find ivan: %v %v", users, err)
-	}
-	ivan := *users[0].ID
-	role, err := kc.GetRealmRole(ctx, admin.AccessToken, realmName, "lead")
-	if err != nil {
-		t.Fatalf("role lead: %v", err)
-	}
-	if err := kc.AddRealmRoleToUser(ctx, admin.AccessToken, realmName, ivan, []gocloak.Role{*role}); err != nil {
-		t.Fatalf("grant lead: %v", err)
-	}
+	lead := grantRealmRole(t, p, "ivan", "lead")
 
 	expired := grant(t, p, realmName, clientID, clientSecret, "bob", "bob-pw")
 	status, jar, body := passwordLogin(t, s, "ivan", "ivan-pw")
@@ -443,9 +425,7 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 		t.Fatalf("login: got %d %s, want 200 with LEAD", status, body)
 	}
 	c := noRedirects(jar)
-	if err := kc.DeleteRealmRoleFromUser(ctx, admin.AccessToken, realmName, ivan, []gocloak.Role{*role}); err != nil {
-		t.Fatalf("remove lead: %v", err)
-	}
+	lead.revoke(t)
 	time.Sleep(4500 * time.Millisecond) // past the access token's 3s and the 1s skew
 	status, m := whoami(t, c, s, "")
 	if status != http.StatusOK {

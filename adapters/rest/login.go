@@ -251,12 +251,8 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 	stateOf(c).note = "username " + strconv.Quote(truncate(req.Username, 128))
 	res, err := l.uc.PasswordLogin(c.UserContext(), req.Username, req.Password, clientOf(c).String())
 	telemetry.LoginAttempted(telemetry.LoginPassword, err)
-	var ra *app.RetryAfter
-	if errors.As(err, &ra) {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))
-	}
 	if err != nil {
-		return err
+		return withRetryAfter(c, err)
 	}
 	l.setCookie(c, res)
 	loggedIn(c, res)
@@ -270,6 +266,16 @@ func (l *Login) passwordLogin(c *fiber.Ctx) error {
 		RoleSource: res.Principal.RoleSource,
 		ExpiresAt:  res.Session.ExpiresAt,
 	})
+}
+
+// withRetryAfter tells a caller held back by the login limits when to try
+// again (Retry-After, whole seconds rounded up) and returns err.
+func withRetryAfter(c *fiber.Ctx, err error) error {
+	var ra *app.RetryAfter
+	if errors.As(err, &ra) {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))
+	}
+	return err
 }
 
 // wantsRedirect reports whether a sign-in or sign-out was posted by a
@@ -302,12 +308,8 @@ func (l *Login) keyLogin(c *fiber.Ctx) error {
 	}
 	stateOf(c).note = "key sign-in"
 	res, err := l.uc.KeyLogin(c.UserContext(), strings.TrimSpace(req.Key), clientOf(c).String())
-	var ra *app.RetryAfter
-	if errors.As(err, &ra) {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((ra.Wait+time.Second-1)/time.Second)))
-	}
 	if err != nil {
-		return err
+		return withRetryAfter(c, err)
 	}
 	l.setCookie(c, res)
 	loggedIn(c, res)
