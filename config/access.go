@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -21,7 +20,7 @@ type RoleKey struct {
 }
 
 // validateAccess checks auth.keys: every entry names a subject once, a
-// known role and an owner-only key file of at least apikey.MinKeyLength
+// known role and an owner-only key file of at least domain.MinAPIKeyLength
 // characters.
 func (c Config) validateAccess() []error {
 	var errs []error
@@ -67,8 +66,8 @@ func readRoleKey(path string) (string, error) {
 		return "", err
 	}
 	key := strings.TrimSpace(string(b))
-	if len(key) < apikey.MinKeyLength {
-		return "", fmt.Errorf("%s holds fewer than %d characters", path, apikey.MinKeyLength)
+	if len(key) < domain.MinAPIKeyLength {
+		return "", fmt.Errorf("%s holds fewer than %d characters", path, domain.MinAPIKeyLength)
 	}
 	if !domain.IsBearerToken(key) {
 		return "", fmt.Errorf("%s: the key %s", path, errKeySyntax)
@@ -76,16 +75,23 @@ func readRoleKey(path string) (string, error) {
 	return key, nil
 }
 
+// LoadedRoleKey is a key of auth.keys, read from its file, and the
+// principal it authenticates.
+type LoadedRoleKey struct {
+	Key       string
+	Principal domain.Principal
+}
+
 // RoleKeys reads the keys of auth.keys. Each authenticates as
 // "key:<subject>" with its role.
-func (c Config) RoleKeys() (apikey.RoleKeys, error) {
-	out := make(apikey.RoleKeys, 0, len(c.Auth.Keys))
+func (c Config) RoleKeys() ([]LoadedRoleKey, error) {
+	out := make([]LoadedRoleKey, 0, len(c.Auth.Keys))
 	for i, k := range c.Auth.Keys {
 		key, err := readRoleKey(k.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("auth.keys[%d].keyFile: %w", i, err)
 		}
-		out = append(out, apikey.Entry{Key: key, Principal: domain.Principal{
+		out = append(out, LoadedRoleKey{Key: key, Principal: domain.Principal{
 			Subject:    "key:" + k.Subject,
 			Roles:      []domain.Role{domain.Role(strings.ToUpper(k.Role))},
 			Method:     domain.MethodAPIKey,

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/agentauth/agentauth/adapters/store/postgres"
+	"github.com/agentauth/agentauth/internal/pgurl"
 )
 
 // validateDatabase checks database.url / SERVICE_DATABASE_URL when it is
@@ -21,7 +21,7 @@ func (c Config) validateDatabase() []error {
 		return nil
 	}
 	var errs []error
-	if err := postgres.CheckURL(c.Database.URL); err != nil {
+	if _, err := pgurl.Parse(c.Database.URL); err != nil {
 		errs = append(errs, fmt.Errorf("database.url / SERVICE_DATABASE_URL: %v", err))
 	}
 	if c.Audit.SigningKey == "" && c.Audit.SigningKeyFile == "" {

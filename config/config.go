@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -374,8 +373,8 @@ func (c Config) Validate() error {
 			bad("SERVICE_AUTH_DEBUG=true is for local development only and needs a loopback SERVICE_HOST (127.0.0.1, ::1 or localhost), not %q", c.Server.Host)
 		}
 	}
-	if c.Auth.APIKey != "" && len(c.Auth.APIKey) < apikey.MinKeyLength {
-		bad("SERVICE_API_KEY / --api-key: must have at least %d characters", apikey.MinKeyLength)
+	if c.Auth.APIKey != "" && len(c.Auth.APIKey) < domain.MinAPIKeyLength {
+		bad("SERVICE_API_KEY / --api-key: must have at least %d characters", domain.MinAPIKeyLength)
 	}
 	if c.Auth.APIKey != "" && !domain.IsBearerToken(c.Auth.APIKey) {
 		bad("SERVICE_API_KEY / --api-key: %s", errKeySyntax)

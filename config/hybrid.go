@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentauth/agentauth/adapters/identity/hybrid"
+	"github.com/agentauth/agentauth/internal/centreurl"
 )
 
 // Hybrid is hybrid mode (auth.hybrid.*): every caller's roles come from a
@@ -33,7 +33,7 @@ func (c Config) validateHybrid() []error {
 		}
 		return errs
 	}
-	if err := hybrid.CheckRemoteURL(h.RemoteURL); err != nil {
+	if err := centreurl.Check(h.RemoteURL); err != nil {
 		bad("auth.hybrid.remoteUrl / SERVICE_HYBRID_REMOTE_URL: %v", err)
 	}
 	if c.Auth.APIKey != "" {

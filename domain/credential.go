@@ -23,3 +23,7 @@ func IsBearerToken(s string) bool {
 	}
 	return true
 }
+
+// MinAPIKeyLength is the shortest static API key accepted (SERVICE_API_KEY,
+// auth.keys, local mode's key file): shorter keys are guessable.
+const MinAPIKeyLength = 16

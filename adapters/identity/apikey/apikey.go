@@ -21,9 +21,6 @@ import (
 // Key is the API key of API-key mode (SERVICE_API_KEY or --api-key).
 type Key string
 
-// MinKeyLength is the shortest key accepted: shorter keys are guessable.
-const MinKeyLength = 16
-
 // Entry is one key and the principal it authenticates.
 type Entry struct {
 	Key       string
@@ -64,8 +61,8 @@ func (k *Keyring) With(extra ...Entry) *Keyring {
 
 // New returns the ring of API-key mode: key grants ADMIN.
 func New(key Key) (*Keyring, error) {
-	if len(key) < MinKeyLength {
-		return nil, fmt.Errorf("apikey: the API key (SERVICE_API_KEY or --api-key) must have at least %d characters: %w", MinKeyLength, domain.ErrInvalidInput)
+	if len(key) < domain.MinAPIKeyLength {
+		return nil, fmt.Errorf("apikey: the API key (SERVICE_API_KEY or --api-key) must have at least %d characters: %w", domain.MinAPIKeyLength, domain.ErrInvalidInput)
 	}
 	return NewKeyring([]Entry{AdminEntry(string(key), domain.MethodAPIKey, "api key")}), nil
 }

@@ -95,8 +95,8 @@ func ReadKey(path string) (string, error) {
 		return "", fmt.Errorf("local: read key file: %w", err)
 	}
 	key := strings.TrimSpace(string(b))
-	if len(key) < apikey.MinKeyLength {
-		return "", fmt.Errorf("key file %s holds fewer than %d characters; delete it to have a new key created", path, apikey.MinKeyLength)
+	if len(key) < domain.MinAPIKeyLength {
+		return "", fmt.Errorf("key file %s holds fewer than %d characters; delete it to have a new key created", path, domain.MinAPIKeyLength)
 	}
 	if !domain.IsBearerToken(key) {
 		return "", fmt.Errorf("key file %s holds characters a Bearer credential cannot carry (RFC 6750); delete it to have a new key created", path)

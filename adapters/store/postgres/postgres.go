@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/pgurl"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -123,22 +124,10 @@ func explainPrivilege(err error) error {
 	return fmt.Errorf("%s: the user may not create tables in the schema (GRANT CREATE ON SCHEMA <schema> TO <user>, or a schema the user owns in the URL's search_path): %w", urlSetting, err)
 }
 
-// CheckURL reports whether url is a connection string the store can use,
-// without connecting. The error never repeats the string, which may hold a
-// password.
-func CheckURL(url string) error {
-	_, err := parseURL(url)
-	return err
-}
-
 func parseURL(url string) (*pgxpool.Config, error) {
-	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") && !strings.Contains(url, "=") {
-		return nil, errors.New("not a PostgreSQL connection string: want postgres://user@host:5432/dbname?sslmode=verify-full or key=value pairs such as host=db dbname=agentauth")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgurl.Parse(url)
 	if err != nil {
-		// pgx's message may quote the string, and with it a password: say less.
-		return nil, errors.New("not a valid PostgreSQL connection string (check the URL syntax, the port and the pool_* and sslmode parameters)")
+		return nil, err
 	}
 	for name, value := range sessionDefaults {
 		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set {
