@@ -2,10 +2,10 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/secretfile"
 )
 
 // RoleKey is an API key granting one role, built-in or custom
@@ -54,18 +54,10 @@ func readRoleKey(path string) (string, error) {
 	if path == "" {
 		return "", fmt.Errorf("must name a file holding the key")
 	}
-	info, err := os.Stat(path)
+	key, err := secretfile.Read(path)
 	if err != nil {
 		return "", err
 	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%s has mode %04o; it must be readable by its owner only (chmod 600 %s)", path, perm, path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	key := strings.TrimSpace(string(b))
 	if len(key) < domain.MinAPIKeyLength {
 		return "", fmt.Errorf("%s holds fewer than %d characters", path, domain.MinAPIKeyLength)
 	}

@@ -1,32 +1,22 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"strings"
+
+	"github.com/agentauth/agentauth/internal/secretfile"
 )
 
 // readSecretFile reads a secret from path, the rules of every *_FILE
-// setting: the file must be readable by its owner only, surrounding white
-// space (the trailing newline editors and `echo` add) is dropped, and it
-// must not be empty. Errors name the file, not its content.
+// setting (secretfile.Read). Errors name the file, not its content.
 func readSecretFile(path string) (string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))
+	s, err := secretfile.Read(path)
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return "", fmt.Errorf("cannot read %s: %w", path, pe.Err)
 	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%s has mode %04o; it must be readable by its owner only (chmod 600 %s)", path, perm, path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return s, nil
+	return s, err
 }
 
 // resolveSecretFiles fills the API key, the database URL and the audit

@@ -22,9 +22,9 @@ import (
 	"github.com/google/wire"
 
 	"github.com/agentauth/agentauth/adapters/auditsign"
-	"github.com/agentauth/agentauth/adapters/identity/local"
 	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/secretfile"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -117,7 +117,7 @@ func loadKey(s Settings) (ed25519.PrivateKey, error) {
 		return key, nil
 	}
 	path := DefaultKeyPath(s.DataDir)
-	text, _, err := local.LoadOrCreateKey(path)
+	text, _, err := secretfile.LoadOrCreate(path)
 	if err != nil {
 		return nil, fmt.Errorf("agent-token signing key in the data folder (dataDir / SERVICE_DATA_DIR; auth.agentTokens.signingKeyFile / SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE names another file): %w", err)
 	}

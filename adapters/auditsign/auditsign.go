@@ -28,8 +28,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
-	"github.com/agentauth/agentauth/adapters/identity/local"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/secretfile"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -63,7 +63,7 @@ func PublicKeyPath(dataDir string) string { return filepath.Join(dataDir, "audit
 // file readable by anyone but its owner is refused.
 func LoadKey(dataDir string) (key ed25519.PrivateKey, path string, created bool, err error) {
 	path = DefaultKeyPath(dataDir)
-	text, created, err := local.LoadOrCreateKey(path)
+	text, created, err := secretfile.LoadOrCreate(path)
 	if err != nil {
 		return nil, path, false, fmt.Errorf("audit signing key in the data folder (dataDir / SERVICE_DATA_DIR; audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE names another file): %w", err)
 	}
