@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -25,19 +26,41 @@ func NewCatalog(store ports.CatalogStore, policies *PolicyRules, projects ports.
 
 // CreateServer registers an MCP-style server reachable at an http(s) URL,
 // which its agent tokens name as their audience: a resource indicator
-// (RFC 8707), so without fragment or user information.
-func (s *Catalog) CreateServer(ctx context.Context, name, rawURL string) (domain.Server, error) {
-	if err := domain.ValidateName("server", name); err != nil {
+// (RFC 8707), so without fragment or user information. sv.Endpoint, when
+// set, is its MCP endpoint (an http(s) URL) the gateway forwards to, and
+// sv.Credential the name of the file holding the token the gateway
+// presents there.
+func (s *Catalog) CreateServer(ctx context.Context, sv domain.Server) (domain.Server, error) {
+	if err := domain.ValidateName("server", sv.Name); err != nil {
 		return domain.Server{}, err
 	}
-	if _, err := domain.CanonicalResource(rawURL); err != nil {
-		return domain.Server{}, fmt.Errorf("server url %q: want an http:// or https:// URL without fragment or user information: %w", rawURL, domain.ErrInvalidInput)
+	if _, err := domain.CanonicalResource(sv.URL); err != nil {
+		return domain.Server{}, fmt.Errorf("server url %q: want an http:// or https:// URL without fragment or user information: %w", sv.URL, domain.ErrInvalidInput)
 	}
-	sv := domain.Server{Name: name, URL: rawURL, CreatedAt: s.clock.Now().UTC()}
+	if sv.Endpoint != "" {
+		if err := httpURL("server endpoint", sv.Endpoint); err != nil {
+			return domain.Server{}, err
+		}
+	}
+	if err := domain.ValidateCredentialName(sv.Credential); err != nil {
+		return domain.Server{}, err
+	}
+	if sv.Credential != "" && sv.Endpoint == "" {
+		return domain.Server{}, fmt.Errorf("server credential: set the endpoint it is presented to: %w", domain.ErrInvalidInput)
+	}
+	sv.CreatedAt = s.clock.Now().UTC()
 	if err := s.store.CreateServer(ctx, sv); err != nil {
 		return domain.Server{}, err
 	}
 	return sv, nil
+}
+
+func httpURL(what, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return fmt.Errorf("%s %q: want an http:// or https:// URL without user information: %w", what, raw, domain.ErrInvalidInput)
+	}
+	return nil
 }
 
 // ListServers returns every registered server.

@@ -7,9 +7,16 @@ import (
 
 // Server is a registered MCP-style tool server.
 type Server struct {
-	Name      string
-	URL       string
-	CreatedAt time.Time
+	Name string
+	URL  string
+	// Endpoint is the server's MCP endpoint (Streamable HTTP) the gateway
+	// forwards to; "" when the server is not reachable through the gateway.
+	Endpoint string
+	// Credential names the file, in the gateway's credentials folder,
+	// holding the token the gateway presents upstream; "" for none. The
+	// secret itself is never stored nor returned, only this name.
+	Credential string
+	CreatedAt  time.Time
 }
 
 // Tool is a tool a registered server offers. ReadOnly tools do not change
@@ -22,6 +29,24 @@ type Tool struct {
 }
 
 const maxNameLen = 128
+
+// ValidateCredentialName accepts "" (no credential) or the plain name of a
+// file: 1 to 128 characters of A-Z a-z 0-9 . _ - not starting with a dot,
+// so that a name never leaves the credentials folder.
+func ValidateCredentialName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if len(name) > maxNameLen || name[0] == '.' {
+		return fmt.Errorf("credential name %q: want 1 to %d characters, not starting with a dot: %w", name, maxNameLen, ErrInvalidInput)
+	}
+	for i := 0; i < len(name); i++ {
+		if !nameChar(name[i]) || name[i] == '/' || name[i] == ':' {
+			return fmt.Errorf("credential name %q: use letters, digits and . _ - only (a file name in the credentials folder): %w", name, ErrInvalidInput)
+		}
+	}
+	return nil
+}
 
 // ValidateName accepts 1 to 128 characters from A-Z a-z 0-9 . _ - : / , so
 // that tool and server names match policy patterns without escaping.

@@ -195,4 +195,11 @@ type ToolCall struct {
 	CreatedAt   time.Time
 	ResolvedBy  string
 	ResolvedAt  time.Time
+	// ArgsHash is the hex SHA-256 of the RFC 8785 canonical JSON of the
+	// call's arguments, when the gateway decided it: an approval holds
+	// for these arguments only.
+	ArgsHash string
+	// UsedAt is when the gateway forwarded an approved call; an approval
+	// is used once.
+	UsedAt time.Time
 }

@@ -32,6 +32,8 @@ type CatalogStore interface {
 	CreateServer(ctx context.Context, s domain.Server) error
 	// ListServers returns servers ordered by name.
 	ListServers(ctx context.Context) ([]domain.Server, error)
+	// GetServer fails with domain.ErrNotFound when name is not registered.
+	GetServer(ctx context.Context, name string) (domain.Server, error)
 	// CreateTool fails with domain.ErrNotFound when its server is not registered.
 	CreateTool(ctx context.Context, t domain.Tool) error
 	GetTool(ctx context.Context, name string) (domain.Tool, error)
@@ -80,6 +82,11 @@ type ToolCallStore interface {
 	// rejected) atomically and returns it; a call that is no longer pending
 	// fails with domain.ErrConflict, so two approvers cannot both win.
 	ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error)
+	// UseApproval marks an approved call used at at, atomically: a call
+	// that is not approved or was used already fails with
+	// domain.ErrConflict (domain.ErrNotFound when there is none), so an
+	// approval releases one forwarded call.
+	UseApproval(ctx context.Context, id string, at time.Time) error
 }
 
 // SessionModeStore changes the mode of a stored session.

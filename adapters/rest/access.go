@@ -177,10 +177,14 @@ func (s *Server) putMembers(c *fiber.Ctx) error {
 
 // --- servers and tools ---
 
+// serverJSON is a registered server as the API shows it: the name of its
+// upstream credential, never the credential.
 type serverJSON struct {
-	Name      string    `json:"name"`
-	URL       string    `json:"url"`
-	CreatedAt time.Time `json:"created_at"`
+	Name       string    `json:"name"`
+	URL        string    `json:"url"`
+	Endpoint   string    `json:"endpoint,omitempty"`
+	Credential string    `json:"credential,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 func (s *Server) listServers(c *fiber.Ctx) error {
@@ -196,8 +200,10 @@ func (s *Server) listServers(c *fiber.Ctx) error {
 }
 
 type createServerRequest struct {
-	Name string `json:"name"`
-	URL  string `json:"url"`
+	Name       string `json:"name"`
+	URL        string `json:"url"`
+	Endpoint   string `json:"endpoint"`
+	Credential string `json:"credential"`
 }
 
 func (s *Server) createServer(c *fiber.Ctx) error {
@@ -205,7 +211,7 @@ func (s *Server) createServer(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sv, err := s.cfg.Access.Catalog.CreateServer(c.UserContext(), req.Name, req.URL)
+	sv, err := s.cfg.Access.Catalog.CreateServer(c.UserContext(), domain.Server{Name: req.Name, URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential})
 	if err != nil {
 		return err
 	}

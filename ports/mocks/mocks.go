@@ -579,6 +579,21 @@ func (mr *MockCatalogStoreMockRecorder) CreateTool(arg0, arg1 interface{}) *gomo
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CreateTool", reflect.TypeOf((*MockCatalogStore)(nil).CreateTool), arg0, arg1)
 }
 
+// GetServer mocks base method.
+func (m *MockCatalogStore) GetServer(arg0 context.Context, arg1 string) (domain.Server, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "GetServer", arg0, arg1)
+	ret0, _ := ret[0].(domain.Server)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// GetServer indicates an expected call of GetServer.
+func (mr *MockCatalogStoreMockRecorder) GetServer(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetServer", reflect.TypeOf((*MockCatalogStore)(nil).GetServer), arg0, arg1)
+}
+
 // GetTool mocks base method.
 func (m *MockCatalogStore) GetTool(arg0 context.Context, arg1 string) (domain.Tool, error) {
 	m.ctrl.T.Helper()
@@ -867,6 +882,20 @@ func (m *MockToolCallStore) ResolveToolCall(arg0 context.Context, arg1 string, a
 func (mr *MockToolCallStoreMockRecorder) ResolveToolCall(arg0, arg1, arg2, arg3, arg4 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ResolveToolCall", reflect.TypeOf((*MockToolCallStore)(nil).ResolveToolCall), arg0, arg1, arg2, arg3, arg4)
+}
+
+// UseApproval mocks base method.
+func (m *MockToolCallStore) UseApproval(arg0 context.Context, arg1 string, arg2 time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "UseApproval", arg0, arg1, arg2)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// UseApproval indicates an expected call of UseApproval.
+func (mr *MockToolCallStoreMockRecorder) UseApproval(arg0, arg1, arg2 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UseApproval", reflect.TypeOf((*MockToolCallStore)(nil).UseApproval), arg0, arg1, arg2)
 }
 
 // MockSessionModeStore is a mock of SessionModeStore interface.

@@ -3,6 +3,7 @@ package porttest
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,8 +167,15 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if servers, err := st.ListServers(ctx); err != nil || len(servers) != 0 {
 		t.Errorf("ListServers(empty) = %+v, %v; want none", servers, err)
 	}
-	if err := st.CreateServer(ctx, domain.Server{Name: "fs", URL: "http://127.0.0.1:9/mcp", CreatedAt: t0}); err != nil {
+	if _, err := st.GetServer(ctx, "fs"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("GetServer(missing): got %v, want ErrNotFound", err)
+	}
+	fs := domain.Server{Name: "fs", URL: "http://127.0.0.1:9/mcp", Endpoint: "http://127.0.0.1:9/upstream/mcp", Credential: "fs-token", CreatedAt: t0}
+	if err := st.CreateServer(ctx, fs); err != nil {
 		t.Fatalf("CreateServer: %v", err)
+	}
+	if got, err := st.GetServer(ctx, "fs"); err != nil || got != fs {
+		t.Errorf("GetServer = %+v, %v; want %+v", got, err, fs)
 	}
 	if err := st.CreateServer(ctx, domain.Server{Name: "fs"}); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("duplicate server: got %v, want ErrConflict", err)
@@ -205,7 +213,7 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 		t.Errorf("GetTool(dual.tool) = %+v, %v; want the spelling that is not read-only", tl, err)
 	}
 	servers, err := st.ListServers(ctx)
-	if err != nil || len(servers) != 1 || servers[0].URL != "http://127.0.0.1:9/mcp" || !servers[0].CreatedAt.Equal(t0) {
+	if err != nil || len(servers) != 1 || servers[0] != fs {
 		t.Errorf("ListServers = %+v, %v", servers, err)
 	}
 
@@ -328,12 +336,13 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	if _, err := st.GetToolCall(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("missing call: got %v, want ErrNotFound", err)
 	}
+	testUseApproval(t, st)
 	tests := []struct {
 		f    ports.ToolCallFilter
 		want []string
 	}{
-		{ports.ToolCallFilter{}, []string{"c2", "c1"}},
-		{ports.ToolCallFilter{Limit: 1}, []string{"c2"}},
+		{ports.ToolCallFilter{}, []string{"c4", "c3", "c2", "c1"}},
+		{ports.ToolCallFilter{Limit: 1}, []string{"c4"}},
 		{ports.ToolCallFilter{Session: "s1", Status: domain.CallApproved, Limit: 5}, []string{"c1"}},
 		{ports.ToolCallFilter{Session: "s2"}, []string{"c2"}},
 		{ports.ToolCallFilter{Status: domain.CallPending}, nil},
@@ -390,5 +399,48 @@ func testSessionsByProject(t *testing.T, st AccessStore) {
 	}
 	if err := st.SetSessionMode(ctx, "nope", domain.ModeAuto); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("missing session: got %v, want ErrNotFound", err)
+	}
+}
+
+// testUseApproval: a gateway call keeps its arguments' hash, and its
+// approval is used once; a call that is pending, denied or used refuses.
+func testUseApproval(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	gw := domain.ToolCall{ID: "c3", Session: "s3", Agent: "g0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "agent:g0",
+		CreatedAt: t0.Add(2 * time.Second), ArgsHash: strings.Repeat("ab", 32),
+		Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonPolicyAsk, Rule: "r2", Message: "ask"}}
+	denied := domain.ToolCall{ID: "c4", Session: "s3", Agent: "g0", Tool: "fs.rm", Status: domain.CallDenied, RequestedBy: "agent:g0",
+		CreatedAt: t0.Add(3 * time.Second), Decision: domain.ToolDecision{Effect: domain.EffectDeny, Reason: domain.ReasonPolicyDeny}}
+	for _, c := range []domain.ToolCall{gw, denied} {
+		if err := st.CreateToolCall(ctx, c); err != nil {
+			t.Fatalf("CreateToolCall(%s): %v", c.ID, err)
+		}
+	}
+	if got, err := st.GetToolCall(ctx, "c3"); err != nil || got != gw {
+		t.Errorf("GetToolCall(c3) = %+v, %v; want %+v", got, err, gw)
+	}
+	used := t0.Add(5 * time.Minute)
+	if err := st.UseApproval(ctx, "c3", used); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("UseApproval(pending): got %v, want ErrConflict", err)
+	}
+	if _, err := st.ResolveToolCall(ctx, "c3", domain.CallApproved, "lea", t0.Add(time.Minute)); err != nil {
+		t.Fatalf("ResolveToolCall(c3): %v", err)
+	}
+	tests := []struct {
+		id   string
+		want error
+	}{
+		{"c3", nil},
+		{"c3", domain.ErrConflict}, // used once
+		{"c4", domain.ErrConflict},
+		{"nope", domain.ErrNotFound},
+	}
+	for _, tt := range tests {
+		if err := st.UseApproval(ctx, tt.id, used); !errors.Is(err, tt.want) {
+			t.Errorf("UseApproval(%s) = %v, want %v", tt.id, err, tt.want)
+		}
+	}
+	if got, err := st.GetToolCall(ctx, "c3"); err != nil || !got.UsedAt.Equal(used) || got.ArgsHash != gw.ArgsHash || got.Status != domain.CallApproved {
+		t.Errorf("GetToolCall(c3) after use = %+v, %v; want used at %v", got, err, used)
 	}
 }

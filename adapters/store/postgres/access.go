@@ -150,25 +150,43 @@ func txErr(op string, err error) error {
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
 	return s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
-		`INSERT INTO servers (name, url, created_at) VALUES ($1, $2, $3)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
+		`INSERT INTO servers (name, url, endpoint, credential, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		sv.Name, sv.URL, sv.Endpoint, sv.Credential, nanos(sv.CreatedAt))
+}
+
+const serverColumns = `name, url, endpoint, credential, created_at`
+
+func scanServer(row pgx.CollectableRow) (domain.Server, error) {
+	var (
+		sv      domain.Server
+		created int64
+	)
+	err := row.Scan(&sv.Name, &sv.URL, &sv.Endpoint, &sv.Credential, &created)
+	sv.CreatedAt = fromNanos(created)
+	return sv, err
 }
 
 // ListServers returns servers ordered by name.
 func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT name, url, created_at FROM servers ORDER BY name`)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Server, error) {
-		var (
-			sv      domain.Server
-			created int64
-		)
-		err := row.Scan(&sv.Name, &sv.URL, &created)
-		sv.CreatedAt = fromNanos(created)
-		return sv, err
-	})
+	rows, _ := s.pool.Query(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
+	out, err := pgx.CollectRows(rows, scanServer)
 	if err != nil {
 		return nil, storeErr("list servers", err)
 	}
 	return nonNil(out), nil
+}
+
+// GetServer reads one registered server.
+func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+serverColumns+` FROM servers WHERE name = $1`, name)
+	sv, err := pgx.CollectExactlyOneRow(rows, scanServer)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Server{}, fmt.Errorf("server %s: %w", name, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Server{}, storeErr("read server", err)
+	}
+	return sv, nil
 }
 
 // CreateTool registers a tool of a registered server.
@@ -336,25 +354,27 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 // CreateToolCall stores a decided tool call.
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
-		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
-		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt))
+		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
+		args_hash, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, c.ID, c.Session, c.Agent, c.Tool,
+		string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt),
+		c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt))
 }
 
-const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at`
+const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
+	args_hash, used_at`
 
 func scanToolCall(row pgx.CollectableRow) (domain.ToolCall, error) {
 	var (
-		c                 domain.ToolCall
-		effect, status    string
-		created, resolved int64
+		c                       domain.ToolCall
+		effect, status          string
+		created, resolved, used int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used); err != nil {
 		return domain.ToolCall{}, err
 	}
 	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
-	c.CreatedAt, c.ResolvedAt = fromNanos(created), fromNanos(resolved)
+	c.CreatedAt, c.ResolvedAt, c.UsedAt = fromNanos(created), fromNanos(resolved), fromNanos(used)
 	return c, nil
 }
 
@@ -428,6 +448,31 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 		return domain.ToolCall{}, err
 	}
 	return domain.ToolCall{}, fmt.Errorf("tool call %s is %s, not pending: %w", id, cur.Status, domain.ErrConflict)
+}
+
+// UseApproval marks an approved, unused call used; the UPDATE's WHERE
+// makes it a compare-and-set across instances, so one approval releases
+// one call.
+func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
+	err := s.change(ctx, "use the approval of tool call "+id, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE tool_calls SET used_at = $1 WHERE id = $2 AND status = $3 AND used_at = 0`,
+			nanos(at), id, string(domain.CallApproved))
+		if err != nil {
+			return storeErr("use approval", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("unused approval %s: %w", id, domain.ErrNotFound)
+		}
+		return nil
+	})
+	if !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	c, err := s.GetToolCall(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("tool call %s is %s (used: %t), not an unused approval: %w", id, c.Status, !c.UsedAt.IsZero(), domain.ErrConflict)
 }
 
 // SetSessionMode changes a session's mode.

@@ -156,29 +156,50 @@ func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Memb
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
 	return s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
-		`INSERT INTO servers (name, url, created_at) VALUES (?, ?, ?)`, sv.Name, sv.URL, nanos(sv.CreatedAt))
+		`INSERT INTO servers (name, url, endpoint, credential, created_at) VALUES (?, ?, ?, ?, ?)`,
+		sv.Name, sv.URL, sv.Endpoint, sv.Credential, nanos(sv.CreatedAt))
+}
+
+const serverColumns = `name, url, endpoint, credential, created_at`
+
+func scanServer(row scanner) (domain.Server, error) {
+	var (
+		sv      domain.Server
+		created int64
+	)
+	err := row.Scan(&sv.Name, &sv.URL, &sv.Endpoint, &sv.Credential, &created)
+	sv.CreatedAt = fromNanos(created)
+	return sv, err
 }
 
 // ListServers returns servers ordered by name.
 func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
-	rows, err := s.queryRows(ctx, `SELECT name, url, created_at FROM servers ORDER BY name`)
+	rows, err := s.queryRows(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list servers: %w", err)
 	}
 	defer rows.Close()
 	out := []domain.Server{}
 	for rows.Next() {
-		var (
-			sv      domain.Server
-			created int64
-		)
-		if err := rows.Scan(&sv.Name, &sv.URL, &created); err != nil {
+		sv, err := scanServer(rows)
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: scan server: %w", err)
 		}
-		sv.CreatedAt = fromNanos(created)
 		out = append(out, sv)
 	}
 	return out, rows.Err()
+}
+
+// GetServer reads one registered server.
+func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, error) {
+	sv, err := scanServer(s.queryRow(ctx, `SELECT `+serverColumns+` FROM servers WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Server{}, fmt.Errorf("server %s: %w", name, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Server{}, fmt.Errorf("sqlite: read server: %w", err)
+	}
+	return sv, nil
 }
 
 // CreateTool registers a tool of a registered server.
@@ -374,25 +395,27 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 // CreateToolCall stores a decided tool call.
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
-		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
-		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt))
+		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
+		args_hash, used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
+		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt),
+		c.ArgsHash, nanos(c.UsedAt))
 }
 
-const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at`
+const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
+	args_hash, used_at`
 
 func scanToolCall(row scanner) (domain.ToolCall, error) {
 	var (
-		c                 domain.ToolCall
-		effect, status    string
-		created, resolved int64
+		c                       domain.ToolCall
+		effect, status          string
+		created, resolved, used int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used); err != nil {
 		return domain.ToolCall{}, err
 	}
 	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
-	c.CreatedAt, c.ResolvedAt = fromNanos(created), fromNanos(resolved)
+	c.CreatedAt, c.ResolvedAt, c.UsedAt = fromNanos(created), fromNanos(resolved), fromNanos(used)
 	return c, nil
 }
 
@@ -467,6 +490,29 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 		return domain.ToolCall{}, err
 	}
 	return c, nil
+}
+
+// UseApproval marks an approved, unused call used; the WHERE clause makes
+// it a compare-and-set, so one approval releases one call.
+func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
+	return s.change(ctx, "use the approval of tool call "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET used_at = ? WHERE id = ? AND status = ? AND used_at = 0`,
+			nanos(at), id, string(domain.CallApproved))
+		if err != nil {
+			return fmt.Errorf("sqlite: use approval: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		c, err := scanToolCall(tx.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("tool call %s: %w", id, domain.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: read tool call: %w", err)
+		}
+		return fmt.Errorf("tool call %s is %s (used: %t), not an unused approval: %w", id, c.Status, !c.UsedAt.IsZero(), domain.ErrConflict)
+	})
 }
 
 // SetSessionMode changes a session's mode.

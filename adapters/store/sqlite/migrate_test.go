@@ -29,7 +29,9 @@ CREATE INDEX audit_subject_seq ON audit (subject, seq);
 CREATE INDEX audit_time ON audit (time);
 CREATE TABLE policies (id TEXT PRIMARY KEY); -- of 0002_access: the policy-version triggers need it
 CREATE TABLE login_sessions (id_hash TEXT PRIMARY KEY, subject TEXT NOT NULL); -- of 0003_login: 0008 adds to it
-CREATE TABLE sessions (id TEXT PRIMARY KEY); -- of 0001_init: 0009 adds to it`); err != nil {
+CREATE TABLE sessions (id TEXT PRIMARY KEY); -- of 0001_init: 0009 adds to it
+CREATE TABLE servers (name TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it
+CREATE TABLE tool_calls (id TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it`); err != nil {
 		t.Fatal(err)
 	}
 	prev := domain.GenesisHash

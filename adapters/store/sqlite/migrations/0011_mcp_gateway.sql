@@ -1,0 +1,8 @@
+-- The MCP gateway: a server's MCP endpoint and the name of the credential
+-- the gateway presents to it (the secret stays in its file); a tool call
+-- decided by the gateway keeps the hash of its arguments (an approval holds
+-- for them only) and when its approval was used (once).
+ALTER TABLE servers ADD COLUMN endpoint TEXT NOT NULL DEFAULT '';
+ALTER TABLE servers ADD COLUMN credential TEXT NOT NULL DEFAULT '';
+ALTER TABLE tool_calls ADD COLUMN args_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE tool_calls ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0;
