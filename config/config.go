@@ -29,6 +29,7 @@ type Config struct {
 	Auth     Auth     `yaml:"auth"`
 	Database Database `yaml:"database"`
 	Audit    Audit    `yaml:"audit"`
+	Gateway  Gateway  `yaml:"gateway"`
 }
 
 // Audit tunes the audit log's writer.
@@ -247,7 +248,8 @@ func Defaults() Config {
 		Log:     Log{Level: "info"},
 		Auth: Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute, RateLimit: 600, MaxSubAgents: 256},
 			APIKeys: APIKeys{MaxTTL: defaultAPIKeysMaxTTL, MaxPerOwner: defaultAPIKeysMaxPerOwner}},
-		Audit: Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
+		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
+		Gateway: defaultGateway(),
 	}
 }
 
@@ -394,6 +396,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateOIDC()...)
 	errs = append(errs, c.validateHybrid()...)
 	errs = append(errs, c.validateDatabase()...)
+	errs = append(errs, c.validateGateway()...)
 	return errors.Join(errs...)
 }
 

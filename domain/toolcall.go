@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"time"
 )
@@ -202,4 +204,11 @@ type ToolCall struct {
 	// UsedAt is when the gateway forwarded an approved call; an approval
 	// is used once.
 	UsedAt time.Time
+}
+
+// ArgumentsHash is the hex SHA-256 of canonical, the RFC 8785 canonical
+// JSON of a call's arguments: what an approval binds to.
+func ArgumentsHash(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
 }

@@ -75,6 +75,8 @@ type axOptions struct {
 	// set, is the public listener.
 	issuer, basePath string
 	public           net.Listener
+	// gateway adds the MCP gateway to the configuration.
+	gateway func(cfg *Config, store *sqlite.Store)
 }
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
@@ -139,7 +141,11 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	}
 	hub, stopHub := app.NewWatchHub(store)
 	stopKeys := managed.KeepInMemory(hub)
-	srv := New(Config{Access: access, AgentTokens: tokens, Keys: managed, BasePath: opt.basePath}, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
+	cfg := Config{Access: access, AgentTokens: tokens, Keys: managed, BasePath: opt.basePath}
+	if opt.gateway != nil {
+		opt.gateway(&cfg, store)
+	}
+	srv := New(cfg, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

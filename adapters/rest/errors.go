@@ -168,12 +168,12 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	if p.status == fiber.StatusUnauthorized {
 		if errors.Is(err, errMissingCredential) {
 			st.reason = reasonCredentialMissing
-			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth"`)
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth"`+s.gatewayChallenge(c))
 		} else {
 			if st.reason == p.detail.Code {
 				st.reason = reasonCredentialInvalid
 			}
-			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`)
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="agentauth", error="invalid_token"`+s.gatewayChallenge(c))
 		}
 	}
 	if strings.HasPrefix(c.Path(), oauthPrefix) {

@@ -29,6 +29,7 @@ func (s *Server) ManagementHandler() http.Handler {
 	mux.HandleFunc("GET /health/ready", s.serveReady)
 	mux.Handle("GET /metrics", s.metrics.served)
 	s.managementKeys(mux)
+	s.managementGateway(mux)
 	return mux
 }
 

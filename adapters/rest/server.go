@@ -48,6 +48,8 @@ type Config struct {
 	// Keys serves managed API keys (aak_…); nil leaves them out (hybrid
 	// mode: the centre's keys reach the centre).
 	Keys *app.APIKeys
+	// Gateway serves the MCP gateway (/mcp/{server}); nil leaves it out.
+	Gateway *Gateway
 	// Ready are the readiness checks (database, audit log); the identity
 	// provider's come with Login.
 	Ready ReadyChecks
@@ -85,6 +87,10 @@ type Server struct {
 	exchangeLimit, introspectLimit *windowLimiter
 	// publicApp serves the public listener; nil without agent tokens.
 	publicApp *fiber.App
+	// gwSessions and gwCreds are the MCP gateway's sessions and upstream
+	// credentials (with Config.Gateway).
+	gwSessions *mcpSessions
+	gwCreds    *credentialCache
 }
 
 // Set provides the server.
@@ -202,6 +208,7 @@ func (s *Server) routes() {
 	for _, r := range s.apiRoutes() {
 		s.app.Add(r.method, r.path, s.require(r.need), r.handler)
 	}
+	s.gatewayRoutes()
 }
 
 // processRedactor is the credential rule with a key of this process's
@@ -321,6 +328,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.ready.stopping.Store(true)
 	s.log.Info("shutting down: finishing in-flight requests")
+	if s.gwSessions != nil {
+		s.gwSessions.stop() // relayed streams and held calls end now, not at their own timeouts
+	}
 	if err := s.app.ShutdownWithTimeout(s.shutdownTimeout()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -1,0 +1,142 @@
+// Package mcpproxy is the client side of MCP's Streamable HTTP transport
+// (spec 2025-06-18) that the gateway uses towards an upstream server: it
+// reads a JSON-RPC message as a client sent it, posts messages upstream
+// and reads the answer, a JSON body or an SSE stream, within bounds of
+// size, count and time. It decides nothing: the gateway does.
+//
+// It is written against the spec rather than taken from the MCP Go SDK:
+// the gateway must see, check and rewrite every message as bytes (decide
+// each tools/call, filter tools/list, strip capabilities, refuse batches
+// and unknown ids) and relay what it does not understand unchanged; the
+// SDK's client and server types parse into typed structs, manage their own
+// sessions and would hide exactly what the gateway must inspect.
+package mcpproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// JSON-RPC 2.0 error codes, and the gateway's own (-32000 to -32099 are
+// left to implementations).
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeDenied: the gateway's decision denied the call; it never
+	// reached the server.
+	CodeDenied = -32001
+	// CodeNotApproved: the call needed approval and was rejected, or no
+	// one approved it in time.
+	CodeNotApproved = -32002
+	// CodeUpstream: the server failed, hung, flooded or answered what
+	// was never asked.
+	CodeUpstream = -32003
+)
+
+// Message is one JSON-RPC 2.0 message: a request (method and id), a
+// notification (method, no id) or a response (id and result or error).
+// Params, Result and Error are kept as bytes, relayed unchanged unless the
+// gateway rewrites them.
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// IsRequest, IsNotification and IsResponse tell the kinds apart.
+func (m Message) IsRequest() bool      { return m.Method != "" && m.ID != nil }
+func (m Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
+func (m Message) IsResponse() bool     { return m.Method == "" && m.ID != nil }
+
+// Errors of Parse, each with its JSON-RPC code (Code).
+var (
+	ErrBatch   = errors.New("a JSON array (batch): MCP 2025-06-18 sends one message per request")
+	ErrParse   = errors.New("not JSON")
+	ErrInvalid = errors.New("not a JSON-RPC 2.0 message")
+)
+
+// Code is the JSON-RPC error code of a Parse error.
+func Code(err error) int {
+	if errors.Is(err, ErrParse) {
+		return CodeParseError
+	}
+	return CodeInvalidRequest
+}
+
+// Parse reads one message: no batch, "jsonrpc": "2.0", an id that is a
+// string or a number (never null), and one kind only.
+func Parse(body []byte) (Message, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return Message{}, ErrBatch
+	}
+	var m Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrParse, err)
+	}
+	switch {
+	case m.JSONRPC != "2.0":
+		return Message{}, fmt.Errorf("%w: jsonrpc must be \"2.0\"", ErrInvalid)
+	case m.ID != nil && !validID(m.ID):
+		return Message{}, fmt.Errorf("%w: id must be a string or a number", ErrInvalid)
+	case m.Method != "" && (m.Result != nil || m.Error != nil):
+		return Message{}, fmt.Errorf("%w: a message has a method or a result, not both", ErrInvalid)
+	case m.Method == "" && (m.ID == nil || (m.Result == nil) == (m.Error == nil)):
+		return Message{}, fmt.Errorf("%w: want a method, or an id with a result or an error", ErrInvalid)
+	}
+	return m, nil
+}
+
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"':
+		var s string
+		return json.Unmarshal(id, &s) == nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		var n json.Number
+		return json.Unmarshal(id, &n) == nil
+	}
+	return false
+}
+
+// SameID reports whether two ids are one: equal as JSON values.
+func SameID(a, b json.RawMessage) bool {
+	return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+}
+
+// ErrorObject is a JSON-RPC error; Data carries the gateway's reason.
+type ErrorObject struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// ErrorResponse is the response to request id (null when unknown) with e.
+func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   ErrorObject     `json:"error"`
+	}{"2.0", id, e})
+	return b
+}
+
+// Encode writes m back as JSON.
+func Encode(m Message) []byte {
+	b, _ := json.Marshal(m)
+	return b
+}

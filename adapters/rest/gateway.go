@@ -1,0 +1,444 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gowebpki/jcs"
+
+	"github.com/agentauth/agentauth/adapters/mcpproxy"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// Gateway serves the MCP gateway: /mcp/{server} on the API port, MCP's
+// Streamable HTTP transport in front of each registered server's
+// endpoint. Every message is decided (see docs/gateway.md for the rule of
+// each method), every request audited; the caller's credential never goes
+// upstream, the server's own credential (a file in CredentialsDir) does.
+// Config.Gateway nil leaves it out.
+type Gateway struct {
+	Use      *app.Gateway
+	Upstream *mcpproxy.Upstream
+	// CredentialsDir holds the servers' upstream credentials by name.
+	CredentialsDir string
+	// ResourceBase is the public URL the gateway's resources are named
+	// under (the API's, with the base path): {ResourceBase}/mcp/{server}.
+	ResourceBase string
+	// MetadataURL is the public URL of the listener serving the
+	// protected-resource metadata without credentials; "" names none.
+	MetadataURL          string
+	AuthorizationServers []string
+	CallTimeout          time.Duration
+	AskTimeout           time.Duration
+	StreamTimeout        time.Duration
+	MaxMessageBytes      int64
+	// Poll is how often a held call reads its approval; KeepAlive how
+	// often the held stream gets an SSE comment.
+	Poll      time.Duration
+	KeepAlive time.Duration
+}
+
+// Reason codes of the gateway's refusals (the decisions' own codes are
+// domain.Reason*).
+const (
+	ReasonGatewayAgentToken   = "gateway_agent_token_required"
+	ReasonGatewayOtherServer  = "token_audience_other_server"
+	ReasonGatewayMethod       = "gateway_method_not_offered"
+	ReasonGatewayRejected     = "approval_rejected"
+	ReasonGatewayTimeout      = "approval_timeout"
+	ReasonGatewayUpstream     = "upstream_failed"
+	ReasonGatewayMalformed    = "jsonrpc_malformed"
+	ReasonGatewayBatch        = "jsonrpc_batch"
+	ReasonGatewayResponse     = "jsonrpc_response_not_asked"
+	ReasonGatewaySession      = "mcp_session_unknown"
+	ReasonGatewayProtoVersion = "mcp_protocol_version_unsupported"
+)
+
+// protocolVersions are the MCP versions whose transport the gateway speaks.
+var protocolVersions = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
+
+const mcpPath = "/mcp/:server"
+
+// gatewayRoutes registers the gateway, after authentication.
+func (s *Server) gatewayRoutes() {
+	if s.cfg.Gateway == nil {
+		return
+	}
+	s.gwSessions = newMCPSessions(maxMCPSessions, s.cfg.Gateway.StreamTimeout)
+	s.gwCreds = newCredentialCache(s.cfg.Gateway.CredentialsDir)
+	s.app.Post(mcpPath, s.requireGateway, s.mcpPost)
+	s.app.Get(mcpPath, s.requireGateway, s.mcpGet)
+	s.app.Delete(mcpPath, s.requireGateway, s.mcpDelete)
+}
+
+// requireGateway admits agent tokens: the gateway decides each message
+// for the token's agent and session. Other credentials authenticate but
+// are refused here: they name no agent nor session to decide for.
+func (s *Server) requireGateway(c *fiber.Ctx) error {
+	st := stateOf(c)
+	if st.agent == nil {
+		refused(c)
+		return &domain.Refusal{Code: ReasonGatewayAgentToken, Missing: domain.PermToolCallsWrite,
+			Message: "the MCP gateway takes an agent token (POST /api/v2/sessions/{id}/agents/{agent}/token): it decides each call for one agent of one session"}
+	}
+	st.decision, st.decided = domain.Decision{Allowed: true, Permission: domain.PermToolCallsWrite, Role: roleAgentToken}, true
+	return c.Next()
+}
+
+// tokenForServer is the one check that an agent token was minted for
+// this server (its audience).
+func tokenForServer(g domain.AgentGrant, sv domain.Server) bool {
+	return g.Audience == sv.Name
+}
+
+// gatewayCall is what the audit note of one gateway request says.
+type gatewayCall struct {
+	method, server, chain, tool, args, call, decision, reason string
+	upstream                                                  int
+	dur                                                       time.Duration
+	dropped                                                   int
+}
+
+func (n gatewayCall) String() string {
+	var b strings.Builder
+	b.WriteString("mcp " + n.method + " server " + n.server + "; chain " + n.chain)
+	for _, kv := range [][2]string{{"tool", n.tool}, {"args_sha256", n.args}, {"call", n.call}, {"decision", n.decision}, {"reason", n.reason}} {
+		if kv[1] != "" {
+			b.WriteString("; " + kv[0] + " " + kv[1])
+		}
+	}
+	if n.upstream != 0 {
+		fmt.Fprintf(&b, "; upstream status %d in %s", n.upstream, n.dur.Round(time.Microsecond))
+	}
+	if n.dropped > 0 {
+		fmt.Fprintf(&b, "; %d upstream messages dropped", n.dropped)
+	}
+	return b.String()
+}
+
+func chainOf(g *domain.AgentGrant) string {
+	return g.Subject + " → " + strings.Join(g.Chain, " → ")
+}
+
+// mcpError answers a JSON-RPC error to request id with HTTP status
+// (200 for a decided refusal: the client's SDK reports it for that call).
+func mcpError(c *fiber.Ctx, status int, id json.RawMessage, code int, reason, msg string) error {
+	stateOf(c).reason = reason
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(status).Send(mcpproxy.ErrorResponse(id, mcpproxy.ErrorObject{Code: code, Message: msg,
+		Data: map[string]string{"reason_code": reason, "request_id": requestID(c)}}))
+}
+
+// gatewayServer finds the registered server and checks the token is for
+// it; either failure is answered (and audited as a denial) by the caller.
+func (s *Server) gatewayServer(c *fiber.Ctx) (domain.Server, error) {
+	sv, err := s.cfg.Gateway.Use.Server(c.UserContext(), c.Params("server"))
+	if err != nil {
+		refused(c)
+		return sv, err
+	}
+	if g := stateOf(c).agent; !tokenForServer(*g, sv) {
+		refused(c)
+		return sv, &domain.Refusal{Code: ReasonGatewayOtherServer, Missing: domain.PermToolCallsWrite,
+			Message: fmt.Sprintf("the agent token is for server %s, not %s", g.Audience, sv.Name)}
+	}
+	return sv, nil
+}
+
+// mcpSession finds the caller's MCP session by its header; an unknown
+// one, or one of another caller, is 404 (the client starts anew).
+func (s *Server) mcpSession(c *fiber.Ctx, sv domain.Server) (*mcpSession, error) {
+	id := c.Get(mcpproxy.HeaderSessionID)
+	if id == "" {
+		return nil, fmt.Errorf("%s header required after initialize: %w", mcpproxy.HeaderSessionID, domain.ErrInvalidInput)
+	}
+	ms, ok := s.gwSessions.get(id, sv.Name, ownerOf(stateOf(c).agent))
+	if !ok {
+		stateOf(c).reason = ReasonGatewaySession
+		return nil, fmt.Errorf("MCP session unknown or ended; initialize a new one: %w", domain.ErrNotFound)
+	}
+	return ms, nil
+}
+
+// ownerOf binds an MCP session to the agent of a session that opened it.
+func ownerOf(g *domain.AgentGrant) string {
+	return g.Subject + "\x00" + g.Session + "\x00" + strings.Join(g.Chain, "\x00")
+}
+
+func (s *Server) upstreamRequest(sv domain.Server, ms *mcpSession, version string, body []byte) (mcpproxy.Request, error) {
+	cred, err := s.gwCreds.get(sv.Credential)
+	r := mcpproxy.Request{Endpoint: sv.Endpoint, Credential: cred, ProtocolVersion: version, Body: body}
+	if ms != nil {
+		r.SessionID = ms.upstream
+	}
+	return r, err
+}
+
+// mcpPost decides one message a client posts.
+func (s *Server) mcpPost(c *fiber.Ctx) error {
+	gw := s.cfg.Gateway
+	sv, err := s.gatewayServer(c)
+	if err != nil {
+		return err
+	}
+	g := stateOf(c).agent
+	n := gatewayCall{server: sv.Name, chain: chainOf(g)}
+	defer func() { note(c, n.String()) }()
+	body := c.Body()
+	if int64(len(body)) > gw.MaxMessageBytes {
+		refused(c)
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, fmt.Sprintf("a message may have at most %d bytes", gw.MaxMessageBytes))
+	}
+	msg, err := mcpproxy.Parse(body)
+	if err != nil {
+		refused(c)
+		n.method, n.reason = "(malformed)", ReasonGatewayMalformed
+		if errors.Is(err, mcpproxy.ErrBatch) {
+			n.reason = ReasonGatewayBatch
+		}
+		return mcpError(c, fiber.StatusBadRequest, nil, mcpproxy.Code(err), n.reason, err.Error())
+	}
+	n.method = msg.Method
+	version := c.Get(mcpproxy.HeaderProtocolVersion)
+	if version != "" && !slices.Contains(protocolVersions, version) {
+		refused(c)
+		n.reason = ReasonGatewayProtoVersion
+		return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidRequest, n.reason,
+			"MCP-Protocol-Version "+version+" is not supported; supported: "+strings.Join(protocolVersions, ", "))
+	}
+	if msg.IsResponse() {
+		// The gateway relays no server request (sampling, elicitation,
+		// roots are not offered), so no response was ever asked for.
+		refused(c)
+		n.method, n.reason = "(response)", ReasonGatewayResponse
+		return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidRequest, n.reason,
+			"the gateway relays no server requests, so it takes no responses")
+	}
+	var ms *mcpSession
+	if msg.Method != "initialize" {
+		if ms, err = s.mcpSession(c, sv); err != nil {
+			refused(c)
+			return err
+		}
+	}
+	switch ruleOf(msg.Method) {
+	case ruleRefuse:
+		refused(c)
+		n.decision, n.reason = "deny", ReasonGatewayMethod
+		if msg.IsNotification() {
+			return c.SendStatus(fiber.StatusAccepted) // a notification gets no answer; it goes nowhere
+		}
+		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeMethodNotFound, n.reason,
+			"method "+msg.Method+" is not offered through the agentauth gateway")
+	case ruleToolsCall:
+		return s.mcpToolsCall(c, sv, ms, version, msg, &n)
+	}
+	if msg.Method == "initialize" {
+		if body, err = withoutClientCapabilities(msg); err != nil {
+			refused(c)
+			return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, err.Error())
+		}
+	}
+	n.decision = "allow"
+	rep, err := s.forward(c, sv, ms, version, body, msg.ID, &n)
+	if err != nil {
+		return err
+	}
+	if msg.Method == "tools/list" && len(rep.Messages) > 0 {
+		last := &rep.Messages[len(rep.Messages)-1]
+		if last.Result, err = s.callableTools(c, sv, *g, last.Result); err != nil {
+			return err
+		}
+	}
+	if msg.Method == "initialize" {
+		id, err := s.gwSessions.add(sv.Name, ownerOf(g), rep.SessionID)
+		if err != nil {
+			return err
+		}
+		c.Set(mcpproxy.HeaderSessionID, id)
+	}
+	return writeReply(c, rep)
+}
+
+// forward posts body upstream within the call timeout and answers an
+// upstream failure itself (returning errAnswered).
+func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version string, body []byte, id json.RawMessage, n *gatewayCall) (mcpproxy.Reply, error) {
+	req, err := s.upstreamRequest(sv, ms, version, body)
+	if err != nil {
+		n.reason = ReasonGatewayUpstream
+		return mcpproxy.Reply{}, mcpError(c, fiber.StatusOK, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "the gateway has no credential for server "+sv.Name)
+	}
+	ctx, cancel := contextWithTimeout(c, s.cfg.Gateway.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	rep, err := s.cfg.Gateway.Upstream.Post(ctx, req, id)
+	n.upstream, n.dur, n.dropped = rep.Status, time.Since(start), rep.Dropped
+	if n.upstream == 0 {
+		n.upstream = -1 // no answer
+	}
+	switch {
+	case err != nil:
+		n.reason = ReasonGatewayUpstream
+		s.log.Info("mcp upstream failed: " + err.Error())
+		if id == nil {
+			return rep, fiber.NewError(fiber.StatusBadGateway, "the server did not take the notification")
+		}
+		return rep, mcpError(c, fiber.StatusOK, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "server "+sv.Name+" failed: "+upstreamSummary(err))
+	case rep.Status == fiber.StatusNotFound && ms != nil:
+		// The server ended the session: so does the gateway.
+		s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID))
+		n.reason = ReasonGatewaySession
+		return rep, fmt.Errorf("the server ended the MCP session; initialize a new one: %w", domain.ErrNotFound)
+	case rep.Status < 200 || rep.Status > 299:
+		n.reason = ReasonGatewayUpstream
+		if id == nil {
+			return rep, fiber.NewError(fiber.StatusBadGateway, fmt.Sprintf("the server answered %d", rep.Status))
+		}
+		return rep, mcpError(c, fiber.StatusOK, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, fmt.Sprintf("server %s answered HTTP %d", sv.Name, rep.Status))
+	}
+	return rep, nil
+}
+
+// writeReply answers what the server answered: 202 for a notification,
+// else its messages as JSON (one) or SSE (notifications, then the response).
+func writeReply(c *fiber.Ctx, rep mcpproxy.Reply) error {
+	if len(rep.Messages) == 0 {
+		return c.SendStatus(rep.Status)
+	}
+	if !rep.SSE {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(mcpproxy.Encode(rep.Messages[0]))
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	w := c.Response().BodyWriter()
+	for _, m := range rep.Messages {
+		if err := mcpproxy.WriteEvent(w, mcpproxy.Encode(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callableTools keeps, of a tools/list result, the tools the agent may call now.
+func (s *Server) callableTools(c *fiber.Ctx, sv domain.Server, g domain.AgentGrant, result json.RawMessage) (json.RawMessage, error) {
+	var res map[string]json.RawMessage
+	var tools []json.RawMessage
+	if err := json.Unmarshal(result, &res); err != nil {
+		return nil, fmt.Errorf("tools/list result: %w", err)
+	}
+	if err := json.Unmarshal(res["tools"], &tools); err != nil {
+		return nil, fmt.Errorf("tools/list result: %w", err)
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		var named struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(t, &named) // an unnamed tool is never callable
+		names[i] = named.Name
+	}
+	ok, err := s.cfg.Gateway.Use.Callable(c.UserContext(), g, sv.Name, names)
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(tools))
+	for i, t := range tools {
+		if ok[i] {
+			kept = append(kept, t)
+		}
+	}
+	res["tools"], _ = json.Marshal(kept)
+	return json.Marshal(res)
+}
+
+// toolsCallParams is what the decision reads of a tools/call.
+type toolsCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// mcpToolsCall decides a tools/call as POST …/tool-calls would: allow
+// forwards it, deny answers the reason and never reaches the server, ask
+// holds it until an approval (bound to these arguments) releases it.
+func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version string, msg mcpproxy.Message, n *gatewayCall) error {
+	var p toolsCallParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+		refused(c)
+		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments")
+	}
+	n.tool = p.Name
+	args := p.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	canonical, err := jcs.Transform(args)
+	if err != nil || canonical[0] != '{' {
+		refused(c)
+		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call arguments must be a JSON object")
+	}
+	n.args = domain.ArgumentsHash(canonical)
+	g := stateOf(c).agent
+	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), *g, sv.Name, p.Name, n.args)
+	if errors.Is(err, domain.ErrInvalidInput) {
+		// A name outside the tool-name charset: no such tool is registered.
+		refused(c)
+		n.decision, n.reason = "deny", domain.ReasonGatewayUnknown
+		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeDenied, n.reason, err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	n.call, n.decision, n.reason = call.ID, string(call.Decision.Effect), call.Decision.Reason
+	switch call.Decision.Effect {
+	case domain.EffectAllow:
+		rep, err := s.forward(c, sv, ms, version, c.Body(), msg.ID, n)
+		if err != nil {
+			return err
+		}
+		return writeReply(c, rep)
+	case domain.EffectAsk:
+		return s.holdForApproval(c, sv, ms, version, msg, call, *n)
+	}
+	refused(c)
+	return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeDenied, call.Decision.Reason, call.Decision.Message+" (tool call "+call.ID+")")
+}
+
+// withoutClientCapabilities drops sampling, elicitation and roots from an
+// initialize request: the gateway relays no server request, so the server
+// must not count on them.
+func withoutClientCapabilities(msg mcpproxy.Message) ([]byte, error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(msg.Params, &params); err != nil {
+		return nil, fmt.Errorf("initialize params must be an object")
+	}
+	if raw, ok := params["capabilities"]; ok {
+		var caps map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &caps); err != nil {
+			return nil, fmt.Errorf("initialize params.capabilities must be an object")
+		}
+		delete(caps, "sampling")
+		delete(caps, "elicitation")
+		delete(caps, "roots")
+		params["capabilities"], _ = json.Marshal(caps)
+	}
+	msg.Params, _ = json.Marshal(params)
+	return mcpproxy.Encode(msg), nil
+}
+
+// upstreamSummary says what failed without the server's internals.
+func upstreamSummary(err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "deadline exceeded"):
+		return "no answer in time"
+	case strings.Contains(msg, "over "):
+		return "the answer was too large"
+	default:
+		return "unreachable or answered what was not asked"
+	}
+}

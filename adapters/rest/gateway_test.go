@@ -1,0 +1,338 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentauth/agentauth/adapters/auditjson"
+	"github.com/agentauth/agentauth/adapters/mcpproxy"
+	"github.com/agentauth/agentauth/adapters/store/sqlite"
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// The MCP gateway tested with real peers: the official MCP Go SDK
+// (v1.8.0) as the upstream server and as the client.
+
+// gwUpstreamSecret is the gateway's own credential for the upstream.
+const gwUpstreamSecret = "upstream-secret-token-1"
+
+// gwUpstream is an MCP server of the Go SDK offering fs.read, fs.write,
+// fs.delete and secret.tool (never registered); it records each call it
+// runs and the Authorization of every request it gets, and refuses any
+// request without the gateway's credential.
+type gwUpstream struct {
+	url   string
+	mu    sync.Mutex
+	calls []string
+	auths []string
+}
+
+func (u *gwUpstream) ran() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.calls)
+}
+
+func newGWUpstream(t testing.TB) *gwUpstream {
+	u := &gwUpstream{}
+	server := mcp.NewServer(&mcp.Implementation{Name: "fs-upstream", Version: "1.0.0"}, nil)
+	type pathArgs struct {
+		Path string  `json:"path"`
+		Mode float64 `json:"mode,omitempty"`
+	}
+	for _, name := range []string{"fs.read", "fs.write", "fs.delete", "secret.tool"} {
+		mcp.AddTool(server, &mcp.Tool{Name: name, Description: "test tool " + name},
+			func(_ context.Context, _ *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+				u.mu.Lock()
+				u.calls = append(u.calls, name+" "+in.Path)
+				u.mu.Unlock()
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran on " + in.Path}}}, nil, nil
+			})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.auths = append(u.auths, r.Header.Get("Authorization"))
+		u.mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+gwUpstreamSecret {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	u.url = srv.URL
+	return u
+}
+
+// gwResourceBase names the harness's gateway resources.
+const gwResourceBase = "https://agentauth.test"
+
+// gwNew serves the access model with the gateway; the upstream
+// credential fs-token is a file in a credentials folder.
+func gwNew(t testing.TB, callTimeout time.Duration) *axHarness {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fs-token"), []byte(gwUpstreamSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return axStart(t, filepath.Join(t.TempDir(), "agentauth.db"), axOptions{gateway: func(cfg *Config, store *sqlite.Store) {
+		cfg.Gateway = &Gateway{Use: app.NewGateway(cfg.Access.ToolCalls, store, app.SystemClock{}),
+			Upstream:       mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: 1 << 20, MaxMessages: 64}),
+			CredentialsDir: dir, ResourceBase: gwResourceBase, MetadataURL: "http://metadata.test",
+			AuthorizationServers: []string{"https://idp.test/realms/agentauth", axIssuer},
+			CallTimeout:          callTimeout, AskTimeout: time.Minute, StreamTimeout: time.Minute, MaxMessageBytes: 64 << 10,
+			Poll: 5 * time.Millisecond, KeepAlive: 20 * time.Millisecond}
+	}})
+}
+
+// gwWorld registers server fs (upstream u) and its tools with the
+// security gateway on; USER may use every tool, fs.write after approval,
+// fs.delete never. It returns uma's session, its agent and the agent's
+// token for fs.
+func gwWorld(t *testing.T, h *axHarness, u *gwUpstream) (session, agent, token string) {
+	t.Helper()
+	apollo, _ := axTeam(t, h)
+	h.must(t, 200, "adm", "PUT", "/api/v2/admin/settings", `{"security_gateway":true,"default_session_mode":"auto"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"fs","url":"`+gwResourceBase+`/mcp/fs","endpoint":"`+u.url+`","credential":"fs-token"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"other","url":"http://127.0.0.1:9/mcp","endpoint":"`+u.url+`","credential":"fs-token"}`)
+	for _, tl := range []string{`{"name":"fs.read","server":"fs","read_only":true}`, `{"name":"fs.write","server":"fs"}`,
+		`{"name":"fs.delete","server":"fs"}`, `{"name":"other.tool","server":"other"}`} {
+		h.must(t, 201, "adm", "POST", "/api/v2/tools", tl)
+	}
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"USER"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)
+	session = h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"s","project":"`+apollo+`","mode":"auto"}`)["id"].(string)
+	agent = h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", "")["id"].(string)
+	token = gwToken(t, h, session, agent, "fs")
+	// Denied after minting: the token still carries fs.delete, the
+	// decision at call time refuses it.
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.delete","scope":"subject","value":"uma"}`)
+	return session, agent, token
+}
+
+func gwToken(t *testing.T, h *axHarness, session, agent, audience string) string {
+	t.Helper()
+	return h.must(t, 200, "uma", "POST", "/api/v2/sessions/"+session+"/agents/"+agent+"/token", `{"audience":"`+audience+`"}`)["access_token"].(string)
+}
+
+// bearer adds a token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// gwConnect connects the Go SDK's client to the gateway's fs resource.
+func gwConnect(ctx context.Context, h *axHarness, server, token string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test-client", Version: "1.0.0"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp/" + server, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+	return client.Connect(ctx, tr, nil)
+}
+
+func toolText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if res == nil || len(res.Content) != 1 {
+		t.Fatalf("result %+v: want one content", res)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// gwRPCError returns the JSON-RPC error of err and its reason code.
+func gwRPCError(t *testing.T, err error) (int64, string) {
+	t.Helper()
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("error %v (%T): want a JSON-RPC error", err, err)
+	}
+	var data struct {
+		Reason string `json:"reason_code"`
+	}
+	_ = json.Unmarshal(we.Data, &data)
+	return we.Code, data.Reason
+}
+
+// gwPending waits until session has a pending call of tool, and returns its id.
+func gwPending(t *testing.T, h *axHarness, session, tool string, not ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var list struct {
+			ToolCalls []struct {
+				ID, Tool, Status string
+			} `json:"tool_calls"`
+		}
+		h.do(t, "uma", "GET", "/api/v2/sessions/"+session+"/tool-calls", "").decode(t, &list)
+		for _, c := range list.ToolCalls {
+			if c.Tool == tool && c.Status == "pending" && !slices.Contains(not, c.ID) {
+				return c.ID
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // polling a real server: the held call is stored by another goroutine
+	}
+	t.Fatalf("no pending call of %s", tool)
+	return ""
+}
+
+func TestGatewayWithGoSDK(t *testing.T) {
+	u := newGWUpstream(t)
+	h := gwNew(t, 10*time.Second)
+	session, _, token := gwWorld(t, h, u)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := gwConnect(ctx, h, "fs", token)
+	if err != nil {
+		t.Fatalf("connect through the gateway: %v", err)
+	}
+	defer cs.Close()
+
+	// tools/list: only what the agent may call now. fs.delete is denied,
+	// secret.tool was never registered (the security gateway is on).
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if want := []string{"fs.read", "fs.write"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list = %v, want %v", names, want)
+	}
+
+	// Allowed: forwarded.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/a"}})
+	if err != nil || toolText(t, res) != "fs.read ran on /a" {
+		t.Fatalf("fs.read = %+v, %v", res, err)
+	}
+
+	// Denied: the reason code, and the server never sees the call.
+	tests := []struct {
+		tool, reason string
+	}{
+		{"fs.delete", domain.ReasonPolicyDeny},
+		{"secret.tool", domain.ReasonTokenToolNotGranted},
+		{"other.tool", domain.ReasonTokenToolNotGranted},
+	}
+	for _, tt := range tests {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: map[string]any{"path": "/d"}})
+		if code, reason := gwRPCError(t, err); code != mcpproxy.CodeDenied || reason != tt.reason {
+			t.Errorf("%s: error %d %s, want %d %s", tt.tool, code, reason, mcpproxy.CodeDenied, tt.reason)
+		}
+	}
+
+	// Ask: held until approved, then forwarded once with the arguments approved.
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	call := func(path string) <-chan outcome {
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write", Arguments: map[string]any{"path": path, "mode": 1.0}})
+			done <- outcome{res, err}
+		}()
+		return done
+	}
+	first := call("/x")
+	id := gwPending(t, h, session, "fs.write")
+	if got := u.ran(); slices.Contains(got, "fs.write /x") {
+		t.Fatalf("the held call reached the server before approval: %v", got)
+	}
+	h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/approve", "")
+	if o := <-first; o.err != nil || toolText(t, o.res) != "fs.write ran on /x" {
+		t.Fatalf("approved fs.write = %+v, %v", o.res, o.err)
+	}
+	stored, err := h.store.GetToolCall(context.Background(), id)
+	canonical, _ := jcs.Transform([]byte(`{"path":"/x","mode":1}`))
+	if err != nil || stored.UsedAt.IsZero() || stored.ArgsHash != domain.ArgumentsHash(canonical) {
+		t.Errorf("approved call %+v, %v: want used, with the hash of %s", stored, err, canonical)
+	}
+
+	// The same call with other arguments is a new decision: held again,
+	// and rejected here; the server never runs it.
+	second := call("/etc/passwd")
+	id2 := gwPending(t, h, session, "fs.write", id)
+	h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id2+"/reject", "")
+	if o := <-second; o.err == nil {
+		t.Errorf("rejected call answered %+v", o.res)
+	} else if code, reason := gwRPCError(t, o.err); code != mcpproxy.CodeNotApproved || reason != ReasonGatewayRejected {
+		t.Errorf("rejected call: error %d %s, want %d %s", code, reason, mcpproxy.CodeNotApproved, ReasonGatewayRejected)
+	}
+	if err := h.cfgGateway().Use.UseApproval(auditCtx(), stored, stored.ArgsHash); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("second use of the approval: %v, want ErrConflict", err)
+	}
+
+	if got, want := u.ran(), []string{"fs.read /a", "fs.write /x"}; !slices.Equal(got, want) {
+		t.Errorf("the server ran %v, want %v", got, want)
+	}
+	u.mu.Lock()
+	for _, a := range u.auths {
+		if a != "Bearer "+gwUpstreamSecret {
+			t.Errorf("the server got Authorization %q: only the gateway's own credential may reach it", a)
+		}
+	}
+	u.mu.Unlock()
+
+	// A token for another server opens nothing here.
+	otherAgent := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", "")["id"].(string)
+	other := gwToken(t, h, session, otherAgent, "other")
+	if _, err := gwConnect(ctx, h, "fs", other); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("connect with a token for another server: %v, want 403", err)
+	}
+
+	// Every call is audited: chain, server, tool, arguments' hash,
+	// decision, reason, upstream status.
+	var page struct {
+		Records []auditjson.Record `json:"records"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
+	want := map[string]bool{"tool fs.read;": false, "tool fs.delete;": false, "decision ask": false, "held tool call released": false, ReasonGatewayOtherServer: false}
+	for _, rec := range page.Records {
+		for k := range want {
+			if strings.Contains(rec.Reason, k) && (k == ReasonGatewayOtherServer || strings.Contains(rec.Reason, "args_sha256 ")) {
+				want[k] = true
+			}
+		}
+		if strings.Contains(rec.Reason, "tool fs.delete;") && (rec.Decision != string(domain.AuditDeny) || strings.Contains(rec.Reason, "upstream status")) {
+			t.Errorf("denied call's record: %s %q", rec.Decision, rec.Reason)
+		}
+		if strings.Contains(rec.Reason, "tool fs.read;") && !strings.Contains(rec.Reason, "upstream status 200") {
+			t.Errorf("allowed call's record without its upstream status: %q", rec.Reason)
+		}
+	}
+	for k, found := range want {
+		if !found {
+			t.Errorf("no audit record with %q", k)
+		}
+	}
+}
+
+func (h *axHarness) cfgGateway() *Gateway { return h.srv.cfg.Gateway }
+
+// auditCtx carries an audit intent, as a request's context does.
+func auditCtx() context.Context {
+	return ports.WithAuditIntent(context.Background(), &domain.AuditIntent{RequestID: "test"})
+}

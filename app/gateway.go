@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Gateway decides what an agent asks of a registered server through the
+// MCP gateway, with the decision of POST …/tool-calls: which of the
+// server's tools the agent may call now, each tools/call (stored like any
+// tool call, with its arguments' hash), and the wait for an approval.
+type Gateway struct {
+	calls   *ToolCalls
+	catalog ports.CatalogStore
+	clock   ports.Clock
+}
+
+// NewGateway wires the use case.
+func NewGateway(calls *ToolCalls, catalog ports.CatalogStore, clock ports.Clock) *Gateway {
+	return &Gateway{calls: calls, catalog: catalog, clock: clock}
+}
+
+// Server returns a registered server that the gateway can forward to:
+// one with an MCP endpoint (else domain.ErrNotFound).
+func (s *Gateway) Server(ctx context.Context, name string) (domain.Server, error) {
+	sv, err := s.catalog.GetServer(ctx, name)
+	if err != nil {
+		return domain.Server{}, err
+	}
+	if sv.Endpoint == "" {
+		return domain.Server{}, fmt.Errorf("server %s has no MCP endpoint registered: %w", name, domain.ErrNotFound)
+	}
+	return sv, nil
+}
+
+// Callable reports, for each tool name a server listed, whether the agent
+// of grant g may call it through server now: a decision other than deny,
+// taken as DecideCall would take it, without storing anything. A name
+// outside the tool-name charset is never callable.
+func (s *Gateway) Callable(ctx context.Context, g domain.AgentGrant, server string, names []string) ([]bool, error) {
+	in, err := s.agentInput(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := s.catalog.ListTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	registered := make(map[string]domain.Tool, len(tools))
+	for _, t := range tools {
+		if t.Server == server {
+			registered[t.Name] = t
+		}
+	}
+	out := make([]bool, len(names))
+	for i, name := range names {
+		tool, err := domain.CanonicalToolName(name)
+		if err != nil {
+			continue
+		}
+		in.Tool, in.Registered = tool, nil
+		if t, ok := registered[tool]; ok {
+			in.Registered = &t
+		}
+		out[i] = domain.DecideAgentCall(in, g).Effect != domain.EffectDeny
+	}
+	return out, nil
+}
+
+// DecideCall decides and stores one tools/call of the agent of grant g
+// to server, with argsHash (see domain.ArgumentsHash). A tool registered
+// on another server counts as unregistered here.
+func (s *Gateway) DecideCall(ctx context.Context, g domain.AgentGrant, server, tool, argsHash string) (domain.ToolCall, error) {
+	tool, err := domain.CanonicalToolName(tool)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	in, err := s.agentInput(ctx, g)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
+	in.Tool = tool
+	switch t, err := s.catalog.GetTool(ctx, tool); {
+	case err == nil && t.Server == server:
+		in.Registered = &t
+	case err != nil && !errors.Is(err, domain.ErrNotFound):
+		return domain.ToolCall{}, err
+	}
+	d := domain.DecideAgentCall(in, g)
+	call := domain.ToolCall{ID: newID("call_"), Session: g.Session, Agent: g.Agent(), Tool: tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: "agent:" + g.Agent(), CreatedAt: s.clock.Now().UTC(), ArgsHash: argsHash}
+	if err := s.calls.store.CreateToolCall(ctx, call); err != nil {
+		return domain.ToolCall{}, err
+	}
+	return call, nil
+}
+
+// agentInput is a decision's input for the grant's agent, without the
+// tool: the session and agent as stored, the gateway setting and policy.
+func (s *Gateway) agentInput(ctx context.Context, g domain.AgentGrant) (domain.ToolCallInput, error) {
+	sess, err := s.calls.sessions.store.GetSession(ctx, g.Session)
+	if err != nil {
+		return domain.ToolCallInput{}, err
+	}
+	ag, err := s.calls.agents.GetAgent(ctx, g.Agent())
+	if err != nil {
+		return domain.ToolCallInput{}, err
+	}
+	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Agent: ag}
+	st, err := s.calls.settings.GetSettings(ctx)
+	if err != nil {
+		return domain.ToolCallInput{}, err
+	}
+	in.Gateway = st.SecurityGateway
+	in.Policy, err = s.calls.policies.Index(ctx)
+	return in, err
+}
+
+// AwaitResolution polls the pending call id every poll until it is
+// approved or rejected (the approver may use another instance), or ctx
+// ends; it returns the call as last read.
+func (s *Gateway) AwaitResolution(ctx context.Context, id string, poll time.Duration) (domain.ToolCall, error) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		call, err := s.calls.store.GetToolCall(ctx, id)
+		if err != nil || call.Status != domain.CallPending {
+			return call, err
+		}
+		select {
+		case <-ctx.Done():
+			return call, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// UseApproval spends the approval of call on the arguments whose hash is
+// argsHash: other arguments, or a second use, are refused (ErrConflict).
+func (s *Gateway) UseApproval(ctx context.Context, call domain.ToolCall, argsHash string) error {
+	if call.ArgsHash != argsHash {
+		return fmt.Errorf("tool call %s was approved for other arguments: %w", call.ID, domain.ErrConflict)
+	}
+	return s.calls.store.UseApproval(ctx, call.ID, s.clock.Now().UTC())
+}

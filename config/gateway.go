@@ -1,0 +1,95 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Gateway configures the MCP gateway (/mcp/{server} on the API port).
+type Gateway struct {
+	// CredentialsDir holds the upstream credentials, one file per name a
+	// server registration gives (a mounted Kubernetes Secret).
+	CredentialsDir string `yaml:"credentialsDir" env:"SERVICE_GATEWAY_CREDENTIALS_DIR"`
+	// MetadataURL is the public URL of the listener serving the
+	// protected-resource metadata; empty: http://{management listener}.
+	MetadataURL string `yaml:"metadataURL" env:"SERVICE_GATEWAY_METADATA_URL"`
+	// AuthorizationServers of the metadata; empty: the OIDC issuer (when
+	// on) and the agent-token issuer.
+	AuthorizationServers []string      `yaml:"authorizationServers" env:"SERVICE_GATEWAY_AUTHORIZATION_SERVERS"`
+	CallTimeout          time.Duration `yaml:"callTimeout" env:"SERVICE_GATEWAY_CALL_TIMEOUT"`
+	AskTimeout           time.Duration `yaml:"askTimeout" env:"SERVICE_GATEWAY_ASK_TIMEOUT"`
+	StreamTimeout        time.Duration `yaml:"streamTimeout" env:"SERVICE_GATEWAY_STREAM_TIMEOUT"`
+	MaxMessageBytes      int64         `yaml:"maxMessageBytes" env:"SERVICE_GATEWAY_MAX_MESSAGE_BYTES"`
+}
+
+// maxGatewayMessage is the API's body limit: no message can be larger.
+const maxGatewayMessage = 1 << 20
+
+func defaultGateway() Gateway {
+	return Gateway{CallTimeout: time.Minute, AskTimeout: 5 * time.Minute, StreamTimeout: 30 * time.Minute, MaxMessageBytes: maxGatewayMessage}
+}
+
+// GatewayMetadataURL is gateway.metadataURL, or the management listener's
+// URL; empty when neither is set (the 401 then names no metadata).
+func (c Config) GatewayMetadataURL() string {
+	if c.Gateway.MetadataURL != "" {
+		return strings.TrimSuffix(c.Gateway.MetadataURL, "/")
+	}
+	if a := c.ManagementAddr(); a != "" {
+		return "http://" + a
+	}
+	return ""
+}
+
+// GatewayAuthorizationServers is gateway.authorizationServers, or the
+// OIDC issuer (when on) and the agent-token issuer.
+func (c Config) GatewayAuthorizationServers() []string {
+	if len(c.Gateway.AuthorizationServers) > 0 {
+		return c.Gateway.AuthorizationServers
+	}
+	var out []string
+	if c.Auth.OIDC.Enabled && c.Auth.OIDC.Issuer != "" {
+		out = append(out, c.Auth.OIDC.Issuer)
+	}
+	return append(out, c.TokenIssuer())
+}
+
+func (c Config) validateGateway() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	g := c.Gateway
+	if g.CredentialsDir != "" {
+		if fi, err := os.Stat(g.CredentialsDir); err != nil || !fi.IsDir() {
+			bad("%s: %q is not a folder", names("gateway.credentialsDir"), g.CredentialsDir)
+		}
+	}
+	urls := append([]string{}, g.AuthorizationServers...)
+	if g.MetadataURL != "" {
+		urls = append(urls, g.MetadataURL)
+	}
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("gateway: %q is not an http(s) URL without query or fragment (gateway.metadataURL, gateway.authorizationServers)", raw)
+		}
+	}
+	for _, d := range []struct {
+		key      string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"gateway.callTimeout", g.CallTimeout, time.Second, 10 * time.Minute},
+		{"gateway.askTimeout", g.AskTimeout, time.Second, time.Hour},
+		{"gateway.streamTimeout", g.StreamTimeout, time.Second, 24 * time.Hour},
+	} {
+		if d.v < d.min || d.v > d.max {
+			bad("%s: %v is outside %v to %v", names(d.key), d.v, d.min, d.max)
+		}
+	}
+	if g.MaxMessageBytes < 1024 || g.MaxMessageBytes > maxGatewayMessage {
+		bad("%s: %d is outside 1024 to %d", names("gateway.maxMessageBytes"), g.MaxMessageBytes, maxGatewayMessage)
+	}
+	return errs
+}
