@@ -247,6 +247,9 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	}
 	n.decision = "allow"
 	rep, err := s.forward(c, sv, ms, version, body, msg.ID, &n)
+	if errors.Is(err, errAnswered) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -266,13 +269,25 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	return writeReply(c, rep)
 }
 
+// errAnswered: forward has answered the client itself (an upstream
+// failure); the handler has nothing more to send.
+var errAnswered = errors.New("answered")
+
+// answered is mcpError for forward: the answer is sent, say so.
+func answered(c *fiber.Ctx, id json.RawMessage, code int, reason, msg string) error {
+	if err := mcpError(c, fiber.StatusOK, id, code, reason, msg); err != nil {
+		return err
+	}
+	return errAnswered
+}
+
 // forward posts body upstream within the call timeout and answers an
 // upstream failure itself (returning errAnswered).
 func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version string, body []byte, id json.RawMessage, n *gatewayCall) (mcpproxy.Reply, error) {
 	req, err := s.upstreamRequest(sv, ms, version, body)
 	if err != nil {
 		n.reason = ReasonGatewayUpstream
-		return mcpproxy.Reply{}, mcpError(c, fiber.StatusOK, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "the gateway has no credential for server "+sv.Name)
+		return mcpproxy.Reply{}, answered(c, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "the gateway has no credential for server "+sv.Name)
 	}
 	ctx, cancel := contextWithTimeout(c, s.cfg.Gateway.CallTimeout)
 	defer cancel()
@@ -289,7 +304,7 @@ func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version
 		if id == nil {
 			return rep, fiber.NewError(fiber.StatusBadGateway, "the server did not take the notification")
 		}
-		return rep, mcpError(c, fiber.StatusOK, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "server "+sv.Name+" failed: "+upstreamSummary(err))
+		return rep, answered(c, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "server "+sv.Name+" failed: "+upstreamSummary(err))
 	case rep.Status == fiber.StatusNotFound && ms != nil:
 		// The server ended the session: so does the gateway.
 		s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID))
@@ -300,7 +315,7 @@ func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version
 		if id == nil {
 			return rep, fiber.NewError(fiber.StatusBadGateway, fmt.Sprintf("the server answered %d", rep.Status))
 		}
-		return rep, mcpError(c, fiber.StatusOK, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, fmt.Sprintf("server %s answered HTTP %d", sv.Name, rep.Status))
+		return rep, answered(c, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, fmt.Sprintf("server %s answered HTTP %d", sv.Name, rep.Status))
 	}
 	return rep, nil
 }
@@ -370,6 +385,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 	var p toolsCallParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
 		refused(c)
+		n.decision, n.reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments")
 	}
 	n.tool = p.Name
@@ -380,6 +396,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 	canonical, err := jcs.Transform(args)
 	if err != nil || canonical[0] != '{' {
 		refused(c)
+		n.decision, n.reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call arguments must be a JSON object")
 	}
 	n.args = domain.ArgumentsHash(canonical)
@@ -398,6 +415,9 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 	switch call.Decision.Effect {
 	case domain.EffectAllow:
 		rep, err := s.forward(c, sv, ms, version, c.Body(), msg.ID, n)
+		if errors.Is(err, errAnswered) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

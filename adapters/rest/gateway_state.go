@@ -86,7 +86,6 @@ func newMCPSessions(limit int, idle time.Duration) *mcpSessions {
 	return &mcpSessions{m: map[string]*mcpSession{}, max: limit, idle: max(idle, time.Hour), ctx: ctx, stop: stop}
 }
 
-
 func (s *mcpSessions) add(server, owner, upstream string) (string, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
