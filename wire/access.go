@@ -18,6 +18,7 @@ import (
 var accessSet = gwire.NewSet(
 	sessionsUseCase,
 	app.NewProjects, app.NewPolicyRules, app.NewCatalog, app.NewPolicies, app.NewAgents, app.NewToolCalls, app.NewDashboard,
+	app.NewGateway, gatewayEdge,
 	rest.AccessSet,
 	roleKeys,
 )

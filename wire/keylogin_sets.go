@@ -82,9 +82,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func keyRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, ready rest.ReadyChecks,
-	redactor *domain.TargetRedactor) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, keys, ready, redactor)
+func keyRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys,
+	gateway *rest.Gateway, ready rest.ReadyChecks, redactor *domain.TargetRedactor) (rest.Config, error) {
+	c, err := restConfig(cfg, access, tokens, keys, gateway, ready, redactor)
 	c.Login = login
 	return c, err
 }

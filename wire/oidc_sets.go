@@ -112,9 +112,9 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI, BasePath: cfg.Server.BasePath}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, ready rest.ReadyChecks,
-	redactor *domain.TargetRedactor) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, keys, ready, redactor)
+func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys,
+	gateway *rest.Gateway, ready rest.ReadyChecks, redactor *domain.TargetRedactor) (rest.Config, error) {
+	c, err := restConfig(cfg, access, tokens, keys, gateway, ready, redactor)
 	c.Login = login
 	return c, err
 }

@@ -65,7 +65,7 @@ func agentTokenRateLimit(cfg config.Config) rest.RateLimit {
 	return rest.RateLimit{PerMinute: cfg.Auth.AgentTokens.RateLimit}
 }
 
-func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, ready rest.ReadyChecks,
+func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, gateway *rest.Gateway, ready rest.ReadyChecks,
 	redactor *domain.TargetRedactor) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
 	if err != nil {
@@ -73,7 +73,7 @@ func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens
 	}
 	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), PublicAddr: cfg.PublicAddr(), Debug: cfg.Mode() == config.ModeDebug,
 		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Keys: keys, Ready: ready,
-		BasePath: cfg.Server.BasePath, Redactor: redactor}, nil
+		BasePath: cfg.Server.BasePath, Redactor: redactor, Gateway: gateway}, nil
 }
 
 // targetRedactor is the rule that hides credentials in recorded request

@@ -84,6 +84,8 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	gateway := app.NewGateway(toolCalls, catalogStore, clock)
+	restGateway := gatewayEdge(cfg, gateway)
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup3, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -103,7 +105,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := restConfig(cfg, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
+	config2, err := restConfig(cfg, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -244,6 +246,8 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
+	gateway := app.NewGateway(toolCalls, catalogStore, clock)
+	restGateway := gatewayEdge(cfg, gateway)
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup6, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -269,7 +273,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
+	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup7()
 		cleanup6()
@@ -404,6 +408,8 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	gateway := app.NewGateway(toolCalls, catalogStore, clock)
+	restGateway := gatewayEdge(cfg, gateway)
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -427,7 +433,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -546,6 +552,8 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	gateway := app.NewGateway(toolCalls, catalogStore, clock)
+	restGateway := gatewayEdge(cfg, gateway)
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -569,7 +577,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -684,6 +692,8 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	gateway := app.NewGateway(toolCalls, catalogStore, clock)
+	restGateway := gatewayEdge(cfg, gateway)
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -707,7 +717,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup6()
 		cleanup5()

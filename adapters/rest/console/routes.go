@@ -458,7 +458,7 @@ func (c *Console) catalog(ctx *fiber.Ctx) error {
 }
 
 func (c *Console) createServer(ctx *fiber.Ctx) error {
-	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), ctx.FormValue("name"), ctx.FormValue("url"))
+	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), domain.Server{Name: ctx.FormValue("name"), URL: ctx.FormValue("url")})
 	if err != nil {
 		return err
 	}

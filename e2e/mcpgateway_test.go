@@ -1,0 +1,239 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const mcpUpstreamSecret = "e2e-upstream-credential-0123"
+
+// mcpUpstream is an MCP server of the official Go SDK (v1.8.0) offering
+// fs.read, fs.write and fs.delete; it records what it ran.
+type mcpUpstream struct {
+	url   string
+	mu    sync.Mutex
+	calls []string
+	auths map[string]bool
+}
+
+func startMCPUpstream(t *testing.T) *mcpUpstream {
+	u := &mcpUpstream{auths: map[string]bool{}}
+	server := mcp.NewServer(&mcp.Implementation{Name: "e2e-fs", Version: "1.0.0"}, nil)
+	type args struct {
+		Path string `json:"path"`
+	}
+	for _, name := range []string{"fs.read", "fs.write", "fs.delete"} {
+		mcp.AddTool(server, &mcp.Tool{Name: name, Description: name}, func(_ context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
+			u.mu.Lock()
+			u.calls = append(u.calls, name+" "+in.Path)
+			u.mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran on " + in.Path}}}, nil, nil
+		})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.auths[r.Header.Get("Authorization")] = true
+		u.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	u.url = srv.URL
+	return u
+}
+
+// startGatewayService runs agentauth in API-key mode with the gateway's
+// credentials folder holding the upstream's credential.
+func startGatewayService(t *testing.T) *service {
+	t.Helper()
+	creds := t.TempDir()
+	if err := os.WriteFile(filepath.Join(creds, "fs-token"), []byte(mcpUpstreamSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seed := make([]byte, 32)
+	_, _ = rand.Read(seed)
+	port, mgmt := freePort(t), freePort(t)
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"SERVICE_API_KEY=" + credAdminKey,
+		"SERVICE_AGENT_TOKENS_SIGNING_KEY=" + base64.RawURLEncoding.EncodeToString(seed),
+		"SERVICE_PORT=" + fmt.Sprint(port),
+		"SERVICE_MANAGEMENT_PORT=" + fmt.Sprint(mgmt),
+		"SERVICE_DATA_DIR=" + t.TempDir(),
+		"SERVICE_GATEWAY_CREDENTIALS_DIR=" + creds,
+	}
+	w := logFile(t, fmt.Sprintf("agentauth-mcp-%d", port))
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agentauth: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmt), cmd: cmd}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res, err := http.Get(s.url + "/health")
+		if err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentauth did not answer /health within 20s: %v", err)
+		}
+	}
+	s.waitReady(t, 30*time.Second)
+	return s
+}
+
+// pendingCall waits for a pending call of tool in session, other than skip.
+func pendingCall(t *testing.T, s *service, session, tool, skip string) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		list := credCall(t, s, "GET", "/api/v2/sessions/"+session+"/tool-calls", "", 200)
+		calls, _ := list["tool_calls"].([]any)
+		for _, c := range calls {
+			m := c.(map[string]any)
+			if m["tool"] == tool && m["status"] == "pending" && m["id"] != skip {
+				return m["id"].(string)
+			}
+		}
+	}
+	t.Fatalf("no pending call of %s", tool)
+	return ""
+}
+
+// TestMCPGatewayTypeScriptSDK: the official MCP TypeScript SDK (npm
+// @modelcontextprotocol/sdk 1.32.2, e2e/js/mcp/gateway-client.mjs) talks
+// to a Go SDK server through agentauth's gateway, on the built binary:
+// OAuth discovery finds the protected-resource metadata, tools/list shows
+// only the agent's tools, an allowed call runs, a denied one never reaches
+// the server, a held one runs once approved, its arguments cannot be
+// swapped, and a token for another server is refused.
+func TestMCPGatewayTypeScriptSDK(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(repo, "e2e", "js", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Fatalf("e2e/js/node_modules lacks @modelcontextprotocol/sdk (run npm ci in e2e/js): %v", err)
+	}
+	u := startMCPUpstream(t)
+	s := startGatewayService(t)
+	credCall(t, s, "PUT", "/api/v2/admin/settings", `{"security_gateway":true,"default_session_mode":"auto"}`, 200)
+	credCall(t, s, "POST", "/api/v2/servers", `{"name":"fs","url":"`+s.url+`/mcp/fs","endpoint":"`+u.url+`","credential":"fs-token"}`, 201)
+	credCall(t, s, "POST", "/api/v2/servers", `{"name":"other","url":"http://127.0.0.1:9/mcp","endpoint":"`+u.url+`"}`, 201)
+	for _, tl := range []string{`{"name":"fs.read","server":"fs","read_only":true}`, `{"name":"fs.write","server":"fs"}`,
+		`{"name":"fs.delete","server":"fs"}`, `{"name":"other.run","server":"other"}`} {
+		credCall(t, s, "POST", "/api/v2/tools", tl, 201)
+	}
+	credCall(t, s, "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"ADMIN"}`, 201)
+	credCall(t, s, "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"ADMIN"}`, 201)
+	session := credCall(t, s, "POST", "/api/v2/sessions", `{"title":"mcp","mode":"auto"}`, 201)["id"].(string)
+	agent := credCall(t, s, "POST", "/api/v2/sessions/"+session+"/agents", `{}`, 201)["id"].(string)
+	token := credCall(t, s, "POST", "/api/v2/sessions/"+session+"/agents/"+agent+"/token", `{"audience":"fs"}`, 200)["access_token"].(string)
+	other := credCall(t, s, "POST", "/api/v2/sessions/"+session+"/agents/"+agent+"/token", `{"audience":"other"}`, 200)["access_token"].(string)
+	// Denied after minting, for the session's owner: the decision at call
+	// time refuses it (role rules are fixed in the token when it is minted).
+	owner := credCall(t, s, "GET", "/api/v2/me", "", 200)["subject"].(string)
+	credCall(t, s, "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.delete","scope":"subject","value":"`+owner+`"}`, 201)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	node := exec.CommandContext(ctx, "node", filepath.Join(repo, "e2e", "js", "mcp", "gateway-client.mjs"))
+	node.Dir = filepath.Join(repo, "e2e", "js")
+	node.Env = append(os.Environ(), "MCP_URL="+s.url+"/mcp/fs", "TOKEN="+token, "OTHER_TOKEN="+other)
+	node.Stderr = logFile(t, "mcp-ts-client")
+	out, err := node.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]map[string]any{}
+	approved := ""
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("client printed %q", sc.Text())
+		}
+		step := line["step"].(string)
+		steps[step] = line
+		switch step {
+		case "held":
+			approved = pendingCall(t, s, session, "fs.write", "")
+			credCall(t, s, "POST", "/api/v2/sessions/"+session+"/tool-calls/"+approved+"/approve", "", 200)
+		case "held-again":
+			id := pendingCall(t, s, session, "fs.write", approved)
+			credCall(t, s, "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/reject", "", 200)
+		}
+	}
+	if err := node.Wait(); err != nil {
+		t.Fatalf("TypeScript client: %v (steps %v)", err, steps)
+	}
+
+	str := func(step, key string) string { v, _ := steps[step][key].(string); return v }
+	errOf := func(step string) (float64, string) {
+		e, _ := steps[step]["error"].(map[string]any)
+		code, _ := e["code"].(float64)
+		reason, _ := e["reason"].(string)
+		return code, reason
+	}
+	if str("discovery", "resource") != s.url+"/mcp/fs" || !strings.HasPrefix(str("discovery", "metadataUrl"), s.mgmt+"/.well-known/oauth-protected-resource/mcp/fs") {
+		t.Errorf("OAuth discovery: %v", steps["discovery"])
+	}
+	var names []string
+	for _, n := range steps["tools"]["names"].([]any) {
+		names = append(names, n.(string))
+	}
+	if !slices.Equal(names, []string{"fs.read", "fs.write"}) {
+		t.Errorf("tools/list = %v, want [fs.read fs.write]", names)
+	}
+	if got := str("allowed", "text"); got != "fs.read ran on /a" {
+		t.Errorf("allowed call: %v", steps["allowed"])
+	}
+	if code, reason := errOf("denied"); code != -32001 || reason != "policy_deny" {
+		t.Errorf("denied call: %v, want -32001 policy_deny", steps["denied"])
+	}
+	if got := str("approved", "text"); got != "fs.write ran on /x" {
+		t.Errorf("approved call: %v", steps["approved"])
+	}
+	if code, reason := errOf("replayed"); code != -32002 || reason != "approval_rejected" {
+		t.Errorf("call with other arguments: %v, want -32002 approval_rejected", steps["replayed"])
+	}
+	if e, _ := steps["other-server"]["error"].(map[string]any); e == nil || e["code"] != 403.0 || !strings.Contains(fmt.Sprint(e["message"]), "token_audience_other_server") {
+		t.Errorf("token for another server: %v, want refused with 403", steps["other-server"])
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if want := []string{"fs.read /a", "fs.write /x"}; !slices.Equal(u.calls, want) {
+		t.Errorf("the server ran %v, want %v", u.calls, want)
+	}
+	for a := range u.auths {
+		if a != "Bearer "+mcpUpstreamSecret {
+			t.Errorf("the server got Authorization %q: only the gateway's credential may reach it", a)
+		}
+	}
+}
