@@ -1,0 +1,145 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/adapters/mcpproxy"
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports/porttest"
+)
+
+// The gateway's cost beside the same calls sent to the upstream directly:
+// a trivial upstream (one JSON answer per POST), 64 concurrent callers
+// over loopback. cpu-µs/op is the whole process's CPU (client, gateway
+// and upstream) per call; the gateway's share is the difference between
+// BenchmarkMCPGateway and BenchmarkMCPDirect.
+
+// trivialMCP answers every request with a fixed result for its id.
+func trivialMCP() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &m) != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"ok"}]}}`))
+	}))
+}
+
+const benchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`
+
+// benchGateway serves the gateway in front of upstream with uma's agent
+// allowed fs.read and denied fs.write; it returns an open MCP session.
+func benchGateway(b *testing.B, upstream string) (h *axHarness, token, session string) {
+	h = gwNew(b, 10*time.Second)
+	ctx, now := porttest.Context(b), time.Now().UTC()
+	for _, err := range []error{
+		h.store.CreateSession(ctx, domain.Session{ID: "ses_b", Owner: "uma", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: now}),
+		h.store.CreateAgent(ctx, domain.Agent{ID: "agt_b", Session: "ses_b", CreatedBy: "uma", CreatedAt: now}),
+		h.store.CreateServer(ctx, domain.Server{Name: "fs", URL: gwResourceBase + "/mcp/fs", Endpoint: upstream, Credential: "fs-token", CreatedAt: now}),
+		h.store.CreateTool(ctx, domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true, CreatedAt: now}),
+		h.store.CreateTool(ctx, domain.Tool{Name: "fs.write", Server: "fs", CreatedAt: now}),
+		h.store.CreatePolicy(ctx, domain.PolicyRule{ID: "pol_b", Effect: domain.EffectAllow, Tool: "fs.*", Scope: domain.ScopeRole, Value: "USER", CreatedAt: now}),
+	} {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := benchPost(b, func() *http.Request {
+		r, _ := http.NewRequest("POST", h.url+"/api/v2/sessions/ses_b/agents/agt_b/token", strings.NewReader(`{"audience":"fs"}`))
+		r.Header.Set("Authorization", "Bearer "+axKey("uma"))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	})
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	_ = json.Unmarshal([]byte(out), &tok)
+	if err := h.store.CreatePolicy(ctx, domain.PolicyRule{ID: "pol_d", Effect: domain.EffectDeny, Tool: "fs.write", Scope: domain.ScopeSubject, Value: "uma", CreatedAt: now}); err != nil {
+		b.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", h.url+"/mcp/fs", strings.NewReader(gwInitialize))
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		b.Fatalf("initialize: %v %v", res, err)
+	}
+	res.Body.Close()
+	return h, tok.AccessToken, res.Header.Get(mcpproxy.HeaderSessionID)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runMCP posts body to url from 64 callers; want is a substring of every answer.
+func runMCP(b *testing.B, url, token, session, body, want string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	b.SetParallelism(64 / max(1, testingProcs()))
+	b.ReportAllocs()
+	start := cpuTime()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set(mcpproxy.HeaderSessionID, session)
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			got, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if !bytes.Contains(got, []byte(want)) {
+				b.Errorf("answer %s, want %s", got, want)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+func BenchmarkMCPDirect(b *testing.B) {
+	up := trivialMCP()
+	defer up.Close()
+	runMCP(b, up.URL, "", "", benchCall, `"text":"ok"`)
+}
+
+func BenchmarkMCPGateway(b *testing.B) {
+	up := trivialMCP()
+	defer up.Close()
+	h, token, session := benchGateway(b, up.URL)
+	runMCP(b, h.url+"/mcp/fs", token, session, benchCall, `"text":"ok"`)
+}
+
+// BenchmarkMCPGatewayDenied: a denied call costs no upstream round trip.
+func BenchmarkMCPGatewayDenied(b *testing.B) {
+	up := trivialMCP()
+	defer up.Close()
+	h, token, session := benchGateway(b, up.URL)
+	runMCP(b, h.url+"/mcp/fs", token, session, strings.Replace(benchCall, "fs.read", "fs.write", 1), `"reason_code":"policy_deny"`)
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
