@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -147,4 +148,68 @@ func (s *Gateway) UseApproval(ctx context.Context, call domain.ToolCall, argsHas
 		return fmt.Errorf("tool call %s was approved for other arguments: %w", call.ID, domain.ErrConflict)
 	}
 	return s.calls.store.UseApproval(ctx, call.ID, s.clock.Now().UTC())
+}
+
+// ToolsDiff is what importing a server's own tools/list changes in the
+// registry.
+type ToolsDiff struct {
+	// Add are listed and not registered: an import registers them.
+	Add []domain.Tool
+	// Unchanged are listed and registered on this server.
+	Unchanged []string
+	// Unlisted are registered on this server and not listed (left as
+	// they are: policies may name them).
+	Unlisted []string
+	// Elsewhere are listed but registered on another server; Invalid are
+	// listed names outside the tool-name charset. Neither is imported.
+	Elsewhere []string
+	Invalid   []string
+}
+
+// ImportTools compares the tools server lists with the registry and, with
+// apply, registers the new ones.
+func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domain.Tool, apply bool) (ToolsDiff, error) {
+	if _, err := s.Server(ctx, server); err != nil {
+		return ToolsDiff{}, err
+	}
+	tools, err := s.catalog.ListTools(ctx)
+	if err != nil {
+		return ToolsDiff{}, err
+	}
+	registered := map[string]domain.Tool{}
+	for _, t := range tools {
+		registered[strings.ToLower(t.Name)] = t
+	}
+	d := ToolsDiff{Add: []domain.Tool{}, Unchanged: []string{}, Unlisted: []string{}, Elsewhere: []string{}, Invalid: []string{}}
+	seen := map[string]bool{}
+	for _, l := range listed {
+		name, err := domain.CanonicalToolName(l.Name)
+		switch t, ok := registered[name]; {
+		case err != nil:
+			d.Invalid = append(d.Invalid, l.Name)
+		case seen[name]:
+		case !ok:
+			d.Add = append(d.Add, domain.Tool{Name: name, Server: server, ReadOnly: l.ReadOnly})
+		case t.Server != server:
+			d.Elsewhere = append(d.Elsewhere, name)
+		default:
+			d.Unchanged = append(d.Unchanged, name)
+		}
+		seen[name] = true
+	}
+	for _, t := range tools {
+		if t.Server == server && !seen[strings.ToLower(t.Name)] {
+			d.Unlisted = append(d.Unlisted, t.Name)
+		}
+	}
+	if !apply {
+		return d, nil
+	}
+	for i := range d.Add {
+		d.Add[i].CreatedAt = s.clock.Now().UTC()
+		if err := s.catalog.CreateTool(ctx, d.Add[i]); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
 }

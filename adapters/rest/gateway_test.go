@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -335,4 +336,45 @@ func (h *axHarness) cfgGateway() *Gateway { return h.srv.cfg.Gateway }
 // auditCtx carries an audit intent, as a request's context does.
 func auditCtx() context.Context {
 	return ports.WithAuditIntent(context.Background(), &domain.AuditIntent{RequestID: "test"})
+}
+
+// TestGatewayImportTools: an ADMIN sees the diff between a server's own
+// tools/list (the Go SDK server) and the registry, then applies it.
+func TestGatewayImportTools(t *testing.T) {
+	u := newGWUpstream(t)
+	h := gwNew(t, 10*time.Second)
+	gwWorld(t, h, u)
+	type diff struct {
+		Applied   bool       `json:"applied"`
+		Add       []toolJSON `json:"add"`
+		Unchanged []string   `json:"unchanged"`
+	}
+	if r := h.do(t, "uma", "POST", "/api/v2/servers/fs/tools/import", `{"apply":true}`); r.status != 403 {
+		t.Errorf("import as USER: %d, want 403", r.status)
+	}
+	registered := []string{"fs.delete", "fs.read", "fs.write"}
+	tests := []struct {
+		apply          bool
+		add, unchanged []string
+	}{
+		{false, []string{"secret.tool"}, registered},
+		{false, []string{"secret.tool"}, registered}, // a diff changes nothing
+		{true, []string{"secret.tool"}, registered},
+		{false, nil, append(registered, "secret.tool")},
+	}
+	for i, tt := range tests {
+		var d diff
+		h.do(t, "adm", "POST", "/api/v2/servers/fs/tools/import", fmt.Sprintf(`{"apply":%t}`, tt.apply)).decode(t, &d)
+		var add []string
+		for _, tl := range d.Add {
+			add = append(add, tl.Name)
+		}
+		slices.Sort(d.Unchanged)
+		if d.Applied != tt.apply || !slices.Equal(add, tt.add) || !slices.Equal(d.Unchanged, tt.unchanged) {
+			t.Errorf("import %d (apply %t) = %+v, want add %v, unchanged %v", i, tt.apply, d, tt.add, tt.unchanged)
+		}
+	}
+	if tl, err := h.store.GetTool(context.Background(), "secret.tool"); err != nil || tl.Server != "fs" {
+		t.Errorf("imported tool = %+v, %v; want secret.tool of fs", tl, err)
+	}
 }

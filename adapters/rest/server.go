@@ -162,6 +162,7 @@ func (s *Server) apiRoutes() []route {
 		s.agentTokenRoutes(),
 		s.consoleRoutes(),
 		s.keyRoutes(),
+		s.gatewayAdminRoutes(),
 	)
 }
 

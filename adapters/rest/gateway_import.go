@@ -1,0 +1,78 @@
+package rest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// gatewayAdminRoutes: an ADMIN imports a server's tools from its own
+// tools/list, seeing the diff first (apply false) and then applying it.
+func (s *Server) gatewayAdminRoutes() []route {
+	if s.cfg.Gateway == nil {
+		return nil
+	}
+	return []route{{fiber.MethodPost, "/api/v2/servers/:name/tools/import", domain.PermServersWrite, s.importTools}}
+}
+
+type importRequest struct {
+	Apply bool `json:"apply"`
+}
+
+type importResponse struct {
+	Applied   bool       `json:"applied"`
+	Add       []toolJSON `json:"add"`
+	Unchanged []string   `json:"unchanged"`
+	Unlisted  []string   `json:"registered_not_listed"`
+	Elsewhere []string   `json:"registered_on_another_server"`
+	Invalid   []string   `json:"invalid_names"`
+}
+
+func (s *Server) importTools(c *fiber.Ctx) error {
+	var req importRequest
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	gw := s.cfg.Gateway
+	sv, err := gw.Use.Server(c.UserContext(), c.Params("name"))
+	if err != nil {
+		return err
+	}
+	upstream, err := s.upstreamRequest(sv, nil, "", nil)
+	if err != nil {
+		return fiber.NewError(fiber.StatusBadGateway, "the gateway has no credential for server "+sv.Name)
+	}
+	ctx, cancel := contextWithTimeout(c, gw.CallTimeout)
+	defer cancel()
+	listed, err := gw.Upstream.ListTools(ctx, upstream)
+	if err != nil {
+		s.log.Info("tools import: " + err.Error())
+		return fiber.NewError(fiber.StatusBadGateway, "server "+sv.Name+" did not list its tools: "+upstreamSummary(err))
+	}
+	tools := make([]domain.Tool, len(listed))
+	for i, l := range listed {
+		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint}
+	}
+	d, err := gw.Use.ImportTools(c.UserContext(), sv.Name, tools, req.Apply)
+	if err != nil {
+		return err
+	}
+	out := importResponse{Applied: req.Apply, Add: make([]toolJSON, len(d.Add)), Unchanged: d.Unchanged, Unlisted: d.Unlisted,
+		Elsewhere: d.Elsewhere, Invalid: d.Invalid}
+	names := make([]string, len(d.Add))
+	for i, t := range d.Add {
+		out.Add[i], names[i] = toolJSON(t), t.Name
+	}
+	verb := "diffed"
+	if req.Apply {
+		verb = "imported"
+	}
+	note(c, fmt.Sprintf("tools of server %s %s from its tools/list: add [%s], %d unchanged, %d registered but not listed", sv.Name, verb,
+		strings.Join(names, " "), len(d.Unchanged), len(d.Unlisted)))
+	return c.JSON(out)
+}
