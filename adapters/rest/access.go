@@ -379,15 +379,23 @@ type toolCallJSON struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	ResolvedBy  string     `json:"resolved_by,omitempty"`
 	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
+	// ArgsHash and UsedAt: a call decided by the MCP gateway, the hash
+	// its approval binds to and when the approval was used.
+	ArgsHash string     `json:"args_sha256,omitempty"`
+	UsedAt   *time.Time `json:"used_at,omitempty"`
 }
 
 func toToolCallJSON(tc domain.ToolCall) toolCallJSON {
 	out := toolCallJSON{ID: tc.ID, Session: tc.Session, Agent: tc.Agent, Tool: tc.Tool, Decision: string(tc.Decision.Effect),
 		Reason: tc.Decision.Reason, Rule: tc.Decision.Rule, Message: tc.Decision.Message, Status: string(tc.Status),
-		RequestedBy: tc.RequestedBy, CreatedAt: tc.CreatedAt, ResolvedBy: tc.ResolvedBy}
+		RequestedBy: tc.RequestedBy, CreatedAt: tc.CreatedAt, ResolvedBy: tc.ResolvedBy, ArgsHash: tc.ArgsHash}
 	if !tc.ResolvedAt.IsZero() {
 		at := tc.ResolvedAt
 		out.ResolvedAt = &at
+	}
+	if !tc.UsedAt.IsZero() {
+		at := tc.UsedAt
+		out.UsedAt = &at
 	}
 	return out
 }

@@ -266,6 +266,15 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	if o := <-first; o.err != nil || toolText(t, o.res) != "fs.write ran on /x" {
 		t.Fatalf("approved fs.write = %+v, %v", o.res, o.err)
 	}
+	var listed struct {
+		ToolCalls []toolCallJSON `json:"tool_calls"`
+	}
+	h.do(t, "uma", "GET", "/api/v2/sessions/"+session+"/tool-calls", "").decode(t, &listed)
+	for _, c := range listed.ToolCalls {
+		if c.ID == id && (c.ArgsHash == "" || c.UsedAt == nil) {
+			t.Errorf("the API shows the approved call as %+v: want its args_sha256 and used_at", c)
+		}
+	}
 	stored, err := h.store.GetToolCall(context.Background(), id)
 	canonical, _ := jcs.Transform([]byte(`{"path":"/x","mode":1}`))
 	if err != nil || stored.UsedAt.IsZero() || stored.ArgsHash != domain.ArgumentsHash(canonical) {
