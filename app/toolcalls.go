@@ -86,11 +86,32 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 	status := domain.CallRejected
 	if approve {
 		status = domain.CallApproved
+		if err := s.secondApprover(ctx, p, sess, call); err != nil {
+			return domain.ToolCall{}, err
+		}
 		if err := s.recheck(ctx, sess, call); err != nil {
 			return domain.ToolCall{}, err
 		}
 	}
 	return s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
+}
+
+// secondApprover refuses the session owner's approval of a pending call
+// of a tool registered with SecondApprover: someone else must approve it.
+func (s *ToolCalls) secondApprover(ctx context.Context, p domain.Principal, sess domain.Session, call domain.ToolCall) error {
+	if p.Subject != sess.Owner || call.Status != domain.CallPending {
+		return nil
+	}
+	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
+	case errors.Is(err, domain.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case t.SecondApprover:
+		return &domain.Refusal{Code: domain.ReasonSecondApprover, Missing: domain.PermToolCallsApprove,
+			Message: "tool " + t.Name + " needs its calls approved by someone other than the session's owner"}
+	}
+	return nil
 }
 
 // recheck refuses the approval of call when a step that does not depend on

@@ -22,10 +22,13 @@ type Server struct {
 // Tool is a tool a registered server offers. ReadOnly tools do not change
 // anything outside the agent and are the only ones a readonly session runs.
 type Tool struct {
-	Name      string
-	Server    string
-	ReadOnly  bool
-	CreatedAt time.Time
+	Name     string
+	Server   string
+	ReadOnly bool
+	// SecondApprover: a call that needs approval must be approved by
+	// someone other than the session's owner.
+	SecondApprover bool
+	CreatedAt      time.Time
 }
 
 const maxNameLen = 128

@@ -20,6 +20,9 @@ const (
 	ReasonAgentToolMissing = "agent_tool_not_permitted"
 	ReasonAgentReadonly    = "agent_readonly"
 	ReasonAgentAsk         = "agent_ask"
+	// ReasonSecondApprover: the tool's calls must be approved by someone
+	// other than the session's owner.
+	ReasonSecondApprover = "approval_needs_second_person"
 )
 
 // ToolCallInput is everything a tool-call decision depends on.

@@ -219,10 +219,13 @@ func (s *Server) createServer(c *fiber.Ctx) error {
 }
 
 type toolJSON struct {
-	Name      string    `json:"name"`
-	Server    string    `json:"server"`
-	ReadOnly  bool      `json:"read_only"`
-	CreatedAt time.Time `json:"created_at"`
+	Name     string `json:"name"`
+	Server   string `json:"server"`
+	ReadOnly bool   `json:"read_only"`
+	// SecondApprover: its calls that need approval must be approved by
+	// someone other than the session's owner.
+	SecondApprover bool      `json:"second_approver"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 func (s *Server) listTools(c *fiber.Ctx) error {
@@ -238,9 +241,10 @@ func (s *Server) listTools(c *fiber.Ctx) error {
 }
 
 type createToolRequest struct {
-	Name     string `json:"name"`
-	Server   string `json:"server"`
-	ReadOnly bool   `json:"read_only"`
+	Name           string `json:"name"`
+	Server         string `json:"server"`
+	ReadOnly       bool   `json:"read_only"`
+	SecondApprover bool   `json:"second_approver"`
 }
 
 func (s *Server) createTool(c *fiber.Ctx) error {
@@ -248,7 +252,8 @@ func (s *Server) createTool(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	t, err := s.cfg.Access.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly})
+	t, err := s.cfg.Access.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly,
+		SecondApprover: req.SecondApprover})
 	if err != nil {
 		return err
 	}

@@ -192,8 +192,15 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if err != nil || len(tools) != 2 || tools[0].Name != "fs.read" || !tools[0].ReadOnly || tools[1].ReadOnly || tools[0].Server != "fs" {
 		t.Errorf("ListTools = %+v, %v; want fs.read (read-only), fs.write", tools, err)
 	}
-	if tl, err := st.GetTool(ctx, "fs.read"); err != nil || !tl.CreatedAt.Equal(t0) || !tl.ReadOnly {
+	if tl, err := st.GetTool(ctx, "fs.read"); err != nil || !tl.CreatedAt.Equal(t0) || !tl.ReadOnly || tl.SecondApprover {
 		t.Errorf("GetTool = %+v, %v", tl, err)
+	}
+	shell := domain.Tool{Name: "fs.shell", Server: "fs", SecondApprover: true, CreatedAt: t0}
+	if err := st.CreateTool(ctx, shell); err != nil {
+		t.Fatalf("CreateTool(fs.shell): %v", err)
+	}
+	if tl, err := st.GetTool(ctx, "fs.shell"); err != nil || tl != shell {
+		t.Errorf("GetTool(fs.shell) = %+v, %v; want %+v", tl, err, shell)
 	}
 	if _, err := st.GetTool(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("missing tool: got %v, want ErrNotFound", err)

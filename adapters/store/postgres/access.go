@@ -192,8 +192,8 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	return s.change(ctx, "register tool "+t.Name, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES ($1, $2, $3, $4)`,
-			t.Name, t.Server, t.ReadOnly, nanos(t.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			t.Name, t.Server, t.ReadOnly, t.SecondApprover, nanos(t.CreatedAt))
 		if isForeignKey(err) {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
@@ -204,14 +204,14 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	})
 }
 
-const toolColumns = `name, server, read_only, created_at`
+const toolColumns = `name, server, read_only, second_approver, created_at`
 
 func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
 	var (
 		t       domain.Tool
 		created int64
 	)
-	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &created)
+	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &created)
 	t.CreatedAt = fromNanos(created)
 	return t, err
 }

@@ -212,8 +212,8 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 		if n == 0 {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, created_at) VALUES (?, ?, ?, ?)`,
-			t.Name, t.Server, boolInt(t.ReadOnly), nanos(t.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, created_at) VALUES (?, ?, ?, ?, ?)`,
+			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), nanos(t.CreatedAt))
 		if isUnique(err) {
 			return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
 		}
@@ -224,18 +224,18 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	})
 }
 
-const toolColumns = `name, server, read_only, created_at`
+const toolColumns = `name, server, read_only, second_approver, created_at`
 
 func scanTool(row scanner) (domain.Tool, error) {
 	var (
-		t       domain.Tool
-		ro      int
-		created int64
+		t          domain.Tool
+		ro, second int
+		created    int64
 	)
-	if err := row.Scan(&t.Name, &t.Server, &ro, &created); err != nil {
+	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &created); err != nil {
 		return domain.Tool{}, err
 	}
-	t.ReadOnly, t.CreatedAt = ro != 0, fromNanos(created)
+	t.ReadOnly, t.SecondApprover, t.CreatedAt = ro != 0, second != 0, fromNanos(created)
 	return t, nil
 }
 

@@ -31,7 +31,8 @@ CREATE TABLE policies (id TEXT PRIMARY KEY); -- of 0002_access: the policy-versi
 CREATE TABLE login_sessions (id_hash TEXT PRIMARY KEY, subject TEXT NOT NULL); -- of 0003_login: 0008 adds to it
 CREATE TABLE sessions (id TEXT PRIMARY KEY); -- of 0001_init: 0009 adds to it
 CREATE TABLE servers (name TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it
-CREATE TABLE tool_calls (id TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it`); err != nil {
+CREATE TABLE tool_calls (id TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it
+CREATE TABLE tools (name TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it`); err != nil {
 		t.Fatal(err)
 	}
 	prev := domain.GenesisHash
