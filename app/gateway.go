@@ -73,9 +73,11 @@ func (s *Gateway) Callable(ctx context.Context, g domain.AgentGrant, server stri
 	return out, nil
 }
 
-// DecideCall decides and stores one tools/call of the agent of grant g
-// to server, with argsHash (see domain.ArgumentsHash). A tool registered
-// on another server counts as unregistered here.
+// DecideCall decides one tools/call of the agent of grant g to server,
+// with argsHash (see domain.ArgumentsHash). Only a call that asks is stored
+// (the pending approval); allow and deny are recorded by the request's
+// audit record alone, so a decided call costs no database write of its
+// own. A tool registered on another server counts as unregistered.
 func (s *Gateway) DecideCall(ctx context.Context, g domain.AgentGrant, server, tool, argsHash string) (domain.ToolCall, error) {
 	tool, err := domain.CanonicalToolName(tool)
 	if err != nil {
@@ -93,8 +95,12 @@ func (s *Gateway) DecideCall(ctx context.Context, g domain.AgentGrant, server, t
 		return domain.ToolCall{}, err
 	}
 	d := domain.DecideAgentCall(in, g)
-	call := domain.ToolCall{ID: newID("call_"), Session: g.Session, Agent: g.Agent(), Tool: tool, Decision: d,
+	call := domain.ToolCall{Session: g.Session, Agent: g.Agent(), Tool: tool, Decision: d,
 		Status: domain.StatusOf(d.Effect), RequestedBy: "agent:" + g.Agent(), CreatedAt: s.clock.Now().UTC(), ArgsHash: argsHash}
+	if d.Effect != domain.EffectAsk {
+		return call, nil
+	}
+	call.ID = newID("call_")
 	if err := s.calls.store.CreateToolCall(ctx, call); err != nil {
 		return domain.ToolCall{}, err
 	}

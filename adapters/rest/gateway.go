@@ -426,7 +426,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 		return s.holdForApproval(c, sv, ms, version, msg, call, *n)
 	}
 	refused(c)
-	return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeDenied, call.Decision.Reason, call.Decision.Message+" (tool call "+call.ID+")")
+	return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeDenied, call.Decision.Reason, call.Decision.Message)
 }
 
 // withoutClientCapabilities drops sampling, elicitation and roots from an
