@@ -23,10 +23,16 @@ type Gateway struct {
 	AskTimeout           time.Duration `yaml:"askTimeout" env:"SERVICE_GATEWAY_ASK_TIMEOUT"`
 	StreamTimeout        time.Duration `yaml:"streamTimeout" env:"SERVICE_GATEWAY_STREAM_TIMEOUT"`
 	MaxMessageBytes      int64         `yaml:"maxMessageBytes" env:"SERVICE_GATEWAY_MAX_MESSAGE_BYTES"`
+	// AuditArguments > 0 records each call's arguments (canonical JSON)
+	// in its audit record, cut to that many bytes; 0: their hash only.
+	AuditArguments int `yaml:"auditArguments" env:"SERVICE_GATEWAY_AUDIT_ARGUMENTS"`
 }
 
 // maxGatewayMessage is the API's body limit: no message can be larger.
 const maxGatewayMessage = 1 << 20
+
+// maxAuditArguments bounds the arguments an audit record may hold.
+const maxAuditArguments = 4096
 
 func defaultGateway() Gateway {
 	return Gateway{CallTimeout: time.Minute, AskTimeout: 5 * time.Minute, StreamTimeout: 30 * time.Minute, MaxMessageBytes: maxGatewayMessage}
@@ -87,6 +93,9 @@ func (c Config) validateGateway() []error {
 		if d.v < d.min || d.v > d.max {
 			bad("%s: %v is outside %v to %v", names(d.key), d.v, d.min, d.max)
 		}
+	}
+	if g.AuditArguments < 0 || g.AuditArguments > maxAuditArguments {
+		bad("%s: %d is outside 0 to %d", names("gateway.auditArguments"), g.AuditArguments, maxAuditArguments)
 	}
 	if g.MaxMessageBytes < 1024 || g.MaxMessageBytes > maxGatewayMessage {
 		bad("%s: %d is outside 1024 to %d", names("gateway.maxMessageBytes"), g.MaxMessageBytes, maxGatewayMessage)

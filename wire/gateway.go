@@ -27,7 +27,8 @@ func gatewayEdge(cfg config.Config, uc *app.Gateway) *rest.Gateway {
 	return &rest.Gateway{Use: uc, Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: g.MaxMessageBytes, MaxMessages: gatewayMaxMessages}),
 		CredentialsDir: g.CredentialsDir, ResourceBase: gatewayResourceBase(cfg), MetadataURL: cfg.GatewayMetadataURL(),
 		AuthorizationServers: cfg.GatewayAuthorizationServers(), CallTimeout: g.CallTimeout, AskTimeout: g.AskTimeout,
-		StreamTimeout: g.StreamTimeout, MaxMessageBytes: g.MaxMessageBytes, Poll: gatewayPoll, KeepAlive: gatewayKeepAlive}
+		StreamTimeout: g.StreamTimeout, MaxMessageBytes: g.MaxMessageBytes, AuditArgumentBytes: g.AuditArguments,
+		Poll: gatewayPoll, KeepAlive: gatewayKeepAlive}
 }
 
 // gatewayResourceBase is the API's public URL with the base path: the

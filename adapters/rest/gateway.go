@@ -38,6 +38,9 @@ type Gateway struct {
 	AskTimeout           time.Duration
 	StreamTimeout        time.Duration
 	MaxMessageBytes      int64
+	// AuditArgumentBytes > 0 records each tools/call's canonical arguments
+	// in its audit record, cut to that many bytes; 0 records their hash only.
+	AuditArgumentBytes int
 	// Poll is how often a held call reads its approval; KeepAlive how
 	// often the held stream gets an SSE comment.
 	Poll      time.Duration
@@ -100,9 +103,11 @@ func tokenForServer(g domain.AgentGrant, sv domain.Server) bool {
 // gatewayCall is what the audit note of one gateway request says.
 type gatewayCall struct {
 	method, server, chain, tool, args, call, decision, reason string
-	upstream                                                  int
-	dur                                                       time.Duration
-	dropped                                                   int
+	// argsText: the canonical arguments, bounded, when the operator opts in.
+	argsText string
+	upstream int
+	dur      time.Duration
+	dropped  int
 }
 
 func (n gatewayCall) String() string {
@@ -113,6 +118,9 @@ func (n gatewayCall) String() string {
 			b.WriteString("; " + kv[0] + " " + kv[1])
 		}
 	}
+	if n.argsText != "" {
+		b.WriteString("; arguments " + n.argsText)
+	}
 	if n.upstream != 0 {
 		fmt.Fprintf(&b, "; upstream status %d in %s", n.upstream, n.dur.Round(time.Microsecond))
 	}
@@ -120,6 +128,17 @@ func (n gatewayCall) String() string {
 		fmt.Fprintf(&b, "; %d upstream messages dropped", n.dropped)
 	}
 	return b.String()
+}
+
+// maxNoteTool bounds a tool name (the client's bytes) in an audit record.
+const maxNoteTool = 128
+
+// bounded cuts s to at most n bytes, saying so.
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "… (cut)"
 }
 
 func chainOf(g *domain.AgentGrant) string {
@@ -388,7 +407,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 		n.decision, n.reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments")
 	}
-	n.tool = p.Name
+	n.tool = bounded(p.Name, maxNoteTool)
 	args := p.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -400,6 +419,9 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call arguments must be a JSON object")
 	}
 	n.args = domain.ArgumentsHash(canonical)
+	if gw := s.cfg.Gateway; gw.AuditArgumentBytes > 0 {
+		n.argsText = bounded(string(canonical), gw.AuditArgumentBytes)
+	}
 	g := stateOf(c).agent
 	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), *g, sv.Name, p.Name, n.args)
 	if errors.Is(err, domain.ErrInvalidInput) {

@@ -87,7 +87,7 @@ const gwResourceBase = "https://agentauth.test"
 
 // gwNew serves the access model with the gateway; the upstream
 // credential fs-token is a file in a credentials folder.
-func gwNew(t testing.TB, callTimeout time.Duration) *axHarness {
+func gwNew(t testing.TB, callTimeout time.Duration, opts ...func(*Gateway)) *axHarness {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "fs-token"), []byte(gwUpstreamSecret+"\n"), 0o600); err != nil {
@@ -100,6 +100,9 @@ func gwNew(t testing.TB, callTimeout time.Duration) *axHarness {
 			AuthorizationServers: []string{"https://idp.test/realms/agentauth", axIssuer},
 			CallTimeout:          callTimeout, AskTimeout: time.Minute, StreamTimeout: time.Minute, MaxMessageBytes: 64 << 10,
 			Poll: 5 * time.Millisecond, KeepAlive: 20 * time.Millisecond}
+		for _, o := range opts {
+			o(cfg.Gateway)
+		}
 	}})
 }
 
@@ -385,5 +388,49 @@ func TestGatewayImportTools(t *testing.T) {
 	}
 	if tl, err := h.store.GetTool(context.Background(), "secret.tool"); err != nil || tl.Server != "fs" {
 		t.Errorf("imported tool = %+v, %v; want secret.tool of fs", tl, err)
+	}
+}
+
+// TestGatewayAuditArguments: arguments reach the audit record only when
+// the operator opts in, cut to the bound; else only their hash does.
+func TestGatewayAuditArguments(t *testing.T) {
+	tests := []struct {
+		bytes int
+		want  string
+	}{
+		{0, ""},
+		{12, `arguments {"path":"/lo… (cut)`},
+	}
+	for _, tt := range tests {
+		u := newGWUpstream(t)
+		h := gwNew(t, 10*time.Second, func(g *Gateway) { g.AuditArgumentBytes = tt.bytes })
+		_, _, token := gwWorld(t, h, u)
+		ctx := context.Background()
+		cs, err := gwConnect(ctx, h, "fs", token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/long/secret/path"}}); err != nil {
+			t.Fatal(err)
+		}
+		cs.Close()
+		var page struct {
+			Records []auditjson.Record `json:"records"`
+		}
+		h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
+		got := ""
+		for _, rec := range page.Records {
+			if strings.Contains(rec.Reason, "tool fs.read;") {
+				if i := strings.Index(rec.Reason, "arguments "); i >= 0 {
+					got = rec.Reason[i:strings.Index(rec.Reason, "; upstream")]
+				}
+				if strings.Contains(rec.Reason, "secret/path") {
+					t.Errorf("bound %d: the record holds the arguments past the bound: %q", tt.bytes, rec.Reason)
+				}
+			}
+		}
+		if got != tt.want {
+			t.Errorf("bound %d: recorded %q, want %q", tt.bytes, got, tt.want)
+		}
 	}
 }
