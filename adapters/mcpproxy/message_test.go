@@ -1,0 +1,73 @@
+package mcpproxy
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		body string
+		kind string // request, notification, response; "" for an error
+		err  error
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "request", nil},
+		{`{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}`, "request", nil},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "notification", nil},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, "response", nil},
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"}}`, "response", nil},
+		{` [{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", ErrBatch},
+		{`{"jsonrpc":`, "", ErrParse},
+		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, "", ErrInvalid},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, "", ErrInvalid},
+		{`{"jsonrpc":"2.0","id":{},"method":"ping"}`, "", ErrInvalid},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}`, "", ErrInvalid},
+		{`{"jsonrpc":"2.0","id":1}`, "", ErrInvalid},
+		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`, "", ErrInvalid},
+		{`{"jsonrpc":"2.0"}`, "", ErrInvalid},
+	}
+	for _, tt := range tests {
+		m, err := Parse([]byte(tt.body))
+		kind := ""
+		switch {
+		case err != nil:
+		case m.IsRequest():
+			kind = "request"
+		case m.IsNotification():
+			kind = "notification"
+		case m.IsResponse():
+			kind = "response"
+		}
+		if kind != tt.kind || !errors.Is(err, tt.err) && tt.err != nil || (tt.err == nil && err != nil) {
+			t.Errorf("Parse(%s) = %s, %v; want %s, %v", tt.body, kind, err, tt.kind, tt.err)
+		}
+	}
+	if got, want := Code(ErrBatch), CodeInvalidRequest; got != want {
+		t.Errorf("Code(ErrBatch) = %d, want %d", got, want)
+	}
+	if got, want := Code(ErrParse), CodeParseError; got != want {
+		t.Errorf("Code(ErrParse) = %d, want %d", got, want)
+	}
+}
+
+func TestEventReader(t *testing.T) {
+	stream := ": ok\n\nevent: message\nid: 1\ndata: {\"a\":1}\n\ndata: line1\ndata:line2\n\nretry: 10\n\ndata: last"
+	r := NewEventReader(strings.NewReader(stream))
+	var got []string
+	for {
+		data, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(data))
+	}
+	want := []string{`{"a":1}`, "line1\nline2", "last"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
