@@ -86,38 +86,19 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 	status := domain.CallRejected
 	if approve {
 		status = domain.CallApproved
-		if err := s.secondApprover(ctx, p, sess, call); err != nil {
-			return domain.ToolCall{}, err
-		}
-		if err := s.recheck(ctx, sess, call); err != nil {
+		if err := s.recheck(ctx, p, sess, call); err != nil {
 			return domain.ToolCall{}, err
 		}
 	}
 	return s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
 }
 
-// secondApprover refuses the session owner's approval of a pending call
-// of a tool registered with SecondApprover: someone else must approve it.
-func (s *ToolCalls) secondApprover(ctx context.Context, p domain.Principal, sess domain.Session, call domain.ToolCall) error {
-	if p.Subject != sess.Owner || call.Status != domain.CallPending {
-		return nil
-	}
-	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
-	case errors.Is(err, domain.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case t.SecondApprover:
-		return &domain.Refusal{Code: domain.ReasonSecondApprover, Missing: domain.PermToolCallsApprove,
-			Message: "tool " + t.Name + " needs its calls approved by someone other than the session's owner"}
-	}
-	return nil
-}
-
-// recheck refuses the approval of call when a step that does not depend on
-// the requester's roles (session state, gateway, deny rules for the
-// requester or the project, session mode, agent limits) would now deny it.
-func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domain.ToolCall) error {
+// recheck refuses the approval of call by approver when a step that does
+// not depend on the requester's roles (session state, gateway, deny rules
+// for the requester or the project, session mode, agent limits) would now
+// deny it, or when the tool needs a second person and approver owns the
+// session.
+func (s *ToolCalls) recheck(ctx context.Context, approver domain.Principal, sess domain.Session, call domain.ToolCall) error {
 	if call.Status != domain.CallPending {
 		return nil // the store answers the conflict
 	}
@@ -131,6 +112,9 @@ func (s *ToolCalls) recheck(ctx context.Context, sess domain.Session, call domai
 	}
 	in := domain.ToolCallInput{Principal: domain.Principal{Subject: call.RequestedBy}, Session: sess, Agent: ag, Tool: call.Tool, Policy: policy}
 	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
+	case err == nil && t.SecondApprover && approver.Subject == sess.Owner:
+		return &domain.Refusal{Code: domain.ReasonSecondApprover, Missing: domain.PermToolCallsApprove,
+			Message: "tool " + t.Name + " needs its calls approved by someone other than the session's owner"}
 	case err == nil:
 		in.Registered = &t
 	case !errors.Is(err, domain.ErrNotFound):
