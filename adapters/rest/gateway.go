@@ -94,10 +94,11 @@ func (s *Server) requireGateway(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// tokenForServer is the one check that an agent token was minted for
-// this server (its audience).
+// tokenForServer is the gateway's one check that an agent token was
+// minted for this server: its audience is the server's canonical resource
+// URL (RFC 9068, RFC 8707).
 func tokenForServer(g domain.AgentGrant, sv domain.Server) bool {
-	return g.Audience == sv.Name
+	return domain.TokenAudienceIs(g.Audience, sv)
 }
 
 // gatewayCall is what the audit note of one gateway request says.
@@ -165,7 +166,7 @@ func (s *Server) gatewayServer(c *fiber.Ctx) (domain.Server, error) {
 	if g := stateOf(c).agent; !tokenForServer(*g, sv) {
 		refused(c)
 		return sv, &domain.Refusal{Code: ReasonGatewayOtherServer, Missing: domain.PermToolCallsWrite,
-			Message: fmt.Sprintf("the agent token is for server %s, not %s", g.Audience, sv.Name)}
+			Message: fmt.Sprintf("the agent token is for %s, not server %s (%s)", g.Audience, sv.Name, sv.URL)}
 	}
 	return sv, nil
 }
