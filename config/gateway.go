@@ -10,6 +10,10 @@ import (
 
 // Gateway configures the MCP gateway (/mcp/{server} on the API port).
 type Gateway struct {
+	// ResourceURL is the API's public URL, with the base path, that the
+	// gateway's resources are named under ({ResourceURL}/mcp/{server});
+	// empty: http://{server.host}:{server.port}{server.basePath}.
+	ResourceURL string `yaml:"resourceURL" env:"SERVICE_GATEWAY_RESOURCE_URL"`
 	// CredentialsDir holds the upstream credentials, one file per name a
 	// server registration gives (a mounted Kubernetes Secret).
 	CredentialsDir string `yaml:"credentialsDir" env:"SERVICE_GATEWAY_CREDENTIALS_DIR"`
@@ -38,14 +42,26 @@ func defaultGateway() Gateway {
 	return Gateway{CallTimeout: time.Minute, AskTimeout: 5 * time.Minute, StreamTimeout: 30 * time.Minute, MaxMessageBytes: maxGatewayMessage}
 }
 
-// GatewayMetadataURL is gateway.metadataURL, or the management listener's
-// URL; empty when neither is set (the 401 then names no metadata).
-func (c Config) GatewayMetadataURL() string {
-	if c.Gateway.MetadataURL != "" {
-		return strings.TrimSuffix(c.Gateway.MetadataURL, "/")
+// GatewayResourceURL is gateway.resourceURL, or the API's own URL with
+// the base path.
+func (c Config) GatewayResourceURL() string {
+	if c.Gateway.ResourceURL != "" {
+		return strings.TrimSuffix(c.Gateway.ResourceURL, "/")
 	}
-	if a := c.ManagementAddr(); a != "" {
-		return "http://" + a
+	return "http://" + c.Addr() + c.Server.BasePath
+}
+
+// GatewayMetadataURL is gateway.metadataURL, or the public listener's URL,
+// or the management listener's; empty when none is set (the 401 then
+// names no metadata).
+func (c Config) GatewayMetadataURL() string {
+	switch {
+	case c.Gateway.MetadataURL != "":
+		return strings.TrimSuffix(c.Gateway.MetadataURL, "/")
+	case c.PublicAddr() != "":
+		return "http://" + c.PublicAddr()
+	case c.ManagementAddr() != "":
+		return "http://" + c.ManagementAddr()
 	}
 	return ""
 }
@@ -73,12 +89,14 @@ func (c Config) validateGateway() []error {
 		}
 	}
 	urls := append([]string{}, g.AuthorizationServers...)
-	if g.MetadataURL != "" {
-		urls = append(urls, g.MetadataURL)
+	for _, u := range []string{g.MetadataURL, g.ResourceURL} {
+		if u != "" {
+			urls = append(urls, u)
+		}
 	}
 	for _, raw := range urls {
 		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			bad("gateway: %q is not an http(s) URL without query or fragment (gateway.metadataURL, gateway.authorizationServers)", raw)
+			bad("gateway: %q is not an http(s) URL without query or fragment (gateway.resourceURL, gateway.metadataURL, gateway.authorizationServers)", raw)
 		}
 	}
 	for _, d := range []struct {

@@ -3,7 +3,6 @@ package wire
 // The MCP gateway (/mcp/{server} on the API port): its use case and edge.
 
 import (
-	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
@@ -25,18 +24,8 @@ const (
 func gatewayEdge(cfg config.Config, uc *app.Gateway) *rest.Gateway {
 	g := cfg.Gateway
 	return &rest.Gateway{Use: uc, Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: g.MaxMessageBytes, MaxMessages: gatewayMaxMessages}),
-		CredentialsDir: g.CredentialsDir, ResourceBase: gatewayResourceBase(cfg), MetadataURL: cfg.GatewayMetadataURL(),
+		CredentialsDir: g.CredentialsDir, ResourceBase: cfg.GatewayResourceURL(), MetadataURL: cfg.GatewayMetadataURL(),
 		AuthorizationServers: cfg.GatewayAuthorizationServers(), CallTimeout: g.CallTimeout, AskTimeout: g.AskTimeout,
 		StreamTimeout: g.StreamTimeout, MaxMessageBytes: g.MaxMessageBytes, AuditArgumentBytes: g.AuditArguments,
 		Poll: gatewayPoll, KeepAlive: gatewayKeepAlive}
-}
-
-// gatewayResourceBase is the API's public URL with the base path: the
-// agent-token issuer, which names agentauth's public URL.
-func gatewayResourceBase(cfg config.Config) string {
-	base := strings.TrimSuffix(cfg.TokenIssuer(), "/")
-	if bp := cfg.Server.BasePath; bp != "" && !strings.HasSuffix(base, bp) {
-		base += bp
-	}
-	return base
 }

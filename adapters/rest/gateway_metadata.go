@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -54,28 +56,56 @@ type protectedResource struct {
 	ResourceName           string   `json:"resource_name"`
 }
 
+// resourceMetadata is the metadata document at path (under
+// protectedResourcePath), for a registered server with an endpoint.
+func (s *Server) resourceMetadata(ctx context.Context, path string) (protectedResource, bool) {
+	gw := s.cfg.Gateway
+	base, err := url.Parse(gw.resourceURL(""))
+	rest, ok := strings.CutPrefix(path, protectedResourcePath)
+	if err != nil || !ok {
+		return protectedResource{}, false
+	}
+	server, found := strings.CutPrefix(rest, strings.TrimSuffix(base.Path, "/")+"/")
+	if !found || strings.Contains(server, "/") {
+		return protectedResource{}, false
+	}
+	sv, err := gw.Use.Server(ctx, server)
+	if err != nil {
+		return protectedResource{}, false
+	}
+	return protectedResource{Resource: gw.resourceURL(sv.Name), AuthorizationServers: gw.AuthorizationServers,
+		BearerMethodsSupported: []string{"header"}, ResourceName: "agentauth MCP gateway to " + sv.Name}, true
+}
+
 // managementGateway publishes the metadata on the management listener.
 func (s *Server) managementGateway(mux *http.ServeMux) {
-	gw := s.cfg.Gateway
-	if gw == nil {
+	if s.cfg.Gateway == nil {
 		return
 	}
 	mux.HandleFunc("GET "+protectedResourcePath+"/", func(w http.ResponseWriter, r *http.Request) {
-		base, err := url.Parse(gw.resourceURL(""))
-		rest, ok := strings.CutPrefix(r.URL.Path, protectedResourcePath)
-		server, found := strings.CutPrefix(rest, strings.TrimSuffix(base.Path, "/")+"/")
-		if err != nil || !ok || !found || strings.Contains(server, "/") {
-			http.NotFound(w, r)
-			return
-		}
-		sv, err := gw.Use.Server(r.Context(), server)
-		if err != nil {
+		doc, ok := s.resourceMetadata(r.Context(), r.URL.Path)
+		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "max-age=300")
-		_ = json.NewEncoder(w).Encode(protectedResource{Resource: gw.resourceURL(sv.Name), AuthorizationServers: gw.AuthorizationServers,
-			BearerMethodsSupported: []string{"header"}, ResourceName: "agentauth MCP gateway to " + sv.Name})
+		_ = json.NewEncoder(w).Encode(doc)
 	})
+}
+
+// publicGateway answers the metadata on the public listener: a global
+// stage (its path lies outside the base path, as RFC 9728 §3.1 inserts
+// the resource's path after the well-known segment); next otherwise.
+func (s *Server) publicGateway(c *fiber.Ctx) (bool, error) {
+	if s.cfg.Gateway == nil || (c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead) ||
+		!strings.HasPrefix(c.Path(), protectedResourcePath+"/") {
+		return false, nil
+	}
+	doc, ok := s.resourceMetadata(c.UserContext(), c.Path())
+	if !ok {
+		return true, fmt.Errorf("no protected resource at %s: %w", c.Path(), domain.ErrNotFound)
+	}
+	c.Set(fiber.HeaderCacheControl, "max-age=300")
+	return true, c.JSON(doc)
 }

@@ -37,8 +37,15 @@ func TestGatewayProtectedResourceMetadata(t *testing.T) {
 		}
 	}
 
+	// The same documents on the management and the public listener.
 	mgmt := httptest.NewServer(h.srv.ManagementHandler())
 	defer mgmt.Close()
+	for _, base := range []string{mgmt.URL, "public"} {
+		testMetadataDocs(t, h, base)
+	}
+}
+
+func testMetadataDocs(t *testing.T, h *axHarness, base string) {
 	docs := []struct {
 		path   string
 		status int
@@ -48,7 +55,13 @@ func TestGatewayProtectedResourceMetadata(t *testing.T) {
 		{"/.well-known/oauth-protected-resource/other/fs", 404},
 	}
 	for _, d := range docs {
-		res, err := http.Get(mgmt.URL + d.path)
+		var res *http.Response
+		var err error
+		if base == "public" {
+			res, err = h.srv.PublicApp().Test(httptest.NewRequest("GET", d.path, nil))
+		} else {
+			res, err = http.Get(base + d.path)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,12 +69,12 @@ func TestGatewayProtectedResourceMetadata(t *testing.T) {
 		_ = json.NewDecoder(res.Body).Decode(&doc)
 		res.Body.Close()
 		if res.StatusCode != d.status {
-			t.Errorf("GET %s = %d, want %d", d.path, res.StatusCode, d.status)
+			t.Errorf("%s: GET %s = %d, want %d", base, d.path, res.StatusCode, d.status)
 			continue
 		}
 		if d.status == 200 && (doc.Resource != gwResourceBase+"/mcp/fs" ||
 			!slices.Equal(doc.AuthorizationServers, []string{"https://idp.test/realms/agentauth", axIssuer}) || !slices.Equal(doc.BearerMethodsSupported, []string{"header"})) {
-			t.Errorf("GET %s = %+v", d.path, doc)
+			t.Errorf("%s: GET %s = %+v", base, d.path, doc)
 		}
 	}
 }

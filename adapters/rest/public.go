@@ -48,6 +48,9 @@ func (s *Server) newPublicApp() *fiber.App {
 		if c.Path() == at && (c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead) {
 			return s.serveMetadata(c)
 		}
+		if served, err := s.publicGateway(c); served {
+			return err
+		}
 		return c.Next()
 	})
 	if s.cfg.BasePath != "" {
