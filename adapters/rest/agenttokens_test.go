@@ -335,7 +335,12 @@ func TestExchangeChainsNeverWiden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for depth := 1; ; {
+	// Bounded: a refusal that repeats for ever (an expired parent, a rate
+	// limit) fails the test instead of hanging it.
+	for depth, attempt := 1, 0; ; attempt++ {
+		if attempt == 2000 {
+			t.Fatalf("no answer at depth %d after %d exchanges", depth, attempt)
+		}
 		form := url.Values{}
 		var asked []string
 		if rng.IntN(3) > 0 {
@@ -347,7 +352,9 @@ func TestExchangeChainsNeverWiden(t *testing.T) {
 			form.Set("scope", strings.Join(asked, " "))
 		}
 		if rng.IntN(2) == 0 {
-			form.Set("ttl", fmt.Sprintf("%ds", 1+rng.IntN(1200)))
+			// At least a minute, so that no link of the chain expires while a
+			// loaded machine runs the test (the child never outlives its parent).
+			form.Set("ttl", fmt.Sprintf("%ds", 60+rng.IntN(1140)))
 		}
 		r := h.exchange(t, tok, form)
 		if r.status != 200 {
@@ -360,6 +367,9 @@ func TestExchangeChainsNeverWiden(t *testing.T) {
 					t.Fatalf("refused at depth %d, below the cap %d", depth, domain.MaxAgentDepth)
 				}
 				return
+			}
+			if r.status == 401 || r.status == 429 || code == domain.ReasonTokenExpired {
+				t.Fatalf("depth %d: %d %s: the chain itself was refused", depth, r.status, code)
 			}
 			continue // refused as wider (or empty): ask again
 		}
