@@ -2,7 +2,7 @@
 //
 //	agentauth serve [--config FILE] [--api-key KEY] [--host H] [--port P] [--data-dir DIR]
 //
-// The authentication mode follows from the settings (see the README): OIDC
+// The authentication mode follows from the settings (see docs/operators.md): OIDC
 // when SERVICE_OIDC_ENABLED=true, debug when SERVICE_AUTH_DEBUG=true, API key
 // when a key is given, else local mode with a key file in the data folder.
 package main

@@ -238,7 +238,7 @@ Password login from a shell (the cookie is the session):
   curl -b jar %s/api/v2/me
 
 agentauth names a user by the token's sub (a UUID in Keycloak), not the user name: use the
-SUBJECT column where a project member or a policy names a user (README: "Who is who").
+SUBJECT column where a project member or a policy names a user (docs/operators.md: "Who is who").
 
 Ctrl-C stops both and deletes the data folder.
 `, base, base)

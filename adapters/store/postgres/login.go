@@ -112,7 +112,7 @@ func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
 // DeleteExpiredLoginSessions removes sessions past their absolute end or
 // idle since before idleBefore, and expired login requests. Any instance may
 // run it; running it on several at once only deletes the same rows. It makes
-// no audit intent (see README, "No change without its record"): no request
+// no audit intent (see docs/audit.md, "No change without its record"): no request
 // makes it, and it removes only what is refused already.
 func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM login_sessions WHERE expires_at <= $1 OR last_seen < $2`, nanos(now), nanos(idleBefore))

@@ -123,7 +123,7 @@ func (s *Store) DeleteLoginSession(ctx context.Context, idHash string) error {
 
 // DeleteExpiredLoginSessions removes sessions past their absolute end or
 // idle since before idleBefore, and expired login requests. It makes no
-// audit intent (see README, "No change without its record"): no request
+// audit intent (see docs/audit.md, "No change without its record"): no request
 // makes it, and it removes only what is refused already.
 func (s *Store) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM login_sessions WHERE expires_at <= ? OR last_seen < ?`, nanos(now), nanos(idleBefore))
