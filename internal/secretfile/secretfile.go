@@ -58,17 +58,22 @@ func LoadOrCreate(path string) (secret string, created bool, err error) {
 		return "", false, fmt.Errorf("generate a secret: %w", err)
 	}
 	secret = base64.RawURLEncoding.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) { // another process created it first
-		secret, err = Read(path)
-		return secret, false, err
-	}
+	// Written whole under a private name, then linked into place: link(2)
+	// fails when path exists, so no reader ever sees a half-written file.
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return "", false, fmt.Errorf("create %s: %w", path, err)
 	}
-	_, werr := f.WriteString(secret + "\n")
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(secret + "\n")
+	if err := errors.Join(werr, tmp.Chmod(0o600), tmp.Sync(), tmp.Close()); err != nil {
 		return "", false, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) { // another process created it first
+		secret, err = Read(path)
+		return secret, false, err
+	} else if err != nil {
+		return "", false, fmt.Errorf("create %s: %w", path, err)
 	}
 	return secret, true, nil
 }
