@@ -55,6 +55,7 @@ Usage:
   agentauth policy can ...  may a role do an action? (agentauth policy --help)
   agentauth oidc check      check the OIDC settings against the provider (agentauth oidc --help)
   agentauth audit verify    verify the audit log offline (agentauth audit --help)
+  agentauth audit public-key  print the public key audit checkpoints are signed with
   agentauth version         print the version (also --version)
 `
 

@@ -533,3 +533,13 @@ func TestDataFolderIsTightenedTo0700(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageListsEveryCommand: the top-level usage names every command the
+// binary runs, each sub-command included.
+func TestUsageListsEveryCommand(t *testing.T) {
+	for _, cmd := range []string{"serve", "policy can", "oidc check", "audit verify", "audit public-key", "version"} {
+		if !strings.Contains(usage, "agentauth "+cmd+" ") {
+			t.Errorf("the usage does not name `agentauth %s`:\n%s", cmd, usage)
+		}
+	}
+}
