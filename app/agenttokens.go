@@ -116,10 +116,15 @@ func (s *AgentTokens) Mint(ctx context.Context, p domain.Principal, session, age
 	return Minted{Token: tok, Grant: g}, nil
 }
 
-// chain returns the session's agent and its delegation chain, the root
-// agent first. A chain that loops or runs deeper than the cap is refused.
+// chain is agentChain over the tokens' agent store.
 func (s *AgentTokens) chain(ctx context.Context, session, agent string) (domain.Agent, []string, error) {
-	ag, err := s.agents.GetAgent(ctx, agent)
+	return agentChain(ctx, s.agents, session, agent)
+}
+
+// agentChain returns agent of session and its delegation chain, the root
+// agent first. A chain that loops or runs deeper than the cap is refused.
+func agentChain(ctx context.Context, agents ports.AgentStore, session, agent string) (domain.Agent, []string, error) {
+	ag, err := agents.GetAgent(ctx, agent)
 	if err == nil && ag.Session != session {
 		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotVisible)
 	}
@@ -132,7 +137,7 @@ func (s *AgentTokens) chain(ctx context.Context, session, agent string) (domain.
 			return domain.Agent{}, nil, domain.RefuseToken(domain.ReasonTokenChainLoop, domain.ErrConflict,
 				"agent %s: its chain of parents loops or is deeper than %d", agent, domain.MaxAgentDepth)
 		}
-		if cur, err = s.agents.GetAgent(ctx, cur.Parent); err != nil {
+		if cur, err = agents.GetAgent(ctx, cur.Parent); err != nil {
 			return domain.Agent{}, nil, fmt.Errorf("parent of agent %s: %w", agent, err)
 		}
 		chain = append(chain, cur.ID)

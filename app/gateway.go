@@ -39,12 +39,54 @@ func (s *Gateway) Server(ctx context.Context, name string) (domain.Server, error
 	return sv, nil
 }
 
-// Callable reports, for each tool name a server listed, whether the agent
-// of grant g may call it through server now: a decision other than deny,
-// taken as DecideCall would take it, without storing anything. A name
-// outside the tool-name charset is never callable.
-func (s *Gateway) Callable(ctx context.Context, g domain.AgentGrant, server string, names []string) ([]bool, error) {
-	in, err := s.agentInput(ctx, g)
+// Caller is who calls through the gateway, and for which agent of which
+// session: the grant of an agent token, or a principal (a managed key, an
+// API key, a provider token, a login cookie) acting for an agent of a
+// session it may manage, whose calls are decided as POST …/tool-calls
+// decides that principal's (its roles, its key's scope).
+type Caller struct {
+	// Grant is the agent token's; nil for a principal.
+	Grant     *domain.AgentGrant
+	Principal domain.Principal
+	// Subject and Chain are who the audit names: the session's owner
+	// (agent token) or the principal, then the agents, root first.
+	Subject string
+	Chain   []string
+	Session string
+	// sess and agent are as read when a principal's caller was made.
+	sess  domain.Session
+	agent domain.Agent
+}
+
+// Agent is the acting agent: the last of the chain.
+func (c Caller) Agent() string { return c.Chain[len(c.Chain)-1] }
+
+// AgentCaller is the caller of an agent token (authenticated already).
+func AgentCaller(g *domain.AgentGrant) Caller {
+	return Caller{Grant: g, Principal: domain.Principal{Subject: g.Subject}, Subject: g.Subject, Chain: g.Chain, Session: g.Session}
+}
+
+// PrincipalCaller is p acting for agent of session: p must be allowed to
+// manage the session (as for POST …/tool-calls) and agent must be one of
+// the session's.
+func (s *Gateway) PrincipalCaller(ctx context.Context, p domain.Principal, session, agent string) (Caller, error) {
+	sess, err := s.calls.sessions.Manageable(ctx, p, session)
+	if err != nil {
+		return Caller{}, err
+	}
+	ag, chain, err := agentChain(ctx, s.calls.agents, session, agent)
+	if err != nil {
+		return Caller{}, err
+	}
+	return Caller{Principal: p, Subject: p.Subject, Chain: chain, Session: session, sess: sess, agent: ag}, nil
+}
+
+// Callable reports, for each tool name a server listed, whether caller c
+// may call it through server now: a decision other than deny, taken as
+// DecideCall would take it, without storing anything. A name outside the
+// tool-name charset is never callable.
+func (s *Gateway) Callable(ctx context.Context, c Caller, server string, names []string) ([]bool, error) {
+	in, err := s.agentInput(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -68,22 +110,22 @@ func (s *Gateway) Callable(ctx context.Context, g domain.AgentGrant, server stri
 		if t, ok := registered[tool]; ok {
 			in.Registered = &t
 		}
-		out[i] = domain.DecideAgentCall(in, g).Effect != domain.EffectDeny
+		out[i] = s.decide(in, c).Effect != domain.EffectDeny
 	}
 	return out, nil
 }
 
-// DecideCall decides one tools/call of the agent of grant g to server,
-// with argsHash (see domain.ArgumentsHash). Only a call that asks is stored
-// (the pending approval); allow and deny are recorded by the request's
-// audit record alone, so a decided call costs no database write of its
-// own. A tool registered on another server counts as unregistered.
-func (s *Gateway) DecideCall(ctx context.Context, g domain.AgentGrant, server, tool, argsHash string) (domain.ToolCall, error) {
+// DecideCall decides one tools/call of caller c to server, with argsHash
+// (see domain.ArgumentsHash). Only a call that asks is stored (the pending
+// approval); allow and deny are recorded by the request's audit record
+// alone, so a decided call costs no database write of its own. A tool
+// registered on another server counts as unregistered.
+func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool, argsHash string) (domain.ToolCall, error) {
 	tool, err := domain.CanonicalToolName(tool)
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	in, err := s.agentInput(ctx, g)
+	in, err := s.agentInput(ctx, c)
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
@@ -94,9 +136,13 @@ func (s *Gateway) DecideCall(ctx context.Context, g domain.AgentGrant, server, t
 	case err != nil && !errors.Is(err, domain.ErrNotFound):
 		return domain.ToolCall{}, err
 	}
-	d := domain.DecideAgentCall(in, g)
-	call := domain.ToolCall{Session: g.Session, Agent: g.Agent(), Tool: tool, Decision: d,
-		Status: domain.StatusOf(d.Effect), RequestedBy: "agent:" + g.Agent(), CreatedAt: s.clock.Now().UTC(), ArgsHash: argsHash}
+	d := s.decide(in, c)
+	by := c.Principal.Subject
+	if c.Grant != nil {
+		by = "agent:" + c.Agent()
+	}
+	call := domain.ToolCall{Session: c.Session, Agent: c.Agent(), Tool: tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), ArgsHash: argsHash}
 	if d.Effect != domain.EffectAsk {
 		return call, nil
 	}
@@ -107,18 +153,29 @@ func (s *Gateway) DecideCall(ctx context.Context, g domain.AgentGrant, server, t
 	return call, nil
 }
 
-// agentInput is a decision's input for the grant's agent, without the
+// decide is the decision of POST …/tool-calls for the caller: an agent
+// token's (domain.DecideAgentCall), else the principal's.
+func (s *Gateway) decide(in domain.ToolCallInput, c Caller) domain.ToolDecision {
+	if c.Grant != nil {
+		return domain.DecideAgentCall(in, *c.Grant)
+	}
+	return s.calls.authz.DecideToolCall(in)
+}
+
+// agentInput is a decision's input for the caller's agent, without the
 // tool: the session and agent as stored, the gateway setting and policy.
-func (s *Gateway) agentInput(ctx context.Context, g domain.AgentGrant) (domain.ToolCallInput, error) {
-	sess, err := s.calls.sessions.store.GetSession(ctx, g.Session)
-	if err != nil {
-		return domain.ToolCallInput{}, err
+func (s *Gateway) agentInput(ctx context.Context, c Caller) (domain.ToolCallInput, error) {
+	sess, ag := c.sess, c.agent
+	if c.Grant != nil {
+		var err error
+		if sess, err = s.calls.sessions.store.GetSession(ctx, c.Session); err != nil {
+			return domain.ToolCallInput{}, err
+		}
+		if ag, err = s.calls.agents.GetAgent(ctx, c.Agent()); err != nil {
+			return domain.ToolCallInput{}, err
+		}
 	}
-	ag, err := s.calls.agents.GetAgent(ctx, g.Agent())
-	if err != nil {
-		return domain.ToolCallInput{}, err
-	}
-	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Agent: ag}
+	in := domain.ToolCallInput{Principal: c.Principal, Session: sess, Agent: ag}
 	st, err := s.calls.settings.GetSettings(ctx)
 	if err != nil {
 		return domain.ToolCallInput{}, err

@@ -27,6 +27,11 @@ type Principal struct {
 	// Bearer token belongs to; empty otherwise. A back-channel logout of it
 	// refuses the token.
 	SessionID string
+	// Audience is the aud claim of the provider access token that
+	// authenticated the caller; nil for every other credential. The MCP
+	// gateway admits a provider token only when it names the gateway
+	// resource called (RFC 8707).
+	Audience []string
 	// Key is set when the caller presented a managed API key: the key's
 	// scope, which narrows every decision made for the principal (its
 	// Roles are the owner's at this moment).

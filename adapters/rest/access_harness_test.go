@@ -25,6 +25,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // The callers of the access tests: the four built-in roles, a second USER
@@ -77,6 +78,8 @@ type axOptions struct {
 	public           net.Listener
 	// gateway adds the MCP gateway to the configuration.
 	gateway func(cfg *Config, store *sqlite.Store)
+	// authn wraps the API keys' authenticator (other credentials).
+	authn func(ports.Authenticator) ports.Authenticator
 }
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
@@ -145,7 +148,11 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	if opt.gateway != nil {
 		opt.gateway(&cfg, store)
 	}
-	srv := New(cfg, apikey.NewKeyring(entries), authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
+	var authn ports.Authenticator = apikey.NewKeyring(entries)
+	if opt.authn != nil {
+		authn = opt.authn(authn)
+	}
+	srv := New(cfg, authn, authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

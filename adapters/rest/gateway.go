@@ -14,6 +14,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // Gateway serves the MCP gateway: /mcp/{server} on the API port, MCP's
@@ -50,8 +51,9 @@ type Gateway struct {
 // Reason codes of the gateway's refusals (the decisions' own codes are
 // domain.Reason*).
 const (
-	ReasonGatewayAgentToken   = "gateway_agent_token_required"
+	ReasonGatewayAgentNamed   = "gateway_agent_required"
 	ReasonGatewayOtherServer  = "token_audience_other_server"
+	ReasonGatewayResource     = "token_audience_not_gateway_resource"
 	ReasonGatewayMethod       = "gateway_method_not_offered"
 	ReasonGatewayRejected     = "approval_rejected"
 	ReasonGatewayTimeout      = "approval_timeout"
@@ -68,6 +70,13 @@ var protocolVersions = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
 
 const mcpPath = "/mcp/:server"
 
+// Headers by which a caller other than an agent token names the agent of
+// a session it acts for (an agent token names its own).
+const (
+	HeaderGatewaySession = "X-Agentauth-Session"
+	HeaderGatewayAgent   = "X-Agentauth-Agent"
+)
+
 // gatewayRoutes registers the gateway, after authentication.
 func (s *Server) gatewayRoutes() {
 	if s.cfg.Gateway == nil {
@@ -80,17 +89,28 @@ func (s *Server) gatewayRoutes() {
 	s.app.Delete(mcpPath, s.requireGateway, s.mcpDelete)
 }
 
-// requireGateway admits agent tokens: the gateway decides each message
-// for the token's agent and session. Other credentials authenticate but
-// are refused here: they name no agent nor session to decide for.
+// requireGateway authorizes the caller: an agent token (decided for its
+// agent, as POST …/tool-calls decides it), or any other credential whose
+// roles (and key's scope) hold tool_calls:write and that names the agent
+// it acts for (HeaderGatewaySession, HeaderGatewayAgent). Which server
+// the credential is for is checked once the server is known
+// (gatewayTarget).
 func (s *Server) requireGateway(c *fiber.Ctx) error {
 	st := stateOf(c)
-	if st.agent == nil {
-		refused(c)
-		return &domain.Refusal{Code: ReasonGatewayAgentToken, Missing: domain.PermToolCallsWrite,
-			Message: "the MCP gateway takes an agent token (POST /api/v2/sessions/{id}/agents/{agent}/token): it decides each call for one agent of one session"}
+	if st.agent != nil {
+		st.decision, st.decided = domain.Decision{Allowed: true, Permission: domain.PermToolCallsWrite, Role: roleAgentToken}, true
+		return c.Next()
 	}
-	st.decision, st.decided = domain.Decision{Allowed: true, Permission: domain.PermToolCallsWrite, Role: roleAgentToken}, true
+	st.decision, st.decided = s.authz.Allow(st.principal, domain.PermToolCallsWrite), true
+	if !st.decision.Allowed {
+		return &domain.AccessDenied{Decision: st.decision}
+	}
+	if c.Get(HeaderGatewaySession) == "" || c.Get(HeaderGatewayAgent) == "" {
+		refused(c)
+		return &domain.Refusal{Code: ReasonGatewayAgentNamed, Missing: domain.PermToolCallsWrite,
+			Message: "name the agent you act for with the headers " + HeaderGatewaySession + " and " + HeaderGatewayAgent +
+				" (a session you may manage and one of its agents), or call with that agent's token"}
+	}
 	return c.Next()
 }
 
@@ -99,6 +119,34 @@ func (s *Server) requireGateway(c *fiber.Ctx) error {
 // URL (RFC 9068, RFC 8707).
 func tokenForServer(g domain.AgentGrant, sv domain.Server) bool {
 	return domain.TokenAudienceIs(g.Audience, sv)
+}
+
+// providerTokenFor is the gateway's one check that a provider access
+// token was issued for this gateway resource (RFC 8707): an aud value is
+// the resource the metadata names ({ResourceBase}/mcp/{server}) or the
+// server's registered URL, compared canonically.
+func (g *Gateway) providerTokenFor(p domain.Principal, sv domain.Server) bool {
+	var want []string
+	for _, r := range []string{g.resourceURL(sv.Name), sv.URL} {
+		if c, err := domain.CanonicalResource(r); err == nil {
+			want = append(want, c)
+		}
+	}
+	for _, a := range p.Audience {
+		if c, err := domain.CanonicalResource(a); err == nil && slices.Contains(want, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// providerBearer reports whether the request authenticated with a Bearer
+// token the identity provider issued: neither an agent token nor a key
+// (API, debug or managed), which carry no audience.
+func providerBearer(c *fiber.Ctx, p domain.Principal) bool {
+	cred, err := credentialFrom(c)
+	return err == nil && cred.Kind == ports.CredentialBearer && p.Key == nil &&
+		p.Method != domain.MethodAPIKey && p.Method != domain.MethodDebug
 }
 
 // gatewayCall is what the audit note of one gateway request says.
@@ -142,8 +190,19 @@ func bounded(s string, n int) string {
 	return s[:n] + "… (cut)"
 }
 
-func chainOf(g *domain.AgentGrant) string {
-	return g.Subject + " → " + strings.Join(g.Chain, " → ")
+// chainOf is the caller as the audit names it: user → agent → sub-agent
+// (an agent token), or the principal → the agent it acts for, with the
+// credential that principal presented.
+func chainOf(cl app.Caller) string {
+	who := cl.Subject
+	if cl.Grant == nil {
+		who += " (" + string(cl.Principal.Method)
+		if cl.Principal.Key != nil {
+			who += " key " + cl.Principal.Key.ID
+		}
+		who += ")"
+	}
+	return who + " → " + strings.Join(cl.Chain, " → ")
 }
 
 // mcpError answers a JSON-RPC error to request id with HTTP status
@@ -155,30 +214,46 @@ func mcpError(c *fiber.Ctx, status int, id json.RawMessage, code int, reason, ms
 		Data: map[string]string{"reason_code": reason, "request_id": requestID(c)}}))
 }
 
-// gatewayServer finds the registered server and checks the token is for
-// it; either failure is answered (and audited as a denial) by the caller.
-func (s *Server) gatewayServer(c *fiber.Ctx) (domain.Server, error) {
-	sv, err := s.cfg.Gateway.Use.Server(c.UserContext(), c.Params("server"))
+// gatewayTarget finds the registered server, checks the credential is for
+// it, and returns who calls for which agent; every failure is answered
+// (and audited as a denial) by the caller.
+func (s *Server) gatewayTarget(c *fiber.Ctx) (domain.Server, app.Caller, error) {
+	gw := s.cfg.Gateway
+	sv, err := gw.Use.Server(c.UserContext(), c.Params("server"))
 	if err != nil {
 		refused(c)
-		return sv, err
+		return sv, app.Caller{}, err
 	}
-	if g := stateOf(c).agent; !tokenForServer(*g, sv) {
+	st := stateOf(c)
+	if g := st.agent; g != nil {
+		if !tokenForServer(*g, sv) {
+			refused(c)
+			return sv, app.Caller{}, &domain.Refusal{Code: ReasonGatewayOtherServer, Missing: domain.PermToolCallsWrite,
+				Message: fmt.Sprintf("the agent token is for %s, not server %s (%s)", g.Audience, sv.Name, sv.URL)}
+		}
+		return sv, app.AgentCaller(g), nil
+	}
+	if providerBearer(c, st.principal) && !gw.providerTokenFor(st.principal, sv) {
 		refused(c)
-		return sv, &domain.Refusal{Code: ReasonGatewayOtherServer, Missing: domain.PermToolCallsWrite,
-			Message: fmt.Sprintf("the agent token is for %s, not server %s (%s)", g.Audience, sv.Name, sv.URL)}
+		return sv, app.Caller{}, &domain.Refusal{Code: ReasonGatewayResource, Missing: domain.PermToolCallsWrite,
+			Message: fmt.Sprintf("the access token's audience %q does not name the gateway resource %s (RFC 8707: ask the provider for a token with resource=%s)",
+				st.principal.Audience, gw.resourceURL(sv.Name), gw.resourceURL(sv.Name))}
 	}
-	return sv, nil
+	cl, err := gw.Use.PrincipalCaller(c.UserContext(), st.principal, c.Get(HeaderGatewaySession), c.Get(HeaderGatewayAgent))
+	if err != nil {
+		refused(c)
+	}
+	return sv, cl, err
 }
 
 // mcpSession finds the caller's MCP session by its header; an unknown
 // one, or one of another caller, is 404 (the client starts anew).
-func (s *Server) mcpSession(c *fiber.Ctx, sv domain.Server) (*mcpSession, error) {
+func (s *Server) mcpSession(c *fiber.Ctx, sv domain.Server, cl app.Caller) (*mcpSession, error) {
 	id := c.Get(mcpproxy.HeaderSessionID)
 	if id == "" {
 		return nil, fmt.Errorf("%s header required after initialize: %w", mcpproxy.HeaderSessionID, domain.ErrInvalidInput)
 	}
-	ms, ok := s.gwSessions.get(id, sv.Name, ownerOf(stateOf(c).agent))
+	ms, ok := s.gwSessions.get(id, sv.Name, ownerOf(cl))
 	if !ok {
 		stateOf(c).reason = ReasonGatewaySession
 		return nil, fmt.Errorf("MCP session unknown or ended; initialize a new one: %w", domain.ErrNotFound)
@@ -186,9 +261,17 @@ func (s *Server) mcpSession(c *fiber.Ctx, sv domain.Server) (*mcpSession, error)
 	return ms, nil
 }
 
-// ownerOf binds an MCP session to the agent of a session that opened it.
-func ownerOf(g *domain.AgentGrant) string {
-	return g.Subject + "\x00" + g.Session + "\x00" + strings.Join(g.Chain, "\x00")
+// ownerOf binds an MCP session to who opened it and for which agent: the
+// agent token's agent, or the principal (and its key) acting for an agent.
+func ownerOf(cl app.Caller) string {
+	who := "agent"
+	if cl.Grant == nil {
+		who = string(cl.Principal.Method) + "\x00" + cl.Principal.Subject
+		if cl.Principal.Key != nil {
+			who += "\x00" + cl.Principal.Key.ID
+		}
+	}
+	return who + "\x00" + cl.Subject + "\x00" + cl.Session + "\x00" + strings.Join(cl.Chain, "\x00")
 }
 
 func (s *Server) upstreamRequest(sv domain.Server, ms *mcpSession, version string, body []byte) (mcpproxy.Request, error) {
@@ -203,12 +286,11 @@ func (s *Server) upstreamRequest(sv domain.Server, ms *mcpSession, version strin
 // mcpPost decides one message a client posts.
 func (s *Server) mcpPost(c *fiber.Ctx) error {
 	gw := s.cfg.Gateway
-	sv, err := s.gatewayServer(c)
+	sv, cl, err := s.gatewayTarget(c)
 	if err != nil {
 		return err
 	}
-	g := stateOf(c).agent
-	n := gatewayCall{server: sv.Name, chain: chainOf(g)}
+	n := gatewayCall{server: sv.Name, chain: chainOf(cl)}
 	defer func() { note(c, n.String()) }()
 	body := c.Body()
 	if int64(len(body)) > gw.MaxMessageBytes {
@@ -242,7 +324,7 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	}
 	var ms *mcpSession
 	if msg.Method != "initialize" {
-		if ms, err = s.mcpSession(c, sv); err != nil {
+		if ms, err = s.mcpSession(c, sv, cl); err != nil {
 			refused(c)
 			return err
 		}
@@ -257,7 +339,7 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeMethodNotFound, n.reason,
 			"method "+msg.Method+" is not offered through the agentauth gateway")
 	case ruleToolsCall:
-		return s.mcpToolsCall(c, sv, ms, version, msg, &n)
+		return s.mcpToolsCall(c, sv, cl, ms, version, msg, &n)
 	}
 	if msg.Method == "initialize" {
 		if body, err = withoutClientCapabilities(msg); err != nil {
@@ -275,12 +357,12 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	}
 	if msg.Method == "tools/list" && len(rep.Messages) > 0 {
 		last := &rep.Messages[len(rep.Messages)-1]
-		if last.Result, err = s.callableTools(c, sv, *g, last.Result); err != nil {
+		if last.Result, err = s.callableTools(c, sv, cl, last.Result); err != nil {
 			return err
 		}
 	}
 	if msg.Method == "initialize" {
-		id, err := s.gwSessions.add(sv.Name, ownerOf(g), rep.SessionID)
+		id, err := s.gwSessions.add(sv.Name, ownerOf(cl), rep.SessionID)
 		if err != nil {
 			return err
 		}
@@ -361,7 +443,7 @@ func writeReply(c *fiber.Ctx, rep mcpproxy.Reply) error {
 }
 
 // callableTools keeps, of a tools/list result, the tools the agent may call now.
-func (s *Server) callableTools(c *fiber.Ctx, sv domain.Server, g domain.AgentGrant, result json.RawMessage) (json.RawMessage, error) {
+func (s *Server) callableTools(c *fiber.Ctx, sv domain.Server, cl app.Caller, result json.RawMessage) (json.RawMessage, error) {
 	var res map[string]json.RawMessage
 	var tools []json.RawMessage
 	if err := json.Unmarshal(result, &res); err != nil {
@@ -378,7 +460,7 @@ func (s *Server) callableTools(c *fiber.Ctx, sv domain.Server, g domain.AgentGra
 		_ = json.Unmarshal(t, &named) // an unnamed tool is never callable
 		names[i] = named.Name
 	}
-	ok, err := s.cfg.Gateway.Use.Callable(c.UserContext(), g, sv.Name, names)
+	ok, err := s.cfg.Gateway.Use.Callable(c.UserContext(), cl, sv.Name, names)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +483,7 @@ type toolsCallParams struct {
 // mcpToolsCall decides a tools/call as POST …/tool-calls would: allow
 // forwards it, deny answers the reason and never reaches the server, ask
 // holds it until an approval (bound to these arguments) releases it.
-func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version string, msg mcpproxy.Message, n *gatewayCall) error {
+func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms *mcpSession, version string, msg mcpproxy.Message, n *gatewayCall) error {
 	var p toolsCallParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
 		refused(c)
@@ -423,8 +505,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, ms *mcpSession, ve
 	if gw := s.cfg.Gateway; gw.AuditArgumentBytes > 0 {
 		n.argsText = bounded(string(canonical), gw.AuditArgumentBytes)
 	}
-	g := stateOf(c).agent
-	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), *g, sv.Name, p.Name, n.args)
+	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), cl, sv.Name, p.Name, n.args)
 	if errors.Is(err, domain.ErrInvalidInput) {
 		// A name outside the tool-name charset: no such tool is registered.
 		refused(c)

@@ -144,11 +144,11 @@ func (s *Server) releaseApproved(actx context.Context, call domain.ToolCall, h h
 // mcpGet relays the server's own event stream (notifications only: the
 // gateway relays no server request), for at most StreamTimeout.
 func (s *Server) mcpGet(c *fiber.Ctx) error {
-	sv, err := s.gatewayServer(c)
+	sv, cl, err := s.gatewayTarget(c)
 	if err != nil {
 		return err
 	}
-	ms, err := s.mcpSession(c, sv)
+	ms, err := s.mcpSession(c, sv, cl)
 	if err != nil {
 		refused(c)
 		return err
@@ -163,7 +163,7 @@ func (s *Server) mcpGet(c *fiber.Ctx) error {
 		cancel()
 		return fiber.NewError(fiber.StatusBadGateway, "server "+sv.Name+" did not open its stream")
 	}
-	note(c, fmt.Sprintf("mcp GET stream server %s; chain %s; upstream status %d", sv.Name, chainOf(stateOf(c).agent), resp.StatusCode))
+	note(c, fmt.Sprintf("mcp GET stream server %s; chain %s; upstream status %d", sv.Name, chainOf(cl), resp.StatusCode))
 	if resp.StatusCode != fiber.StatusOK {
 		resp.Body.Close()
 		cancel()
@@ -201,11 +201,11 @@ func (s *Server) mcpGet(c *fiber.Ctx) error {
 
 // mcpDelete ends the MCP session, at the server and here.
 func (s *Server) mcpDelete(c *fiber.Ctx) error {
-	sv, err := s.gatewayServer(c)
+	sv, cl, err := s.gatewayTarget(c)
 	if err != nil {
 		return err
 	}
-	ms, err := s.mcpSession(c, sv)
+	ms, err := s.mcpSession(c, sv, cl)
 	if err != nil {
 		refused(c)
 		return err
@@ -220,6 +220,6 @@ func (s *Server) mcpDelete(c *fiber.Ctx) error {
 			status = st
 		}
 	}
-	note(c, fmt.Sprintf("mcp DELETE session server %s; chain %s; upstream status %d", sv.Name, chainOf(stateOf(c).agent), status))
+	note(c, fmt.Sprintf("mcp DELETE session server %s; chain %s; upstream status %d", sv.Name, chainOf(cl), status))
 	return c.SendStatus(status)
 }

@@ -89,11 +89,17 @@ const gwResourceBase = "https://agentauth.test"
 // credential fs-token is a file in a credentials folder.
 func gwNew(t testing.TB, callTimeout time.Duration, opts ...func(*Gateway)) *axHarness {
 	t.Helper()
+	return gwStart(t, axOptions{}, callTimeout, opts...)
+}
+
+// gwStart is gwNew with the harness's options.
+func gwStart(t testing.TB, ax axOptions, callTimeout time.Duration, opts ...func(*Gateway)) *axHarness {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "fs-token"), []byte(gwUpstreamSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return axStart(t, filepath.Join(t.TempDir(), "agentauth.db"), axOptions{gateway: func(cfg *Config, store *sqlite.Store) {
+	ax.gateway = func(cfg *Config, store *sqlite.Store) {
 		cfg.Gateway = &Gateway{Use: app.NewGateway(cfg.Access.ToolCalls, store, app.SystemClock{}),
 			Upstream:       mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: 1 << 20, MaxMessages: 64}),
 			CredentialsDir: dir, ResourceBase: gwResourceBase, MetadataURL: "http://metadata.test",
@@ -103,7 +109,8 @@ func gwNew(t testing.TB, callTimeout time.Duration, opts ...func(*Gateway)) *axH
 		for _, o := range opts {
 			o(cfg.Gateway)
 		}
-	}})
+	}
+	return axStart(t, filepath.Join(t.TempDir(), "agentauth.db"), ax)
 }
 
 // gwWorld registers server fs (upstream u) and its tools with the

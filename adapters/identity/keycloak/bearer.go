@@ -93,7 +93,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	if err != nil {
 		return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w", err)
 	}
-	p := domain.Principal{Subject: subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source}
+	p := domain.Principal{Subject: subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, Audience: audience(v.claims["aud"])}
 	if q == a.p {
 		// Back-channel logouts come from the primary issuer only.
 		p.SessionID, _ = v.claims["sid"].(string)

@@ -296,5 +296,5 @@ func (p *Provider) introspectedPrincipal(c domain.Claims) (domain.Principal, tim
 	}
 	ex := p.roles([]domain.ClaimSource{{Token: domain.TokenIntrospection, Claims: c}})
 	sid, _ := c["sid"].(string)
-	return domain.Principal{Subject: sub, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid}, until, nil
+	return domain.Principal{Subject: sub, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid, Audience: aud}, until, nil
 }
