@@ -150,34 +150,7 @@ func providerBearer(c *fiber.Ctx, p domain.Principal) bool {
 }
 
 // gatewayCall is what the audit note of one gateway request says.
-type gatewayCall struct {
-	method, server, chain, tool, args, call, decision, reason string
-	// argsText: the canonical arguments, bounded, when the operator opts in.
-	argsText string
-	upstream int
-	dur      time.Duration
-	dropped  int
-}
-
-func (n gatewayCall) String() string {
-	var b strings.Builder
-	b.WriteString("mcp " + n.method + " server " + n.server + "; chain " + n.chain)
-	for _, kv := range [][2]string{{"tool", n.tool}, {"args_sha256", n.args}, {"call", n.call}, {"decision", n.decision}, {"reason", n.reason}} {
-		if kv[1] != "" {
-			b.WriteString("; " + kv[0] + " " + kv[1])
-		}
-	}
-	if n.argsText != "" {
-		b.WriteString("; arguments " + n.argsText)
-	}
-	if n.upstream != 0 {
-		fmt.Fprintf(&b, "; upstream status %d in %s", n.upstream, n.dur.Round(time.Microsecond))
-	}
-	if n.dropped > 0 {
-		fmt.Fprintf(&b, "; %d upstream messages dropped", n.dropped)
-	}
-	return b.String()
-}
+type gatewayCall = domain.GatewayCall
 
 // maxNoteTool bounds a tool name (the client's bytes) in an audit record.
 const maxNoteTool = 128
@@ -290,7 +263,7 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	n := gatewayCall{server: sv.Name, chain: chainOf(cl)}
+	n := gatewayCall{Server: sv.Name, Chain: chainOf(cl)}
 	defer func() { note(c, n.String()) }()
 	body := c.Body()
 	if int64(len(body)) > gw.MaxMessageBytes {
@@ -300,26 +273,26 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	msg, err := mcpproxy.Parse(body)
 	if err != nil {
 		refused(c)
-		n.method, n.reason = "(malformed)", ReasonGatewayMalformed
+		n.Method, n.Reason = "(malformed)", ReasonGatewayMalformed
 		if errors.Is(err, mcpproxy.ErrBatch) {
-			n.reason = ReasonGatewayBatch
+			n.Reason = ReasonGatewayBatch
 		}
-		return mcpError(c, fiber.StatusBadRequest, nil, mcpproxy.Code(err), n.reason, err.Error())
+		return mcpError(c, fiber.StatusBadRequest, nil, mcpproxy.Code(err), n.Reason, err.Error())
 	}
-	n.method = msg.Method
+	n.Method = msg.Method
 	version := c.Get(mcpproxy.HeaderProtocolVersion)
 	if version != "" && !slices.Contains(protocolVersions, version) {
 		refused(c)
-		n.reason = ReasonGatewayProtoVersion
-		return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidRequest, n.reason,
+		n.Reason = ReasonGatewayProtoVersion
+		return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidRequest, n.Reason,
 			"MCP-Protocol-Version "+version+" is not supported; supported: "+strings.Join(protocolVersions, ", "))
 	}
 	if msg.IsResponse() {
 		// The gateway relays no server request (sampling, elicitation,
 		// roots are not offered), so no response was ever asked for.
 		refused(c)
-		n.method, n.reason = "(response)", ReasonGatewayResponse
-		return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidRequest, n.reason,
+		n.Method, n.Reason = "(response)", ReasonGatewayResponse
+		return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidRequest, n.Reason,
 			"the gateway relays no server requests, so it takes no responses")
 	}
 	var ms *mcpSession
@@ -332,11 +305,11 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 	switch ruleOf(msg.Method) {
 	case ruleRefuse:
 		refused(c)
-		n.decision, n.reason = "deny", ReasonGatewayMethod
+		n.Decision, n.Reason = "deny", ReasonGatewayMethod
 		if msg.IsNotification() {
 			return c.SendStatus(fiber.StatusAccepted) // a notification gets no answer; it goes nowhere
 		}
-		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeMethodNotFound, n.reason,
+		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeMethodNotFound, n.Reason,
 			"method "+msg.Method+" is not offered through the agentauth gateway")
 	case ruleToolsCall:
 		return s.mcpToolsCall(c, sv, cl, ms, version, msg, &n)
@@ -347,7 +320,7 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 			return mcpError(c, fiber.StatusBadRequest, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, err.Error())
 		}
 	}
-	n.decision = "allow"
+	n.Decision = "allow"
 	rep, err := s.forward(c, sv, ms, version, body, msg.ID, &n)
 	if errors.Is(err, errAnswered) {
 		return nil
@@ -388,20 +361,20 @@ func answered(c *fiber.Ctx, id json.RawMessage, code int, reason, msg string) er
 func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version string, body []byte, id json.RawMessage, n *gatewayCall) (mcpproxy.Reply, error) {
 	req, err := s.upstreamRequest(sv, ms, version, body)
 	if err != nil {
-		n.reason = ReasonGatewayUpstream
+		n.Reason = ReasonGatewayUpstream
 		return mcpproxy.Reply{}, answered(c, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "the gateway has no credential for server "+sv.Name)
 	}
 	ctx, cancel := contextWithTimeout(c, s.cfg.Gateway.CallTimeout)
 	defer cancel()
 	start := time.Now()
 	rep, err := s.cfg.Gateway.Upstream.Post(ctx, req, id)
-	n.upstream, n.dur, n.dropped = rep.Status, time.Since(start), rep.Dropped
-	if n.upstream == 0 {
-		n.upstream = -1 // no answer
+	n.Upstream, n.Duration, n.Dropped = rep.Status, time.Since(start), rep.Dropped
+	if n.Upstream == 0 {
+		n.Upstream = -1 // no answer
 	}
 	switch {
 	case err != nil:
-		n.reason = ReasonGatewayUpstream
+		n.Reason = ReasonGatewayUpstream
 		s.log.Info("mcp upstream failed: " + err.Error())
 		if id == nil {
 			return rep, fiber.NewError(fiber.StatusBadGateway, "the server did not take the notification")
@@ -410,10 +383,10 @@ func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version
 	case rep.Status == fiber.StatusNotFound && ms != nil:
 		// The server ended the session: so does the gateway.
 		s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID))
-		n.reason = ReasonGatewaySession
+		n.Reason = ReasonGatewaySession
 		return rep, fmt.Errorf("the server ended the MCP session; initialize a new one: %w", domain.ErrNotFound)
 	case rep.Status < 200 || rep.Status > 299:
-		n.reason = ReasonGatewayUpstream
+		n.Reason = ReasonGatewayUpstream
 		if id == nil {
 			return rep, fiber.NewError(fiber.StatusBadGateway, fmt.Sprintf("the server answered %d", rep.Status))
 		}
@@ -487,10 +460,10 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms 
 	var p toolsCallParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
 		refused(c)
-		n.decision, n.reason = "deny", ReasonGatewayMalformed
+		n.Decision, n.Reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments")
 	}
-	n.tool = bounded(p.Name, maxNoteTool)
+	n.Tool = bounded(p.Name, maxNoteTool)
 	args := p.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -498,24 +471,24 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms 
 	canonical, err := jcs.Transform(args)
 	if err != nil || canonical[0] != '{' {
 		refused(c)
-		n.decision, n.reason = "deny", ReasonGatewayMalformed
+		n.Decision, n.Reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call arguments must be a JSON object")
 	}
-	n.args = domain.ArgumentsHash(canonical)
+	n.Args = domain.ArgumentsHash(canonical)
 	if gw := s.cfg.Gateway; gw.AuditArgumentBytes > 0 {
-		n.argsText = bounded(string(canonical), gw.AuditArgumentBytes)
+		n.ArgsText = bounded(string(canonical), gw.AuditArgumentBytes)
 	}
-	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), cl, sv.Name, p.Name, n.args)
+	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), cl, sv.Name, p.Name, n.Args)
 	if errors.Is(err, domain.ErrInvalidInput) {
 		// A name outside the tool-name charset: no such tool is registered.
 		refused(c)
-		n.decision, n.reason = "deny", domain.ReasonGatewayUnknown
-		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeDenied, n.reason, err.Error())
+		n.Decision, n.Reason = "deny", domain.ReasonGatewayUnknown
+		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeDenied, n.Reason, err.Error())
 	}
 	if err != nil {
 		return err
 	}
-	n.call, n.decision, n.reason = call.ID, string(call.Decision.Effect), call.Decision.Reason
+	n.Call, n.Decision, n.Reason = call.ID, string(call.Decision.Effect), call.Decision.Reason
 	switch call.Decision.Effect {
 	case domain.EffectAllow:
 		rep, err := s.forward(c, sv, ms, version, c.Body(), msg.ID, n)

@@ -93,15 +93,15 @@ func (s *Server) releaseHeld(w *bufio.Writer, conn net.Conn, h heldCall) {
 	decision := domain.AuditDeny
 	switch {
 	case gone:
-		n.reason = "client_gone"
+		n.Reason = "client_gone"
 	case r.err != nil:
-		n.reason = ReasonGatewayTimeout
+		n.Reason = ReasonGatewayTimeout
 		answer = mcpproxy.ErrorResponse(h.id, mcpproxy.ErrorObject{Code: mcpproxy.CodeNotApproved,
-			Message: "tool call " + h.call.ID + " was not approved in time", Data: map[string]string{"reason_code": n.reason, "call": h.call.ID}})
+			Message: "tool call " + h.call.ID + " was not approved in time", Data: map[string]string{"reason_code": n.Reason, "call": h.call.ID}})
 	case r.call.Status != domain.CallApproved:
-		n.reason = ReasonGatewayRejected
+		n.Reason = ReasonGatewayRejected
 		answer = mcpproxy.ErrorResponse(h.id, mcpproxy.ErrorObject{Code: mcpproxy.CodeNotApproved,
-			Message: "tool call " + h.call.ID + " was rejected by " + r.call.ResolvedBy, Data: map[string]string{"reason_code": n.reason, "call": h.call.ID}})
+			Message: "tool call " + h.call.ID + " was rejected by " + r.call.ResolvedBy, Data: map[string]string{"reason_code": n.Reason, "call": h.call.ID}})
 	default:
 		answer, decision = s.releaseApproved(actx, r.call, h, &n)
 	}
@@ -122,21 +122,21 @@ func (s *Server) releaseHeld(w *bufio.Writer, conn net.Conn, h heldCall) {
 // the call; it returns the answer to send and the audit decision.
 func (s *Server) releaseApproved(actx context.Context, call domain.ToolCall, h heldCall, n *gatewayCall) ([]byte, domain.AuditDecision) {
 	gw := s.cfg.Gateway
-	n.decision = "approved by " + call.ResolvedBy
-	if err := gw.Use.UseApproval(actx, call, h.note.args); err != nil {
-		n.reason = "approval_used"
+	n.Decision = "approved by " + call.ResolvedBy
+	if err := gw.Use.UseApproval(actx, call, h.note.Args); err != nil {
+		n.Reason = "approval_used"
 		return mcpproxy.ErrorResponse(h.id, mcpproxy.ErrorObject{Code: mcpproxy.CodeNotApproved, Message: "the approval of tool call " + call.ID + " cannot be used: " + err.Error(),
-			Data: map[string]string{"reason_code": n.reason, "call": call.ID}}), domain.AuditDeny
+			Data: map[string]string{"reason_code": n.Reason, "call": call.ID}}), domain.AuditDeny
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gw.CallTimeout)
 	defer cancel()
 	start := time.Now()
 	rep, err := gw.Upstream.Post(ctx, h.req, h.id)
-	n.upstream, n.dur, n.dropped = rep.Status, time.Since(start), rep.Dropped
+	n.Upstream, n.Duration, n.Dropped = rep.Status, time.Since(start), rep.Dropped
 	if err != nil || rep.Status < 200 || rep.Status > 299 || len(rep.Messages) == 0 {
-		n.reason = ReasonGatewayUpstream
+		n.Reason = ReasonGatewayUpstream
 		return mcpproxy.ErrorResponse(h.id, mcpproxy.ErrorObject{Code: mcpproxy.CodeUpstream, Message: "the server failed the approved call",
-			Data: map[string]string{"reason_code": n.reason, "call": call.ID}}), domain.AuditAllow
+			Data: map[string]string{"reason_code": n.Reason, "call": call.ID}}), domain.AuditAllow
 	}
 	return mcpproxy.Encode(rep.Messages[len(rep.Messages)-1]), domain.AuditAllow
 }

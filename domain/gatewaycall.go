@@ -1,0 +1,110 @@
+package domain
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GatewayCall is what the audit record of one MCP gateway request says of
+// it, after the access decision: the message, the server, who called for
+// which agent, the tool and its arguments' hash, the decision and the
+// upstream's answer. The console reads it back (ParseGatewayCall).
+type GatewayCall struct {
+	Method, Server string
+	// Chain is who called: "user → agent → sub-agent" (an agent token), or
+	// "subject (method) → agent".
+	Chain string
+	Tool  string
+	// Args is the SHA-256 of the arguments' canonical JSON (RFC 8785).
+	Args, Call, Decision, Reason string
+	// ArgsText is the canonical arguments, bounded, when the operator
+	// opted in.
+	ArgsText string
+	// Upstream is the server's HTTP status, -1 for no answer, 0 when the
+	// call never reached it; Duration is how long the server took.
+	Upstream int
+	Duration time.Duration
+	// Dropped counts the server's messages not relayed.
+	Dropped int
+}
+
+// gatewayCallMark starts a GatewayCall in an audit reason.
+const gatewayCallMark = "mcp "
+
+// String is the record's text. The caller's bytes (a tool name as sent,
+// a subject) have ";" written as "\x3b", and the arguments come last,
+// so that nothing a caller sends can be read back as another field.
+func (n GatewayCall) String() string {
+	var b strings.Builder
+	b.WriteString(gatewayCallMark + n.Method + " server " + n.Server + "; chain " + noteValue(n.Chain))
+	for _, kv := range [][2]string{{"tool", noteValue(n.Tool)}, {"args_sha256", n.Args}, {"call", n.Call}, {"decision", n.Decision}, {"reason", n.Reason}} {
+		if kv[1] != "" {
+			b.WriteString("; " + kv[0] + " " + kv[1])
+		}
+	}
+	if n.Upstream != 0 {
+		fmt.Fprintf(&b, "; upstream status %d in %s", n.Upstream, n.Duration.Round(time.Microsecond))
+	}
+	if n.Dropped > 0 {
+		fmt.Fprintf(&b, "; %d upstream messages dropped", n.Dropped)
+	}
+	if n.ArgsText != "" {
+		b.WriteString("; arguments " + n.ArgsText)
+	}
+	return b.String()
+}
+
+func noteValue(s string) string { return strings.ReplaceAll(s, ";", `\x3b`) }
+
+// ParseGatewayCall reads the GatewayCall an audit reason carries (after
+// the decision's own reason, or a held call's "held tool call released: ");
+// false when it carries none. The arguments, when recorded, are left out.
+func ParseGatewayCall(reason string) (GatewayCall, bool) {
+	i := strings.Index(reason, "; "+gatewayCallMark)
+	if j := strings.Index(reason, ": "+gatewayCallMark); i < 0 || (j >= 0 && j < i) {
+		i = j
+	}
+	switch {
+	case strings.HasPrefix(reason, gatewayCallMark):
+	case i >= 0:
+		reason = reason[i+2:]
+	default:
+		return GatewayCall{}, false
+	}
+	reason, _, _ = strings.Cut(reason, "; arguments ")
+	parts := strings.Split(reason, "; ")
+	head := strings.TrimPrefix(parts[0], gatewayCallMark)
+	method, server, ok := strings.Cut(head, " server ")
+	if !ok {
+		return GatewayCall{}, false
+	}
+	n := GatewayCall{Method: method, Server: server}
+	for _, p := range parts[1:] {
+		key, val, _ := strings.Cut(p, " ")
+		switch key {
+		case "chain":
+			n.Chain = val
+		case "tool":
+			n.Tool = val
+		case "args_sha256":
+			n.Args = val
+		case "call":
+			n.Call = val
+		case "decision":
+			n.Decision = val
+		case "reason":
+			n.Reason = val
+		case "upstream":
+			status, dur, _ := strings.Cut(strings.TrimPrefix(val, "status "), " in ")
+			n.Upstream, _ = strconv.Atoi(status)
+			n.Duration, _ = time.ParseDuration(dur)
+		default:
+			if d, ok := strings.CutSuffix(p, " upstream messages dropped"); ok {
+				n.Dropped, _ = strconv.Atoi(d)
+			}
+		}
+	}
+	return n, true
+}
