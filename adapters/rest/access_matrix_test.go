@@ -232,6 +232,7 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"POST /console/sessions/:id/tool-calls/:call/approve": domain.PermToolCallsApprove,
 		"POST /console/sessions/:id/tool-calls/:call/reject":  domain.PermToolCallsApprove,
 		"GET /console/approvals":                              domain.PermToolCallsApprove,
+		"GET /console/gateway":                                domain.PermSessionsRead,
 		"GET /console/dashboard":                              domain.PermDashboardRead,
 		"GET /console/projects":                               domain.PermProjectsRead,
 		"POST /console/projects":                              domain.PermProjectsCreate,

@@ -141,6 +141,7 @@ var sections = []section{
 	{"/console/", "Who am I", domain.PermMeRead, false},
 	{"/console/sessions", "Sessions", domain.PermSessionsRead, false},
 	{"/console/approvals", "Approvals", domain.PermToolCallsApprove, false},
+	{"/console/gateway", "Gateway calls", domain.PermSessionsRead, false},
 	{"/console/dashboard", "Dashboard", domain.PermDashboardRead, false},
 	{"/console/projects", "Projects", domain.PermProjectsRead, false},
 	{"/console/settings", "Settings", domain.PermSettingsRead, false},

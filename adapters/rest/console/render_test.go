@@ -51,6 +51,8 @@ func pageData(rows int) map[string]any {
 			ToolCalls: []domain.ToolCall{call}, Servers: []domain.Server{{Name: hostile}},
 			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
 		"approvals": []pendingCall{{sessions[0], call}},
+		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],
+			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}}}},
 		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, States: []stateCount{{hostile, 1}}},
 		"projects":  []domain.Project{{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile}}}},
 		"project": struct {

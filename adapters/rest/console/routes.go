@@ -41,6 +41,7 @@ func (c *Console) Routes() []Route {
 		{post, "/console/sessions/:id/tool-calls/:call/approve", domain.PermToolCallsApprove, c.resolve(true)},
 		{post, "/console/sessions/:id/tool-calls/:call/reject", domain.PermToolCallsApprove, c.resolve(false)},
 		{get, "/console/approvals", domain.PermToolCallsApprove, c.approvals},
+		{get, "/console/gateway", domain.PermSessionsRead, c.gateway},
 
 		{get, "/console/dashboard", domain.PermDashboardRead, c.dashboard},
 		{get, "/console/projects", domain.PermProjectsRead, c.projects},
