@@ -5,6 +5,7 @@ package wire
 import (
 	"time"
 
+	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/app"
@@ -21,11 +22,18 @@ const (
 	gatewayMaxMessages = 256
 )
 
-func gatewayEdge(cfg config.Config, uc *app.Gateway) *rest.Gateway {
+// gatewayEdge seals the gateway's MCP session ids with a key derived from
+// the agent-token signing key, which every instance of a cluster shares:
+// a session opened on one instance goes on at any other.
+func gatewayEdge(cfg config.Config, uc *app.Gateway, keys *agenttoken.Signer) (*rest.Gateway, error) {
 	g := cfg.Gateway
-	return &rest.Gateway{Use: uc, Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: g.MaxMessageBytes, MaxMessages: gatewayMaxMessages}),
+	sessionKey, err := keys.DeriveKey("mcp gateway sessions v1")
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Gateway{Use: uc, SessionKey: sessionKey, Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: g.MaxMessageBytes, MaxMessages: gatewayMaxMessages}),
 		CredentialsDir: g.CredentialsDir, ResourceBase: cfg.GatewayResourceURL(), MetadataURL: cfg.GatewayMetadataURL(),
 		AuthorizationServers: cfg.GatewayAuthorizationServers(), CallTimeout: g.CallTimeout, AskTimeout: g.AskTimeout,
 		StreamTimeout: g.StreamTimeout, MaxMessageBytes: g.MaxMessageBytes, AuditArgumentBytes: g.AuditArguments,
-		Poll: gatewayPoll, KeepAlive: gatewayKeepAlive}
+		Poll: gatewayPoll, KeepAlive: gatewayKeepAlive}, nil
 }

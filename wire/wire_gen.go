@@ -85,7 +85,12 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway := gatewayEdge(cfg, gateway)
+	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup3, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -247,7 +252,15 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		RateLimit: rateLimit,
 	}
 	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway := gatewayEdge(cfg, gateway)
+	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup6, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -409,7 +422,14 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway := gatewayEdge(cfg, gateway)
+	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -553,7 +573,14 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway := gatewayEdge(cfg, gateway)
+	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -693,7 +720,14 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway := gatewayEdge(cfg, gateway)
+	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)

@@ -10,6 +10,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -65,6 +67,8 @@ type Signer struct {
 	signer   jose.Signer
 	verifier *agentverify.Verifier
 	now      func() time.Time
+	// seed is the current key's, for DeriveKey.
+	seed []byte
 }
 
 var _ ports.AgentTokenSigner = (*Signer)(nil)
@@ -82,7 +86,7 @@ func New(s Settings) (*Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	sg := &Signer{issuer: s.Issuer, current: cur, now: s.Now}
+	sg := &Signer{issuer: s.Issuer, current: cur, now: s.Now, seed: priv.Seed()}
 	if s.PreviousKey != "" {
 		prev, err := auditsign.ParseSeed(s.PreviousKey)
 		if err != nil {
@@ -140,6 +144,13 @@ func publicJWK(priv ed25519.PrivateKey) (jose.JSONWebKey, error) {
 
 // Issuer is the iss of the tokens.
 func (s *Signer) Issuer() string { return s.issuer }
+
+// DeriveKey derives a 32-byte key for purpose from the current signing
+// key (HKDF-SHA256): every instance that signs with the one key derives
+// the same, and rotating the signing key changes it.
+func (s *Signer) DeriveKey(purpose string) ([]byte, error) {
+	return hkdf.Key(sha256.New, s.seed, nil, "agentauth "+purpose, 32)
+}
 
 // JWKS is the public key set in force: the current key and, until the
 // overlap ends, the previous one.

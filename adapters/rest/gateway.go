@@ -39,6 +39,10 @@ type Gateway struct {
 	AskTimeout           time.Duration
 	StreamTimeout        time.Duration
 	MaxMessageBytes      int64
+	// SessionKey (32 bytes) seals the gateway's MCP session ids; every
+	// instance of a cluster needs the same. Nil: a random key, which only
+	// this process opens.
+	SessionKey []byte
 	// AuditArgumentBytes > 0 records each tools/call's canonical arguments
 	// in its audit record, cut to that many bytes; 0 records their hash only.
 	AuditArgumentBytes int
@@ -82,7 +86,11 @@ func (s *Server) gatewayRoutes() {
 	if s.cfg.Gateway == nil {
 		return
 	}
-	s.gwSessions = newMCPSessions(maxMCPSessions, s.cfg.Gateway.StreamTimeout)
+	sessions, err := newMCPSessions(s.cfg.Gateway.SessionKey)
+	if err != nil {
+		panic("rest: Gateway.SessionKey: " + err.Error()) // a bug of the wiring: it derives 32 bytes
+	}
+	s.gwSessions = sessions
 	s.gwCreds = newCredentialCache(s.cfg.Gateway.CredentialsDir)
 	s.app.Post(mcpPath, s.requireGateway, s.mcpPost)
 	s.app.Get(mcpPath, s.requireGateway, s.mcpGet)
@@ -251,7 +259,7 @@ func (s *Server) upstreamRequest(sv domain.Server, ms *mcpSession, version strin
 	cred, err := s.gwCreds.get(sv.Credential)
 	r := mcpproxy.Request{Endpoint: sv.Endpoint, Credential: cred, ProtocolVersion: version, Body: body}
 	if ms != nil {
-		r.SessionID = ms.upstream
+		r.SessionID = ms.Upstream
 	}
 	return r, err
 }
@@ -382,7 +390,7 @@ func (s *Server) forward(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version
 		return rep, answered(c, id, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "server "+sv.Name+" failed: "+upstreamSummary(err))
 	case rep.Status == fiber.StatusNotFound && ms != nil:
 		// The server ended the session: so does the gateway.
-		s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID))
+		s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID), ms)
 		n.Reason = ReasonGatewaySession
 		return rep, fmt.Errorf("the server ended the MCP session; initialize a new one: %w", domain.ErrNotFound)
 	case rep.Status < 200 || rep.Status > 299:

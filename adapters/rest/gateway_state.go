@@ -2,8 +2,13 @@ package rest
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
-	"encoding/hex"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,82 +58,151 @@ func contextWithTimeout(c *fiber.Ctx, d time.Duration) (context.Context, context
 	return context.WithTimeout(c.UserContext(), d)
 }
 
-// maxMCPSessions bounds the gateway's MCP sessions on one instance.
-const maxMCPSessions = 100_000
+// mcpSessionMaxAge is how long a gateway MCP session id opens; the client
+// then gets 404 and initializes again, as MCP clients do.
+const mcpSessionMaxAge = 24 * time.Hour
 
-// mcpSession is one MCP session through the gateway: the server's own
-// session id (the client never sees it) and the agent that opened it.
+// maxEndedSessions bounds the ids this instance remembers as ended.
+const maxEndedSessions = 100_000
+
+// mcpSession is one MCP session through the gateway: the server, who
+// opened it for which agent (ownerOf, hashed), the server's own session
+// id (the client never sees it) and when it opened.
 type mcpSession struct {
-	server, owner, upstream string
-	last                    time.Time
-	// ctx ends with the session (DELETE) or the server: the streams
-	// relayed for it end then.
-	ctx    context.Context
-	cancel context.CancelFunc
+	Server   string `json:"s"`
+	Owner    []byte `json:"o"`
+	Upstream string `json:"u,omitempty"`
+	Opened   int64  `json:"t"`
 }
 
-// mcpSessions maps the gateway's session ids to sessions. They live on
-// the instance that answered initialize (route a session's requests to
-// one instance, by its Mcp-Session-Id); an unknown id is 404, upon which
-// clients initialize again.
+// mcpSessions opens and ends gateway MCP sessions. A session id is the
+// session itself, sealed (AES-256-GCM, the server's name as additional
+// data) under a key every instance derives from the one agent-token
+// signing key: any instance of a cluster opens it, no instance stores it,
+// and a client cannot read the server's session id nor forge one. An id
+// ended here (DELETE, the server's 404) is refused here at once; on other
+// instances the server's own 404 for its ended session ends it.
 type mcpSessions struct {
+	aead cipher.AEAD
 	mu   sync.Mutex
-	m    map[string]*mcpSession
-	max  int
-	idle time.Duration
+	// ended are the ids ended on this instance, until they would expire.
+	ended map[string]time.Time
+	// streams are the relayed streams of each session on this instance,
+	// ended with the session.
+	streams map[string]*sessionStreams
 	// ctx ends when the server shuts down, and with it every stream.
 	ctx  context.Context
 	stop context.CancelFunc
+	now  func() time.Time
 }
 
-func newMCPSessions(limit int, idle time.Duration) *mcpSessions {
+type sessionStreams struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	n      int
+}
+
+// newMCPSessions seals with key (32 bytes); nil: a random key, which
+// only this process opens.
+func newMCPSessions(key []byte) (*mcpSessions, error) {
+	if key == nil {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails on supported platforms
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("gateway session key: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("gateway session key: %w", err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &mcpSessions{m: map[string]*mcpSession{}, max: limit, idle: max(idle, time.Hour), ctx: ctx, stop: stop}
+	return &mcpSessions{aead: aead, ended: map[string]time.Time{}, streams: map[string]*sessionStreams{}, ctx: ctx, stop: stop, now: time.Now}, nil
 }
 
+func ownerHash(owner string) []byte {
+	h := sha256.Sum256([]byte(owner))
+	return h[:]
+}
+
+// add opens a session of owner at server and returns its id.
 func (s *mcpSessions) add(server, owner, upstream string) (string, error) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
-	now := time.Now()
+	plain, err := json.Marshal(mcpSession{Server: server, Owner: ownerHash(owner), Upstream: upstream, Opened: s.now().Unix()})
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(server))), nil
+}
+
+// get opens session id of owner at server: false for an id that does not
+// open, of another server or owner, expired, or ended here.
+func (s *mcpSessions) get(id, server, owner string) (*mcpSession, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(raw) < s.aead.NonceSize() {
+		return nil, false
+	}
+	plain, err := s.aead.Open(nil, raw[:s.aead.NonceSize()], raw[s.aead.NonceSize():], []byte(server))
+	var ms mcpSession
+	if err != nil || json.Unmarshal(plain, &ms) != nil {
+		return nil, false
+	}
+	opened := time.Unix(ms.Opened, 0)
+	if ms.Server != server || subtle.ConstantTimeCompare(ms.Owner, ownerHash(owner)) != 1 || s.now().Sub(opened) > mcpSessionMaxAge {
+		return nil, false
+	}
+	s.mu.Lock()
+	_, ended := s.ended[id]
+	s.mu.Unlock()
+	return &ms, !ended
+}
+
+// remove ends session id on this instance: it is refused here from now
+// on, and its relayed streams end.
+func (s *mcpSessions) remove(id string, ms *mcpSession) {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= s.max {
-		for k, v := range s.m {
-			if now.Sub(v.last) > s.idle {
-				v.cancel()
-				delete(s.m, k)
+	if st, ok := s.streams[id]; ok {
+		st.cancel()
+		delete(s.streams, id)
+	}
+	if len(s.ended) >= maxEndedSessions {
+		for k, until := range s.ended {
+			if now.After(until) {
+				delete(s.ended, k)
 			}
 		}
 	}
-	if len(s.m) >= s.max {
-		return "", fmt.Errorf("%d MCP sessions are open on this instance: %w", s.max, domain.ErrTooManyRequests)
+	if len(s.ended) < maxEndedSessions {
+		s.ended[id] = time.Unix(ms.Opened, 0).Add(mcpSessionMaxAge)
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.m[id] = &mcpSession{server: server, owner: owner, upstream: upstream, last: now, ctx: ctx, cancel: cancel}
-	return id, nil
 }
 
-// get finds session id of owner at server.
-func (s *mcpSessions) get(id, server, owner string) (*mcpSession, bool) {
+// stream returns the context of a stream relayed for session id, which
+// ends with the session (remove) or the server; release when the stream ends.
+func (s *mcpSessions) stream(id string) (context.Context, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ms, ok := s.m[id]
-	if !ok || ms.server != server || ms.owner != owner || time.Since(ms.last) > s.idle {
-		return nil, false
+	st, ok := s.streams[id]
+	if !ok {
+		ctx, cancel := context.WithCancel(s.ctx)
+		st = &sessionStreams{ctx: ctx, cancel: cancel}
+		s.streams[id] = st
 	}
-	ms.last = time.Now()
-	cp := *ms
-	return &cp, true
-}
-
-func (s *mcpSessions) remove(id string) {
-	s.mu.Lock()
-	if ms, ok := s.m[id]; ok {
-		ms.cancel()
-		delete(s.m, id)
+	st.n++
+	return st.ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if st.n--; st.n == 0 {
+			st.cancel()
+			if s.streams[id] == st {
+				delete(s.streams, id)
+			}
+		}
 	}
-	s.mu.Unlock()
 }
 
 // credentialTTL is how long a read credential is used before the file is

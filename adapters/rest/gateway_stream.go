@@ -157,7 +157,9 @@ func (s *Server) mcpGet(c *fiber.Ctx) error {
 	if err != nil {
 		return fiber.NewError(fiber.StatusBadGateway, "the gateway has no credential for server "+sv.Name)
 	}
-	ctx, cancel := context.WithTimeout(ms.ctx, s.cfg.Gateway.StreamTimeout)
+	sctx, release := s.gwSessions.stream(c.Get(mcpproxy.HeaderSessionID))
+	ctx, stop := context.WithTimeout(sctx, s.cfg.Gateway.StreamTimeout)
+	cancel := func() { stop(); release() }
 	resp, err := s.cfg.Gateway.Upstream.Stream(ctx, req)
 	if err != nil {
 		cancel()
@@ -210,10 +212,10 @@ func (s *Server) mcpDelete(c *fiber.Ctx) error {
 		refused(c)
 		return err
 	}
-	s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID))
+	s.gwSessions.remove(c.Get(mcpproxy.HeaderSessionID), ms)
 	req, err := s.upstreamRequest(sv, ms, c.Get(mcpproxy.HeaderProtocolVersion), nil)
 	status := fiber.StatusNoContent
-	if err == nil && ms.upstream != "" {
+	if err == nil && ms.Upstream != "" {
 		ctx, cancel := contextWithTimeout(c, s.cfg.Gateway.CallTimeout)
 		defer cancel()
 		if st, derr := s.cfg.Gateway.Upstream.Delete(ctx, req); derr == nil && st != fiber.StatusMethodNotAllowed {

@@ -1,0 +1,68 @@
+package rest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+// TestMCPSessionIDs: a gateway MCP session id opens on any instance with
+// the same key, for its server and owner only, until it expires or is
+// ended where it is presented; it does not show the server's session id.
+func TestMCPSessionIDs(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	here, err := newMCPSessions(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	there, _ := newMCPSessions(key)
+	elsewhere, _ := newMCPSessions(bytes.Repeat([]byte{8}, 32))
+	now := time.Now()
+	id, err := here.add("fs", "agent\x00uma\x00ses_1\x00agt_1", "upstream-session-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := here.add("fs", "agent\x00uma\x00ses_1\x00agt_1", "upstream-session-43")
+	tampered := []byte(id)
+	tampered[len(tampered)/2] ^= 1
+	tests := []struct {
+		name           string
+		s              *mcpSessions
+		id, server, ow string
+		at             time.Time
+		ok             bool
+	}{
+		{"the instance that opened it", here, id, "fs", "agent\x00uma\x00ses_1\x00agt_1", now, true},
+		{"another instance with the key", there, id, "fs", "agent\x00uma\x00ses_1\x00agt_1", now, true},
+		{"an instance with another key", elsewhere, id, "fs", "agent\x00uma\x00ses_1\x00agt_1", now, false},
+		{"another server", here, id, "gh", "agent\x00uma\x00ses_1\x00agt_1", now, false},
+		{"another owner", here, id, "fs", "agent\x00uma\x00ses_1\x00agt_2", now, false},
+		{"tampered", here, string(tampered), "fs", "agent\x00uma\x00ses_1\x00agt_1", now, false},
+		{"not base64", here, "not an id!", "fs", "agent\x00uma\x00ses_1\x00agt_1", now, false},
+		{"expired", there, id, "fs", "agent\x00uma\x00ses_1\x00agt_1", now.Add(mcpSessionMaxAge + time.Minute), false},
+	}
+	for _, tt := range tests {
+		tt.s.now = func() time.Time { return tt.at }
+		ms, ok := tt.s.get(tt.id, tt.server, tt.ow)
+		if ok != tt.ok || ok && ms.Upstream != "upstream-session-42" {
+			t.Errorf("%s: get = %+v, %t; want %t", tt.name, ms, ok, tt.ok)
+		}
+		tt.s.now = time.Now
+	}
+	if bytes.Contains([]byte(id), []byte("upstream")) || bytes.Contains([]byte(id), []byte("uma")) {
+		t.Errorf("id %q shows what it seals", id)
+	}
+	ms, _ := here.get(id, "fs", "agent\x00uma\x00ses_1\x00agt_1")
+	ctx, release := here.stream(id)
+	defer release()
+	here.remove(id, ms)
+	if _, ok := here.get(id, "fs", "agent\x00uma\x00ses_1\x00agt_1"); ok {
+		t.Error("an ended session still opens where it was ended")
+	}
+	if ctx.Err() == nil {
+		t.Error("a stream of the ended session goes on")
+	}
+	if _, ok := here.get(other, "fs", "agent\x00uma\x00ses_1\x00agt_1"); !ok {
+		t.Error("ending one session ended another")
+	}
+}
