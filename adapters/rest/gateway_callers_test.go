@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -175,6 +176,31 @@ func TestGatewayCallers(t *testing.T) {
 			}
 		})
 	}
+	// A call that asks is held for the person's approval as for an agent
+	// token, stored as requested by the caller, and released once approved.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "caller-test", Version: "1.0.0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: h.url + "/mcp/fs", MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{and(bearerOf(managed), named), http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	held := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write", Arguments: map[string]any{"path": "/held"}})
+		if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "fs.write ran on /held") {
+			err = fmt.Errorf("result %+v", res)
+		}
+		held <- err
+	}()
+	id := gwPending(t, h, session, "fs.write")
+	if c, err := h.store.GetToolCall(ctx, id); err != nil || c.RequestedBy != "uma" || c.Agent != agent {
+		t.Errorf("held call %+v, %v: want requested by uma for %s", c, err, agent)
+	}
+	h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/approve", "")
+	if err := <-held; err != nil {
+		t.Errorf("approved fs.write: %v", err)
+	}
+
 	for _, r := range u.ran() {
 		if strings.HasPrefix(r, "fs.delete") {
 			t.Errorf("the server ran a denied call: %s", r)

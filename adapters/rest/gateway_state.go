@@ -160,8 +160,11 @@ func (s *mcpSessions) get(id, server, owner string) (*mcpSession, bool) {
 }
 
 // remove ends session id on this instance: it is refused here from now
-// on, and its relayed streams end.
+// on, and its relayed streams end. The maps keep copies of the ids: a
+// request's header (Fiber's c.Get) points into a buffer reused by the
+// next request.
 func (s *mcpSessions) remove(id string, ms *mcpSession) {
+	id = strings.Clone(id)
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,6 +187,7 @@ func (s *mcpSessions) remove(id string, ms *mcpSession) {
 // stream returns the context of a stream relayed for session id, which
 // ends with the session (remove) or the server; release when the stream ends.
 func (s *mcpSessions) stream(id string) (context.Context, func()) {
+	id = strings.Clone(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.streams[id]

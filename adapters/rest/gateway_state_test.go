@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestMCPSessionIDs: a gateway MCP session id opens on any instance with
@@ -64,5 +65,20 @@ func TestMCPSessionIDs(t *testing.T) {
 	}
 	if _, ok := here.get(other, "fs", "agent\x00uma\x00ses_1\x00agt_1"); !ok {
 		t.Error("ending one session ended another")
+	}
+
+	// The id handed to remove points into a request's header buffer, which
+	// the next request overwrites (Fiber's c.Get): the session ended must
+	// stay the one named then.
+	third, _ := here.add("fs", "agent\x00uma\x00ses_1\x00agt_1", "upstream-session-44")
+	ms3, _ := here.get(third, "fs", "agent\x00uma\x00ses_1\x00agt_1")
+	buf := []byte(third)
+	here.remove(unsafe.String(&buf[0], len(buf)), ms3)
+	copy(buf, other)
+	if _, ok := here.get(other, "fs", "agent\x00uma\x00ses_1\x00agt_1"); !ok {
+		t.Error("a session ended by a header later reused ended the session the buffer names next")
+	}
+	if _, ok := here.get(third, "fs", "agent\x00uma\x00ses_1\x00agt_1"); ok {
+		t.Error("the session ended still opens")
 	}
 }
