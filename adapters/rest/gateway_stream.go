@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -39,7 +40,9 @@ type heldCall struct {
 // (decision ask) is written when the stream starts; the outcome gets a
 // record of its own.
 func (s *Server) holdForApproval(c *fiber.Ctx, sv domain.Server, ms *mcpSession, version string, msg mcpproxy.Message, call domain.ToolCall, n gatewayCall) error {
-	req, err := s.upstreamRequest(sv, ms, version, append([]byte(nil), c.Body()...))
+	// The request outlives the handler: nothing in it may point into the
+	// request's buffers.
+	req, err := s.upstreamRequest(sv, ms, strings.Clone(version), append([]byte(nil), c.Body()...))
 	if err != nil {
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeUpstream, ReasonGatewayUpstream, "the gateway has no credential for server "+sv.Name)
 	}
