@@ -21,14 +21,14 @@ export const configured = Boolean(env.url && env.mode && env.artifacts);
 // The sections each built-in role sees: those whose permission it holds
 // (domain.DefaultGrants), in navigation order.
 export const navOf = {
-  ADMIN: ['Who am I', 'Sessions', 'Approvals', 'Dashboard', 'Projects', 'Settings', 'Policies', 'Servers & tools', 'Roles', 'API keys', 'Audit log'],
-  USER: ['Who am I', 'Sessions', 'Approvals', 'Projects', 'API keys'],
-  LEAD: ['Who am I', 'Sessions', 'Approvals', 'Dashboard', 'Projects', 'API keys'],
-  AUDITOR: ['Who am I', 'Sessions', 'Projects', 'Policies', 'Servers & tools', 'API keys', 'Audit log'],
+  ADMIN: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Dashboard', 'Projects', 'Settings', 'Policies', 'Servers & tools', 'Roles', 'API keys', 'Audit log'],
+  USER: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Projects', 'API keys'],
+  LEAD: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Dashboard', 'Projects', 'API keys'],
+  AUDITOR: ['Who am I', 'Sessions', 'Gateway calls', 'Projects', 'Policies', 'Servers & tools', 'API keys', 'Audit log'],
 };
 
 export const sectionPath = {
-  'Who am I': '/console/', Sessions: '/console/sessions', Approvals: '/console/approvals', Dashboard: '/console/dashboard',
+  'Who am I': '/console/', Sessions: '/console/sessions', Approvals: '/console/approvals', 'Gateway calls': '/console/gateway', Dashboard: '/console/dashboard',
   Projects: '/console/projects', Settings: '/console/settings', Policies: '/console/policies', 'Servers & tools': '/console/catalog',
   Roles: '/console/roles', 'API keys': '/console/keys', 'Audit log': '/console/audit',
 };
