@@ -162,7 +162,9 @@ func TestMCPGatewayTypeScriptSDK(t *testing.T) {
 	defer cancel()
 	node := exec.CommandContext(ctx, "node", filepath.Join(repo, "e2e", "js", "mcp", "gateway-client.mjs"))
 	node.Dir = filepath.Join(repo, "e2e", "js")
-	node.Env = append(os.Environ(), "MCP_URL="+s.url+"/mcp/fs", "TOKEN="+token, "OTHER_TOKEN="+other)
+	key := credCall(t, s, "POST", "/api/v2/keys", `{"name":"mcp client","permissions":["sessions:write","toolcalls:write"],"expires_at":"`+
+		time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`, 201)["key"].(string)
+	node.Env = append(os.Environ(), "MCP_URL="+s.url+"/mcp/fs", "TOKEN="+token, "OTHER_TOKEN="+other, "KEY="+key, "SESSION="+session, "AGENT="+agent)
 	node.Stderr = logFile(t, "mcp-ts-client")
 	out, err := node.StdoutPipe()
 	if err != nil {
@@ -226,9 +228,19 @@ func TestMCPGatewayTypeScriptSDK(t *testing.T) {
 	if e, _ := steps["other-server"]["error"].(map[string]any); e == nil || e["code"] != 403.0 || !strings.Contains(fmt.Sprint(e["message"]), "token_audience_other_server") {
 		t.Errorf("token for another server: %v, want refused with 403", steps["other-server"])
 	}
+	var keyNames []string
+	for _, n := range steps["managed-key"]["names"].([]any) {
+		keyNames = append(keyNames, n.(string))
+	}
+	if !slices.Equal(keyNames, []string{"fs.read", "fs.write"}) || str("managed-key", "text") != "fs.read ran on /k" {
+		t.Errorf("managed key naming the agent: %v", steps["managed-key"])
+	}
+	if e, _ := steps["managed-key-no-agent"]["error"].(map[string]any); e == nil || e["code"] != 403.0 || !strings.Contains(fmt.Sprint(e["message"]), "gateway_agent_required") {
+		t.Errorf("managed key naming no agent: %v, want refused with 403 gateway_agent_required", steps["managed-key-no-agent"])
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if want := []string{"fs.read /a", "fs.write /x"}; !slices.Equal(u.calls, want) {
+	if want := []string{"fs.read /a", "fs.write /x", "fs.read /k"}; !slices.Equal(u.calls, want) {
 		t.Errorf("the server ran %v, want %v", u.calls, want)
 	}
 	for a := range u.auths {

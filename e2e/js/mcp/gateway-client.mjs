@@ -4,7 +4,8 @@
 // rejects the held calls meanwhile and checks every line.
 //
 // Environment: MCP_URL (the gateway resource), TOKEN (an agent token for
-// it), OTHER_TOKEN (an agent token for another server).
+// it), OTHER_TOKEN (an agent token for another server), KEY (a managed
+// key of the session's owner) with SESSION and AGENT (the agent it names).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { extractResourceMetadataUrl, discoverOAuthProtectedResourceMetadata, selectResourceURL } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -13,8 +14,8 @@ const url = new URL(process.env.MCP_URL);
 const say = (step, fields) => console.log(JSON.stringify({ step, ...fields }));
 const failure = (e) => ({ error: { code: e.code ?? null, message: String(e.message ?? e), reason: e.data?.reason_code ?? null } });
 
-function connect(token) {
-  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+function connect(token, extra = {}) {
+  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}`, ...extra } } });
   const client = new Client({ name: 'agentauth-e2e-ts', version: '1.0.0' });
   return client.connect(transport).then(() => client);
 }
@@ -58,4 +59,22 @@ try {
   await other.close();
 } catch (e) {
   say('other-server', failure(e));
+}
+
+// A person's managed key, naming the agent it acts for; then without it.
+try {
+  const keyed = await connect(process.env.KEY, { 'X-Agentauth-Session': process.env.SESSION, 'X-Agentauth-Agent': process.env.AGENT });
+  const names = (await keyed.listTools()).tools.map((t) => t.name);
+  const r = await keyed.callTool({ name: 'fs.read', arguments: { path: '/k' } });
+  say('managed-key', { names, text: r.content?.[0]?.text ?? null });
+  await keyed.close();
+} catch (e) {
+  say('managed-key', failure(e));
+}
+try {
+  const unnamed = await connect(process.env.KEY);
+  say('managed-key-no-agent', { connected: true });
+  await unnamed.close();
+} catch (e) {
+  say('managed-key-no-agent', failure(e));
 }
