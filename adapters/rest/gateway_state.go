@@ -8,7 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,15 +65,18 @@ const mcpSessionMaxAge = 24 * time.Hour
 // maxEndedSessions bounds the ids this instance remembers as ended.
 const maxEndedSessions = 100_000
 
-// mcpSession is one MCP session through the gateway: the server, who
-// opened it for which agent (ownerOf, hashed), the server's own session
-// id (the client never sees it) and when it opened.
+// mcpSession is one MCP session through the gateway: the server's own
+// session id (the client never sees it) and when it opened. Sealed, it
+// is: the opening time (8 bytes, Unix seconds), the SHA-256 of who opened
+// it for which agent (ownerOf), then the server's id; the server's name is
+// the additional data.
 type mcpSession struct {
-	Server   string `json:"s"`
-	Owner    []byte `json:"o"`
-	Upstream string `json:"u,omitempty"`
-	Opened   int64  `json:"t"`
+	Upstream string
+	Opened   int64
 }
+
+// sealedHead is the fixed part of a sealed session: time and owner hash.
+const sealedHead = 8 + sha256.Size
 
 // mcpSessions opens and ends gateway MCP sessions. A session id is the
 // session itself, sealed (AES-256-GCM, the server's name as additional
@@ -121,17 +124,13 @@ func newMCPSessions(key []byte) (*mcpSessions, error) {
 	return &mcpSessions{aead: aead, ended: map[string]time.Time{}, streams: map[string]*sessionStreams{}, ctx: ctx, stop: stop, now: time.Now}, nil
 }
 
-func ownerHash(owner string) []byte {
-	h := sha256.Sum256([]byte(owner))
-	return h[:]
-}
-
 // add opens a session of owner at server and returns its id.
 func (s *mcpSessions) add(server, owner, upstream string) (string, error) {
-	plain, err := json.Marshal(mcpSession{Server: server, Owner: ownerHash(owner), Upstream: upstream, Opened: s.now().Unix()})
-	if err != nil {
-		return "", err
-	}
+	plain := make([]byte, sealedHead, sealedHead+len(upstream))
+	binary.BigEndian.PutUint64(plain, uint64(s.now().Unix()))
+	h := sha256.Sum256([]byte(owner))
+	copy(plain[8:], h[:])
+	plain = append(plain, upstream...)
 	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
 	_, _ = rand.Read(nonce)
 	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(server))), nil
@@ -144,13 +143,13 @@ func (s *mcpSessions) get(id, server, owner string) (*mcpSession, bool) {
 	if err != nil || len(raw) < s.aead.NonceSize() {
 		return nil, false
 	}
-	plain, err := s.aead.Open(nil, raw[:s.aead.NonceSize()], raw[s.aead.NonceSize():], []byte(server))
-	var ms mcpSession
-	if err != nil || json.Unmarshal(plain, &ms) != nil {
+	plain, err := s.aead.Open(raw[s.aead.NonceSize():s.aead.NonceSize()], raw[:s.aead.NonceSize()], raw[s.aead.NonceSize():], []byte(server))
+	if err != nil || len(plain) < sealedHead {
 		return nil, false
 	}
-	opened := time.Unix(ms.Opened, 0)
-	if ms.Server != server || subtle.ConstantTimeCompare(ms.Owner, ownerHash(owner)) != 1 || s.now().Sub(opened) > mcpSessionMaxAge {
+	ms := mcpSession{Opened: int64(binary.BigEndian.Uint64(plain)), Upstream: string(plain[sealedHead:])}
+	h := sha256.Sum256([]byte(owner))
+	if subtle.ConstantTimeCompare(plain[8:sealedHead], h[:]) != 1 || s.now().Sub(time.Unix(ms.Opened, 0)) > mcpSessionMaxAge {
 		return nil, false
 	}
 	s.mu.Lock()

@@ -82,3 +82,17 @@ func TestMCPSessionIDs(t *testing.T) {
 		t.Error("the session ended still opens")
 	}
 }
+
+// BenchmarkMCPSessionOpen is what opening a sealed session id costs each
+// message after initialize (AES-GCM, JSON, the owner's hash).
+func BenchmarkMCPSessionOpen(b *testing.B) {
+	s, _ := newMCPSessions(bytes.Repeat([]byte{7}, 32))
+	owner := "agent\x00uma\x00ses_9ebe8c7789b01a9b5c79137775678d28\x00agt_627160e04f42fc28a7b3baa53c18e910"
+	id, _ := s.add("fs", owner, "2f0c6a0e-6c8d-4b56-9d0b-2a7d1f7c9e11")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := s.get(id, "fs", owner); !ok {
+			b.Fatal("does not open")
+		}
+	}
+}
