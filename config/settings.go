@@ -122,7 +122,7 @@ var Settings = []Setting{
 	{Key: "auth.agentTokens.signingKeyFile", Env: "SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE", Flag: "agent-tokens-signing-key-file",
 		Default: "SQLite mode: {dataDir}/secrets/agent-token-signing.key, created on first start; PostgreSQL mode: none, required",
 		Accepts: "an owner-only file holding a 32-byte Ed25519 seed in base64url (43 characters)",
-		Help:    "The key agent tokens are signed with (EdDSA). Required with database.url (this or SERVICE_AGENT_TOKENS_SIGNING_KEY): every instance on the database signs and verifies with it (a Secret)."},
+		Help:    "The key agent tokens are signed with (EdDSA). Required with database.url (this or SERVICE_AGENT_TOKENS_SIGNING_KEY): every instance on the database signs and verifies with it (a Secret), and derives from it the key that seals the MCP gateway's session ids."},
 	{Env: "SERVICE_AGENT_TOKENS_SIGNING_KEY", Default: "none", Accepts: "a 32-byte Ed25519 seed in base64url (43 characters)",
 		Help: "The agent-token signing key itself, instead of auth.agentTokens.signingKeyFile (environment only; a Secret)."},
 	{Key: "auth.agentTokens.previousKeyFile", Env: "SERVICE_AGENT_TOKENS_PREVIOUS_KEY_FILE", Flag: "agent-tokens-previous-key-file", Default: "none",
