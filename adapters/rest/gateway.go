@@ -99,7 +99,7 @@ func (s *Server) gatewayRoutes() {
 
 // requireGateway authorizes the caller: an agent token (decided for its
 // agent, as POST …/tool-calls decides it), or any other credential whose
-// roles (and key's scope) hold tool_calls:write and that names the agent
+// roles (and key's scope) hold toolcalls:write and that names the agent
 // it acts for (HeaderGatewaySession, HeaderGatewayAgent). Which server
 // the credential is for is checked once the server is known
 // (gatewayTarget).
