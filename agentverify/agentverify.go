@@ -13,8 +13,9 @@
 // needs the live answer asks agentauth (POST /oauth2/introspect, or the
 // session's tool-calls endpoint with the token).
 //
-// The package depends on go-jose and the standard library only, so a tool
-// server imports it without the service.
+// The package depends on go-jose, golang.org/x/sync and the standard
+// library only (its key cache is the module's internal/jwks, shared with
+// the OIDC adapter), so a tool server imports it without the service.
 package agentverify
 
 import (

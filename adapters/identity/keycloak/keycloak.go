@@ -39,6 +39,7 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/jwks"
 	"github.com/agentauth/agentauth/internal/tlsroots"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -281,7 +282,14 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 		p.kc = gocloak.NewClient(base)
 		p.kc.SetRestyClient(resty.NewWithClient(p.http))
 	}
-	p.keys = newKeySet(p.http, cfg.KeyRefetch, cfg.Now)
+	cache, err := jwks.New(jwks.Config{Client: p.http, Timeout: cfg.HTTPTimeout, MinRefetch: cfg.KeyRefetch, Now: cfg.Now, Fetched: func(err error) {
+		telemetry.JWKSRefreshed(err)
+		telemetry.IdPCalled(telemetry.IdPJWKS, outcomeOf(err))
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("keycloak: %w: %w", err, domain.ErrInvalidInput)
+	}
+	p.keys = &keySet{cache: cache}
 	for _, t := range cfg.Additional {
 		q, err := New(Config{Issuer: t.Issuer, DiscoveryURL: t.DiscoveryURL, ClientID: t.ClientID, CAFiles: append(slices.Clone(cfg.CAFiles), t.CAFiles...),
 			RoleMap: cfg.RoleMap, RolesClaim: cfg.RolesClaim, SubjectClaim: cfg.SubjectClaim, Audience: cfg.Audience, Generic: cfg.Generic, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
@@ -398,10 +406,6 @@ func (p *Provider) Run(ctx context.Context) {
 	}
 }
 
-// asymmetric is the allow-list of signature algorithms: never "none", never
-// an HMAC (whose key would be our client secret).
-var asymmetric = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-
 // Discover reads the realm's openid-configuration once (from the
 // discovery URL when set), checks that it names our issuer, and loads the
 // JWKS. With a discovery URL, the endpoints the service calls itself are
@@ -458,7 +462,7 @@ func (p *Provider) Discover(ctx context.Context) error {
 		return err
 	}
 	p.keys.configure(meta.JWKSURI, algs)
-	jwksErr := p.keys.refresh(ctx)
+	jwksErr := p.keys.cache.Refresh(ctx)
 	if jwksErr != nil {
 		p.setStatus(nil, jwksErr)
 		return fmt.Errorf("jwks: %w", jwksErr)
@@ -494,10 +498,10 @@ func allowedAlgs(advertised []string) []string {
 	}
 	var out []string
 	for _, a := range advertised {
-		for _, ok := range asymmetric {
-			if a == ok {
-				out = append(out, a)
-			}
+		// Never "none", never an HMAC (whose key would be our client
+		// secret).
+		if slices.Contains(jwks.Algorithms, a) {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -569,4 +573,4 @@ func (p *Provider) Algorithms() []string {
 }
 
 // KeyIDs lists the key ids of the cached JWKS.
-func (p *Provider) KeyIDs() []string { return p.keys.kids() }
+func (p *Provider) KeyIDs() []string { return p.keys.cache.KeyIDs() }

@@ -2,66 +2,39 @@ package keycloak
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"sync"
-	"time"
+	"sync/atomic"
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/agentauth/agentauth/adapters/telemetry"
+	"github.com/agentauth/agentauth/internal/jwks"
 )
 
-// keySet is the provider's JWKS, cached. An unknown key id triggers a
-// refetch at most once per minInterval, so a flood of tokens with made-up
-// key ids cannot turn into a flood of requests to the provider; when the
-// JWKS endpoint is down the cached keys keep verifying.
+// keySet is the provider's JWKS (internal/jwks: rate-limited refetch on an
+// unknown key id, a deadline per fetch, one fetch for concurrent callers)
+// with the algorithms its discovery document allows; it is go-oidc's
+// oidc.KeySet. When the JWKS endpoint is down the cached keys keep
+// verifying.
 type keySet struct {
-	http        *http.Client
-	minInterval time.Duration
-	now         func() time.Time
-
-	mu        sync.RWMutex
-	url       string
-	algs      []jose.SignatureAlgorithm
-	keys      []jose.JSONWebKey
-	lastFetch time.Time // of the last attempt, successful or not
-
-	fetchMu sync.Mutex // one fetch at a time
-	fetches int        // for tests
-}
-
-func newKeySet(c *http.Client, minInterval time.Duration, now func() time.Time) *keySet {
-	return &keySet{http: c, minInterval: minInterval, now: now}
+	cache *jwks.Cache
+	algs  atomic.Pointer[[]jose.SignatureAlgorithm]
 }
 
 func (k *keySet) configure(url string, algs []string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.url = url
-	k.algs = k.algs[:0]
+	allowed := make([]jose.SignatureAlgorithm, 0, len(algs))
 	for _, a := range algs {
-		k.algs = append(k.algs, jose.SignatureAlgorithm(a))
+		allowed = append(allowed, jose.SignatureAlgorithm(a))
 	}
+	k.algs.Store(&allowed)
+	k.cache.SetURL(url)
 }
 
 func (k *keySet) allowed() []jose.SignatureAlgorithm {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.algs
-}
-
-func (k *keySet) kids() []string {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	out := make([]string, 0, len(k.keys))
-	for _, key := range k.keys {
-		out = append(out, key.KeyID)
+	if a := k.algs.Load(); a != nil {
+		return *a
 	}
-	return out
+	return nil
 }
 
 // VerifySignature implements oidc.KeySet.
@@ -74,96 +47,27 @@ func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error
 		return nil, errors.New("want exactly one signature")
 	}
 	kid := jws.Signatures[0].Header.KeyID
-	if payload, ok := k.verifyCached(jws, kid); ok {
+	if payload, ok := verifyWith(jws, k.cache.Keys(kid)); ok {
 		return payload, nil
 	}
-	// Unknown key id (or no key verified it): refetch, rate-limited.
-	if err := k.refetch(ctx); err != nil {
-		return nil, fmt.Errorf("no cached key verifies the token and the JWKS could not be refetched: %w", err)
-	}
-	if payload, ok := k.verifyCached(jws, kid); ok {
+	// Unknown key id (or no key verified it): refetch, rate-limited. The
+	// keys are tried again whatever the refetch says: a fetch by another
+	// caller may have brought the key meanwhile.
+	refetchErr := k.cache.Refetch(ctx)
+	if payload, ok := verifyWith(jws, k.cache.Keys(kid)); ok {
 		return payload, nil
+	}
+	if refetchErr != nil {
+		return nil, fmt.Errorf("no cached key verifies the token and the JWKS could not be refetched: %w", refetchErr)
 	}
 	return nil, errors.New("no key of the provider's JWKS verifies the signature")
 }
 
-func (k *keySet) verifyCached(jws *jose.JSONWebSignature, kid string) ([]byte, bool) {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	for i := range k.keys {
-		key := &k.keys[i]
-		if kid != "" && key.KeyID != kid {
-			continue
-		}
-		if payload, err := jws.Verify(key); err == nil {
+func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey) ([]byte, bool) {
+	for i := range keys {
+		if payload, err := jws.Verify(&keys[i]); err == nil {
 			return payload, true
 		}
 	}
 	return nil, false
-}
-
-var errTooSoon = errors.New("JWKS refetched less than the minimum interval ago")
-
-// refetch fetches the JWKS unless it was attempted less than minInterval ago.
-func (k *keySet) refetch(ctx context.Context) error {
-	k.fetchMu.Lock()
-	defer k.fetchMu.Unlock()
-	k.mu.RLock()
-	last := k.lastFetch
-	k.mu.RUnlock()
-	if !last.IsZero() && k.now().Sub(last) < k.minInterval {
-		return errTooSoon
-	}
-	return k.fetchLocked(ctx)
-}
-
-// refresh fetches the JWKS now (at discovery).
-func (k *keySet) refresh(ctx context.Context) error {
-	k.fetchMu.Lock()
-	defer k.fetchMu.Unlock()
-	return k.fetchLocked(ctx)
-}
-
-func (k *keySet) fetchLocked(ctx context.Context) (err error) {
-	defer func() { telemetry.JWKSRefreshed(err); telemetry.IdPCalled(telemetry.IdPJWKS, outcomeOf(err)) }()
-	k.mu.Lock()
-	k.lastFetch = k.now()
-	url := k.url
-	k.fetches++
-	k.mu.Unlock()
-	if url == "" {
-		return errors.New("provider not discovered yet")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := k.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %s", url, resp.Status)
-	}
-	var set jose.JSONWebKeySet
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
-	}
-	var keys []jose.JSONWebKey
-	for _, key := range set.Keys {
-		// Only public signing keys: a symmetric key in a JWKS would let
-		// anyone who reads it sign tokens.
-		if key.Use == "enc" || !key.Valid() || !key.IsPublic() {
-			continue
-		}
-		keys = append(keys, key)
-	}
-	if len(keys) == 0 {
-		return fmt.Errorf("GET %s: no public signing key", url)
-	}
-	k.mu.Lock()
-	k.keys = keys
-	k.mu.Unlock()
-	return nil
 }
