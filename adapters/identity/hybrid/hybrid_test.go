@@ -123,7 +123,7 @@ func (s *stubCentre) serve(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func newTestAuthenticator(t *testing.T, cfg Config, clock ports.Clock) *Authenticator {
+func newTestAuthenticator(t testing.TB, cfg Config, clock ports.Clock) *Authenticator {
 	t.Helper()
 	authz, err := domain.NewAuthorizer([]domain.CustomRole{{Name: "OPERATOR", Extends: domain.RoleUser}})
 	if err != nil {
