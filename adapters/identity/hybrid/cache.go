@@ -2,7 +2,10 @@ package hybrid
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -21,96 +24,55 @@ func keyOf(cred ports.Credential) cacheKey {
 	return cacheKey{kind: cred.Kind, digest: cred.Digest()}
 }
 
-// entry is one cached answer of the centre, linked into the recency list.
-type entry struct {
-	key        cacheKey
-	principal  domain.Principal
-	expires    time.Time
-	prev, next *entry
+// flightKey names the key's call to the centre for singleflight: the
+// carrier's byte and the digest.
+func (k cacheKey) flightKey() string {
+	var b [1 + sha256.Size]byte
+	b[0] = byte(k.kind)
+	copy(b[1:], k.digest[:])
+	return string(b[:])
 }
 
-// lru is a bounded least-recently-used map of answers. It is not safe for
-// concurrent use; the Authenticator guards it with its mutex. The recency
-// list is intrusive so a hit allocates nothing.
-type lru struct {
-	max     int
-	entries map[cacheKey]*entry
-	// head is the most recently used entry, tail the least.
-	head, tail *entry
+// answer is one cached answer of the centre and when it stops being used.
+type answer struct {
+	principal domain.Principal
+	expires   time.Time
 }
 
-func newLRU(max int) *lru {
-	return &lru{max: max, entries: make(map[cacheKey]*entry, min(max, 1024))}
+// answers is a bounded, concurrency-safe least-recently-used map of the
+// centre's answers, each used until its own expiry on the Authenticator's
+// clock. (golang-lru's expirable.LRU reads time.Now itself, so the
+// injected clock could not drive it, and in v2.0.7 each one runs a
+// cleanup goroutine that never exits.)
+type answers struct{ lru *lru.Cache[cacheKey, answer] }
+
+func newAnswers(size int) (answers, error) {
+	c, err := lru.New[cacheKey, answer](size)
+	if err != nil {
+		return answers{}, fmt.Errorf("hybrid: cache: %w", err)
+	}
+	return answers{lru: c}, nil
 }
 
 // get returns the principal cached for k if it has not expired at now. An
 // expired entry is removed: it is never used again, even when the centre is
 // down.
-func (c *lru) get(k cacheKey, now time.Time) (domain.Principal, bool) {
-	e, ok := c.entries[k]
+func (c answers) get(k cacheKey, now time.Time) (domain.Principal, bool) {
+	a, ok := c.lru.Get(k)
 	if !ok {
 		return domain.Principal{}, false
 	}
-	if !now.Before(e.expires) {
-		c.remove(e)
+	if !now.Before(a.expires) {
+		c.lru.Remove(k)
 		return domain.Principal{}, false
 	}
-	c.moveToFront(e)
-	return e.principal, true
+	return a.principal, true
 }
 
 // put stores p for k until expires, evicting the least recently used entry
-// when the cache is full, so it never holds more than max entries.
-func (c *lru) put(k cacheKey, p domain.Principal, expires time.Time) {
-	if e, ok := c.entries[k]; ok {
-		e.principal, e.expires = p, expires
-		c.moveToFront(e)
-		return
-	}
-	for len(c.entries) >= c.max && c.tail != nil {
-		c.remove(c.tail)
-	}
-	e := &entry{key: k, principal: p, expires: expires}
-	c.entries[k] = e
-	c.pushFront(e)
+// when the cache is full.
+func (c answers) put(k cacheKey, p domain.Principal, expires time.Time) {
+	c.lru.Add(k, answer{principal: p, expires: expires})
 }
 
-func (c *lru) len() int { return len(c.entries) }
-
-func (c *lru) remove(e *entry) {
-	c.unlink(e)
-	delete(c.entries, e.key)
-}
-
-func (c *lru) moveToFront(e *entry) {
-	if c.head == e {
-		return
-	}
-	c.unlink(e)
-	c.pushFront(e)
-}
-
-func (c *lru) pushFront(e *entry) {
-	e.prev, e.next = nil, c.head
-	if c.head != nil {
-		c.head.prev = e
-	}
-	c.head = e
-	if c.tail == nil {
-		c.tail = e
-	}
-}
-
-func (c *lru) unlink(e *entry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		c.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		c.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
-}
+func (c answers) len() int { return c.lru.Len() }

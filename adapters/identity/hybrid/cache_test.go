@@ -37,6 +37,15 @@ func TestKeyOfHashesTheCredential(t *testing.T) {
 	}
 }
 
+func newTestAnswers(t *testing.T, size int) answers {
+	t.Helper()
+	c, err := newAnswers(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func principal(name string) domain.Principal {
 	return domain.Principal{Subject: name, Roles: []domain.Role{domain.RoleUser}, Method: domain.MethodHybrid}
 }
@@ -45,7 +54,7 @@ func key(i int) cacheKey {
 	return keyOf(ports.Credential{Kind: ports.CredentialBearer, Value: fmt.Sprint("cred-", i)})
 }
 
-func TestLRUExpiry(t *testing.T) {
+func TestAnswersExpiry(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ttl := 30 * time.Second
 	tests := []struct {
@@ -60,7 +69,7 @@ func TestLRUExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newLRU(4)
+			c := newTestAnswers(t, 4)
 			c.put(key(1), principal("alice"), t0.Add(ttl))
 			p, ok := c.get(key(1), tt.at)
 			if ok != tt.wantOK {
@@ -76,12 +85,12 @@ func TestLRUExpiry(t *testing.T) {
 	}
 }
 
-func TestLRUNeverGrowsPastItsBound(t *testing.T) {
+func TestAnswersNeverGrowsPastItsBound(t *testing.T) {
 	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := far.Add(-time.Hour)
 	for _, max := range []int{1, 2, 7, 64} {
 		t.Run(fmt.Sprint("max=", max), func(t *testing.T) {
-			c := newLRU(max)
+			c := newTestAnswers(t, max)
 			for i := range 10 * max {
 				c.put(key(i), principal(fmt.Sprint(i)), far)
 				if got := c.len(); got > max {
@@ -102,10 +111,10 @@ func TestLRUNeverGrowsPastItsBound(t *testing.T) {
 	}
 }
 
-func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
+func TestAnswersEvictsLeastRecentlyUsed(t *testing.T) {
 	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := far.Add(-time.Hour)
-	c := newLRU(3)
+	c := newTestAnswers(t, 3)
 	for i := range 3 {
 		c.put(key(i), principal(fmt.Sprint(i)), far)
 	}
@@ -118,9 +127,9 @@ func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 }
 
-func TestLRUPutReplaces(t *testing.T) {
+func TestAnswersPutReplaces(t *testing.T) {
 	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := newLRU(2)
+	c := newTestAnswers(t, 2)
 	c.put(key(1), principal("old"), far)
 	c.put(key(1), principal("new"), far)
 	p, ok := c.get(key(1), far.Add(-time.Second))

@@ -21,11 +21,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/wire"
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/agentauth/agentauth/adapters/telemetry"
 	"github.com/agentauth/agentauth/domain"
@@ -106,18 +106,10 @@ type Authenticator struct {
 	clock  ports.Clock
 	log    *zap.Logger
 
-	mu      sync.Mutex
-	cache   *lru
-	flights map[cacheKey]*flight
-}
-
-// flight is one call to the centre that concurrent requests with the same
-// credential wait for instead of calling again.
-type flight struct {
-	done      chan struct{}
-	waiters   int // requests waiting besides the one calling; read by tests
-	principal domain.Principal
-	err       error
+	cache answers
+	// flights makes concurrent requests with one credential wait for one
+	// call to the centre instead of calling again.
+	flights singleflight.Group
 }
 
 var _ ports.Authenticator = (*Authenticator)(nil)
@@ -140,6 +132,10 @@ func New(cfg Config, authz *domain.Authorizer, clock ports.Clock, log *zap.Logge
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsCfg
 	transport.MaxIdleConnsPerHost = 64
+	cache, err := newAnswers(cfg.CacheSize)
+	if err != nil {
+		return nil, nil, err
+	}
 	base := strings.TrimRight(cfg.RemoteURL, "/")
 	a := &Authenticator{
 		meURL:  base + mePath,
@@ -152,11 +148,10 @@ func New(cfg Config, authz *domain.Authorizer, clock ports.Clock, log *zap.Logge
 			// centre's /me never redirects, so any redirect is an error.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		authz:   authz,
-		clock:   clock,
-		log:     log.Named("hybrid"),
-		cache:   newLRU(cfg.CacheSize),
-		flights: map[cacheKey]*flight{},
+		authz: authz,
+		clock: clock,
+		log:   log.Named("hybrid"),
+		cache: cache,
 	}
 	return a, transport.CloseIdleConnections, nil
 }
@@ -185,43 +180,33 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		return domain.Principal{}, err
 	}
 	k := keyOf(cred)
-	a.mu.Lock()
 	p, hit := a.cache.get(k, a.clock.Now())
 	telemetry.HybridLookup(hit)
 	if hit {
-		a.mu.Unlock()
 		return p, nil
 	}
-	if f, ok := a.flights[k]; ok {
-		f.waiters++
-		a.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.principal, f.err
-		case <-ctx.Done():
-			return domain.Principal{}, unavailable(msgNoAnswer, fmt.Errorf("hybrid: waiting for the centre: %w: %w", ctx.Err(), domain.ErrUnavailable))
+	ch := a.flights.DoChan(k.flightKey(), func() (any, error) {
+		// The answer is cached from the moment it was asked for, so it is
+		// never kept longer than the TTL after the centre could have
+		// changed it.
+		asked := a.clock.Now()
+		// The call is shared with other requests, so one caller giving up
+		// must not fail the rest; the client's timeout still bounds it.
+		p, err := a.fetch(context.WithoutCancel(ctx), cred)
+		telemetry.HybridCalled(err)
+		if err == nil {
+			// Stored before the flight ends: a request arriving after it
+			// finds the answer instead of calling again.
+			a.cache.put(k, p, asked.Add(a.ttl))
 		}
+		return p, err
+	})
+	select {
+	case r := <-ch:
+		return r.Val.(domain.Principal), r.Err
+	case <-ctx.Done():
+		return domain.Principal{}, unavailable(msgNoAnswer, fmt.Errorf("hybrid: waiting for the centre: %w: %w", ctx.Err(), domain.ErrUnavailable))
 	}
-	f := &flight{done: make(chan struct{})}
-	a.flights[k] = f
-	a.mu.Unlock()
-
-	// The answer is cached from the moment it was asked for, so it is never
-	// kept longer than the TTL after the centre could have changed it.
-	asked := a.clock.Now()
-	// The call is shared with other requests, so one caller giving up must
-	// not fail the rest; the client's timeout still bounds it.
-	f.principal, f.err = a.fetch(context.WithoutCancel(ctx), cred)
-	telemetry.HybridCalled(f.err)
-
-	a.mu.Lock()
-	if f.err == nil {
-		a.cache.put(k, f.principal, asked.Add(a.ttl))
-	}
-	delete(a.flights, k)
-	a.mu.Unlock()
-	close(f.done)
-	return f.principal, f.err
 }
 
 // checkCredential refuses values that cannot be forwarded as a header or a
@@ -362,8 +347,4 @@ func (e *unavailableError) Unwrap() error         { return e.err }
 func (e *unavailableError) ClientMessage() string { return e.client }
 
 // cached reports how many credentials the cache holds, for tests.
-func (a *Authenticator) cached() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cache.len()
-}
+func (a *Authenticator) cached() int { return a.cache.len() }

@@ -10,12 +10,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -318,46 +318,68 @@ func TestExpiredEntryNotUsedWhenCentreIsDown(t *testing.T) {
 	}
 }
 
+// Concurrent requests with one credential wait for one call to the
+// centre. The centre is answered in memory inside a synctest bubble, so
+// synctest.Wait tells when every request is waiting, without polling.
 func TestConcurrentLookupsShareOneCall(t *testing.T) {
-	centre := newStubCentre(t, false)
-	centre.set("bearer:tok", "LEAD")
-	release := make(chan struct{})
-	centre.gate = release
-	a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL}, newFakeClock())
-	const n = 20
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := a.Authenticate(context.Background(), bearer("tok"))
-			if err == nil && !p.Has(domain.RoleLead) {
-				err = fmt.Errorf("roles: got %v, want [LEAD]", p.Roles)
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		release := make(chan struct{})
+		a := newTestAuthenticator(t, Config{RemoteURL: "http://127.0.0.1:1", CacheTTL: time.Minute, CacheSize: 10, Timeout: time.Minute}, newFakeClock())
+		a.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			<-release
+			rec := httptest.NewRecorder()
+			_, _ = rec.WriteString(`{"subject":"user-tok","roles":["LEAD"],"method":"api_key"}`)
+			return rec.Result(), nil
+		})
+		const n = 20
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				p, err := a.Authenticate(context.Background(), bearer("tok"))
+				if err == nil && !p.Has(domain.RoleLead) {
+					err = fmt.Errorf("roles: got %v, want [LEAD]", p.Roles)
+				}
+				errs <- err
+			}()
+		}
+		synctest.Wait() // every request is waiting: one on the centre, the rest on its call
+		close(release)
+		for range n {
+			if err := <-errs; err != nil {
+				t.Error(err)
 			}
-			errs <- err
-		}()
-	}
-	// Release the centre only once every request joined the one call.
-	for waiting := 0; waiting < n-1; {
-		runtime.Gosched()
-		a.mu.Lock()
-		if f, ok := a.flights[keyOf(bearer("tok"))]; ok {
-			waiting = f.waiters
 		}
-		a.mu.Unlock()
-	}
-	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+		if got := calls.Load(); got != 1 {
+			t.Errorf("calls to the centre: got %d, want 1", got)
 		}
-	}
-	if got := centre.calls.Load(); got != 1 {
-		t.Errorf("calls to the centre: got %d, want 1", got)
-	}
+	})
+}
+
+// A request that gives up while it waits for a shared call fails with 503;
+// the call goes on for the others.
+func TestWaiterGivingUpDoesNotFailTheSharedCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		a := newTestAuthenticator(t, Config{RemoteURL: "http://127.0.0.1:1", CacheTTL: time.Minute, CacheSize: 10, Timeout: time.Minute}, newFakeClock())
+		a.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			<-release
+			return answerAll(r)
+		})
+		first := make(chan error, 1)
+		go func() { _, err := a.Authenticate(context.Background(), bearer("tok")); first <- err }()
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := a.Authenticate(ctx, bearer("tok")); !errors.Is(err, domain.ErrUnavailable) {
+			t.Errorf("waiter that gave up: got %v, want %v", err, domain.ErrUnavailable)
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Errorf("the caller: got %v, want the centre's answer", err)
+		}
+	})
 }
 
 func TestCacheBoundUnderManyCredentials(t *testing.T) {
