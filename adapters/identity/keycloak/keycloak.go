@@ -237,6 +237,10 @@ type Provider struct {
 	lastErr error // of the last discovery attempt; nil once discovered
 	jwksErr error
 
+	// after waits between discovery attempts: time.After, or the test's
+	// (discovery is real network I/O, outside any synctest bubble).
+	after func(time.Duration) <-chan time.Time
+
 	tlsWarned atomic.Bool
 	// clientErr is set while the provider refuses this service's client
 	// (a wrong secret); readiness reports it.
@@ -270,7 +274,7 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 		return nil, fmt.Errorf("keycloak: %w", err)
 	}
 	base, realm, _ := splitIssuer(cfg.backChannel())
-	p := &Provider{cfg: cfg, log: log.Named("keycloak"), base: base, realm: realm}
+	p := &Provider{cfg: cfg, log: log.Named("keycloak"), base: base, realm: realm, after: time.After}
 	roots, err := rootsWith(cfg.CAFiles)
 	if err != nil {
 		return nil, fmt.Errorf("keycloak: %w", err)
@@ -387,10 +391,16 @@ func isUntrusted(err error) bool {
 	return errors.As(err, &ua) || errors.As(err, &cv) || errors.As(err, &hn) || errors.As(err, &ci)
 }
 
+// Discovery retry backoff: the first wait, doubling up to the last.
+const (
+	retryFirst = time.Second
+	retryMax   = 30 * time.Second
+)
+
 // Run discovers the realm, retrying with backoff (1 s doubling to 30 s)
 // until it succeeds or ctx ends. Logins answer 503 meanwhile.
 func (p *Provider) Run(ctx context.Context) {
-	delay := time.Second
+	delay := retryFirst
 	for {
 		err := p.Discover(ctx)
 		if err == nil {
@@ -400,9 +410,9 @@ func (p *Provider) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(delay):
+		case <-p.after(delay):
 		}
-		delay = min(delay*2, 30*time.Second)
+		delay = min(delay*2, retryMax)
 	}
 }
 

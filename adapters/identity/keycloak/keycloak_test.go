@@ -193,7 +193,9 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("Checks: got %q, want failing", got)
 		}
 	})
-	t.Run("retries until the provider answers", func(t *testing.T) {
+	t.Run("retries with backoff until the provider answers", func(t *testing.T) {
+		// Discovery is real HTTP, outside any synctest bubble: the
+		// backoff's waits are handed to the test instead of slept.
 		op := newFakeOP(t)
 		var fail atomic.Bool // read by the server's goroutines
 		fail.Store(true)
@@ -205,21 +207,34 @@ func TestDiscovery(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		})
-		p, cleanup, err := Open(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+		p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cleanup()
-		if err := p.Ready(); err == nil {
-			t.Fatalf("Ready while the provider fails: got nil")
-		}
-		fail.Store(false)
-		deadline := time.Now().Add(10 * time.Second)
-		for p.Ready() != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("not ready after the provider came back: %v", p.Ready())
+		waits := make(chan time.Duration)
+		tick := make(chan time.Time)
+		p.after = func(d time.Duration) <-chan time.Time { waits <- d; return tick }
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan struct{})
+		go func() { defer close(done); p.Run(ctx) }()
+
+		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+		for i, w := range want {
+			if got := <-waits; got != w { // discovery failed: Run waits
+				t.Errorf("wait %d: got %s, want %s", i+1, got, w)
 			}
-			time.Sleep(50 * time.Millisecond)
+			if err := p.Ready(); err == nil {
+				t.Fatalf("Ready while the provider fails: got nil")
+			}
+			if i == len(want)-1 {
+				fail.Store(false)
+			}
+			tick <- time.Time{}
+		}
+		<-done // Run returns once discovery succeeded
+		if err := p.Ready(); err != nil {
+			t.Fatalf("Ready after the provider came back: %v", err)
 		}
 		if got := p.Algorithms(); !slices.Equal(got, []string{"RS256", "ES256"}) {
 			t.Errorf("Algorithms: got %v, want [RS256 ES256] (HS256 never)", got)
