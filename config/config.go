@@ -247,7 +247,8 @@ func Defaults() Config {
 		DataDir: defaultDataDir(),
 		Log:     Log{Level: "info"},
 		Auth: Auth{AgentTokens: AgentTokens{MaxTTL: 15 * time.Minute, RateLimit: 600, MaxSubAgents: 256},
-			APIKeys: APIKeys{MaxTTL: defaultAPIKeysMaxTTL, MaxPerOwner: defaultAPIKeysMaxPerOwner}},
+			APIKeys: APIKeys{MaxTTL: defaultAPIKeysMaxTTL, MaxPerOwner: defaultAPIKeysMaxPerOwner},
+			OIDC:    defaultOIDC(), Hybrid: defaultHybrid()},
 		Audit:   Audit{BatchWait: 500 * time.Microsecond, CheckpointEvery: 10_000, CheckpointInterval: time.Minute, Archive: true, RecoveryGrace: DefaultRecoveryGrace},
 		Gateway: defaultGateway(),
 	}
@@ -394,6 +395,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateAPIKeys()...)
 	errs = append(errs, c.validateAccess()...)
 	errs = append(errs, c.validateOIDC()...)
+	errs = append(errs, c.validateSessions()...)
 	errs = append(errs, c.validateHybrid()...)
 	errs = append(errs, c.validateDatabase()...)
 	errs = append(errs, c.validateGateway()...)

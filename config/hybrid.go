@@ -8,13 +8,18 @@ import (
 )
 
 // Hybrid is hybrid mode (auth.hybrid.*): every caller's roles come from a
-// central agentauth instance. Zero durations and sizes mean the defaults.
+// central agentauth instance.
 type Hybrid struct {
 	RemoteURL string        `yaml:"remoteUrl" env:"SERVICE_HYBRID_REMOTE_URL"`
 	CAFile    string        `yaml:"caFile" env:"SERVICE_HYBRID_CA_FILE"`
 	CacheTTL  time.Duration `yaml:"cacheTTL" env:"SERVICE_HYBRID_CACHE_TTL"`
 	CacheSize int           `yaml:"cacheSize" env:"SERVICE_HYBRID_CACHE_SIZE"`
 	Timeout   time.Duration `yaml:"timeout" env:"SERVICE_HYBRID_TIMEOUT"`
+}
+
+// defaultHybrid is hybrid mode's part of Defaults (off).
+func defaultHybrid() Hybrid {
+	return Hybrid{CacheTTL: 30 * time.Second, CacheSize: 10_000, Timeout: 5 * time.Second}
 }
 
 // Enabled reports whether hybrid mode is configured.
@@ -28,7 +33,7 @@ func (c Config) validateHybrid() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !h.Enabled() {
-		if h.CAFile != "" || h.CacheTTL != 0 || h.CacheSize != 0 || h.Timeout != 0 {
+		if h != defaultHybrid() {
 			bad("auth.hybrid.* / SERVICE_HYBRID_*: set, but auth.hybrid.remoteUrl / SERVICE_HYBRID_REMOTE_URL is empty; set the central instance's URL or remove the other hybrid settings")
 		}
 		return errs
@@ -45,14 +50,14 @@ func (c Config) validateHybrid() []error {
 	if c.Auth.OIDC.Enabled {
 		bad("SERVICE_HYBRID_REMOTE_URL (hybrid mode) cannot be combined with SERVICE_OIDC_ENABLED=true: in hybrid mode roles come only from the central instance; unset one")
 	}
-	if h.CacheTTL < 0 {
-		bad("auth.hybrid.cacheTTL / SERVICE_HYBRID_CACHE_TTL: %s is negative; use a duration such as 30s (0 means the default, 30s)", h.CacheTTL)
+	if h.CacheTTL <= 0 {
+		bad("auth.hybrid.cacheTTL / SERVICE_HYBRID_CACHE_TTL: %s is not positive; use a duration such as 30s (the default)", h.CacheTTL)
 	}
-	if h.CacheSize < 0 {
-		bad("auth.hybrid.cacheSize / SERVICE_HYBRID_CACHE_SIZE: %d is negative; use a number of entries such as 10000 (0 means the default)", h.CacheSize)
+	if h.CacheSize <= 0 {
+		bad("auth.hybrid.cacheSize / SERVICE_HYBRID_CACHE_SIZE: %d is not positive; use a number of entries such as 10000 (the default)", h.CacheSize)
 	}
-	if h.Timeout < 0 {
-		bad("auth.hybrid.timeout / SERVICE_HYBRID_TIMEOUT: %s is negative; use a duration such as 5s (0 means the default, 5s)", h.Timeout)
+	if h.Timeout <= 0 {
+		bad("auth.hybrid.timeout / SERVICE_HYBRID_TIMEOUT: %s is not positive; use a duration such as 5s (the default)", h.Timeout)
 	}
 	return errs
 }

@@ -30,7 +30,7 @@ auth:
 			"SERVICE_HYBRID_CACHE_SIZE": "7",
 			"SERVICE_HYBRID_TIMEOUT":    "1s",
 		}, Hybrid{RemoteURL: "https://env.example", CAFile: "/env/ca.pem", CacheTTL: 10 * time.Second, CacheSize: 7, Timeout: time.Second}},
-		{"environment only", "", map[string]string{"SERVICE_HYBRID_REMOTE_URL": "http://127.0.0.1:8080"}, Hybrid{RemoteURL: "http://127.0.0.1:8080"}},
+		{"environment only", "", map[string]string{"SERVICE_HYBRID_REMOTE_URL": "http://127.0.0.1:8080"}, Hybrid{RemoteURL: "http://127.0.0.1:8080", CacheTTL: 30 * time.Second, CacheSize: 10000, Timeout: 5 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -134,6 +135,52 @@ func TestSettingsTableCoversConfig(t *testing.T) {
 		}
 		if s.Default == "" || s.Accepts == "" || s.Help == "" {
 			t.Errorf("Settings row %s lacks a default, accepted values or help", s.Names())
+		}
+	}
+}
+
+// TestSettingsShowTheDefaults: the Default column of Settings (help and
+// the documentation tables) says what Defaults() sets, so the defaults
+// are written in one place and the table cannot drift from it. A row
+// whose field Defaults leaves empty says so in words ("none …").
+func TestSettingsShowTheDefaults(t *testing.T) {
+	byKey := map[string]reflect.Value{}
+	var walk func(v reflect.Value, prefix string)
+	walk = func(v reflect.Value, prefix string) {
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			key := f.Tag.Get("yaml")
+			if key == "" || key == "-" {
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(v.Field(i), prefix+key+".")
+				continue
+			}
+			byKey[prefix+key] = v.Field(i)
+		}
+	}
+	walk(reflect.ValueOf(Defaults()), "")
+	for _, s := range Settings {
+		v, ok := byKey[s.Key]
+		if !ok || s.Key == "dataDir" {
+			continue // dataDir's default depends on the environment
+		}
+		var same bool
+		shown, _, _ := strings.Cut(s.Default, " ") // "0 (off)", "2160h (90 days)"
+		switch x := v.Interface().(type) {
+		case time.Duration:
+			d, err := time.ParseDuration(shown)
+			same = (err == nil && d == x) || (x == 0 && err != nil)
+		case int:
+			same = shown == fmt.Sprint(x) || (x == 0 && strings.HasPrefix(s.Default, "none"))
+		case string:
+			same = s.Default == x || (x == "" && !strings.ContainsAny(s.Default, "0123456789"))
+		default:
+			continue
+		}
+		if !same {
+			t.Errorf("%s: Settings says the default is %q, Defaults() sets %v", s.Key, s.Default, v.Interface())
 		}
 	}
 }

@@ -79,45 +79,30 @@ type OIDC struct {
 	LoginFailures int           `yaml:"loginFailures" env:"SERVICE_OIDC_LOGIN_FAILURES"`
 	LoginWindow   time.Duration `yaml:"loginWindow" env:"SERVICE_OIDC_LOGIN_WINDOW"`
 	// JWKSRefetch is the least time between two JWKS fetches caused by a
-	// token with an unknown key id (default 30s).
+	// token with an unknown key id (default 30s, at least 1s).
 	JWKSRefetch time.Duration `yaml:"jwksRefetch" env:"SERVICE_OIDC_JWKS_REFETCH"`
 	// ClockSkew is the clock difference tolerated on exp, nbf and iat
-	// (default 30s, at most 5m).
+	// (default 30s, at most 5m; 0 tolerates none).
 	ClockSkew time.Duration `yaml:"clockSkew" env:"SERVICE_OIDC_CLOCK_SKEW"`
+	// HTTPTimeout bounds each call to the provider (discovery, keys,
+	// token, logout, introspection).
+	HTTPTimeout time.Duration `yaml:"httpTimeout" env:"SERVICE_OIDC_HTTP_TIMEOUT"`
+	// TokenCacheSize bounds the verified Bearer access tokens kept, so a
+	// token seen again is not verified again.
+	TokenCacheSize int `yaml:"tokenCacheSize" env:"SERVICE_OIDC_TOKEN_CACHE_SIZE"`
 }
 
-// OIDC defaults, applied by OIDCWithDefaults.
-const (
-	DefaultSessionIdle   = 8 * time.Hour
-	DefaultSessionMax    = 24 * time.Hour
-	DefaultRefreshBefore = 60 * time.Second
-	DefaultLoginFailures = 5
-	DefaultLoginWindow   = 15 * time.Minute
-)
+// defaultOIDC is auth.oidc's part of Defaults; the session limits apply to
+// every mode's login sessions.
+func defaultOIDC() OIDC {
+	return OIDC{SessionIdle: 8 * time.Hour, SessionMax: 24 * time.Hour, RefreshBefore: 60 * time.Second, LoginFailures: 5,
+		LoginWindow: 15 * time.Minute, JWKSRefetch: 30 * time.Second, ClockSkew: 30 * time.Second, HTTPTimeout: 10 * time.Second,
+		TokenCacheSize: 10_000}
+}
 
 // PasswordLoginEnabled reports whether POST /auth/login is on (default on,
 // as the specification lists it).
 func (o OIDC) PasswordLoginEnabled() bool { return o.PasswordLogin == nil || *o.PasswordLogin }
-
-// WithDefaults fills the durations and limits left at zero.
-func (o OIDC) WithDefaults() OIDC {
-	if o.SessionIdle == 0 {
-		o.SessionIdle = DefaultSessionIdle
-	}
-	if o.SessionMax == 0 {
-		o.SessionMax = DefaultSessionMax
-	}
-	if o.RefreshBefore == 0 {
-		o.RefreshBefore = DefaultRefreshBefore
-	}
-	if o.LoginFailures == 0 {
-		o.LoginFailures = DefaultLoginFailures
-	}
-	if o.LoginWindow == 0 {
-		o.LoginWindow = DefaultLoginWindow
-	}
-	return o
-}
 
 // CAFiles lists the PEM bundles to trust in addition to the system roots.
 func (o OIDC) CAFiles() []string {
@@ -274,20 +259,34 @@ func (c Config) validateOIDC() []error {
 			bad("auth.oidc.roleMap / SERVICE_OIDC_ROLE_MAP: %q maps to %q, not one of ADMIN, USER, LEAD, AUDITOR", k, string(r))
 		}
 	}
-	d := o.WithDefaults()
-	if o.SessionIdle < 0 || o.SessionMax < 0 || o.RefreshBefore < 0 || o.LoginWindow < 0 {
-		bad("auth.oidc.sessionIdle, sessionMax, refreshBefore, loginWindow (SERVICE_OIDC_SESSION_IDLE, …): must be positive durations such as 30m")
-	}
-	if d.SessionIdle > d.SessionMax {
-		bad("auth.oidc.sessionIdle / SERVICE_OIDC_SESSION_IDLE (%s) must not exceed auth.oidc.sessionMax / SERVICE_OIDC_SESSION_MAX (%s)", d.SessionIdle, d.SessionMax)
-	}
-	if o.JWKSRefetch != 0 && o.JWKSRefetch < time.Second {
+	if o.JWKSRefetch < time.Second {
 		bad("auth.oidc.jwksRefetch / SERVICE_OIDC_JWKS_REFETCH: %s is below the 1s minimum", o.JWKSRefetch)
 	}
 	if o.ClockSkew < 0 || o.ClockSkew > 5*time.Minute {
 		bad("auth.oidc.clockSkew / SERVICE_OIDC_CLOCK_SKEW: %s is outside 0-5m", o.ClockSkew)
 	}
-	if o.LoginFailures < 0 {
+	if o.HTTPTimeout < time.Second || o.HTTPTimeout > 5*time.Minute {
+		bad("auth.oidc.httpTimeout / SERVICE_OIDC_HTTP_TIMEOUT: %s is outside 1s-5m", o.HTTPTimeout)
+	}
+	if o.TokenCacheSize <= 0 {
+		bad("auth.oidc.tokenCacheSize / SERVICE_OIDC_TOKEN_CACHE_SIZE: %d is not positive; use a number of tokens such as 10000 (the default)", o.TokenCacheSize)
+	}
+	return errs
+}
+
+// validateSessions checks the login session limits, which every mode's
+// login sessions use (auth.oidc.* for historical reasons).
+func (c Config) validateSessions() []error {
+	o := c.Auth.OIDC
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.SessionIdle <= 0 || o.SessionMax <= 0 || o.RefreshBefore <= 0 || o.LoginWindow <= 0 {
+		bad("auth.oidc.sessionIdle, sessionMax, refreshBefore, loginWindow (SERVICE_OIDC_SESSION_IDLE, …): must be positive durations such as 30m")
+	}
+	if o.SessionIdle > o.SessionMax {
+		bad("auth.oidc.sessionIdle / SERVICE_OIDC_SESSION_IDLE (%s) must not exceed auth.oidc.sessionMax / SERVICE_OIDC_SESSION_MAX (%s)", o.SessionIdle, o.SessionMax)
+	}
+	if o.LoginFailures <= 0 {
 		bad("auth.oidc.loginFailures / SERVICE_OIDC_LOGIN_FAILURES: must be a positive number")
 	}
 	return errs

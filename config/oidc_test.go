@@ -158,9 +158,9 @@ func TestOIDCValues(t *testing.T) {
 	if got := o.Roles(); got["agent-admin"] != domain.RoleAdmin {
 		t.Errorf("Roles: got %v", got)
 	}
-	d := o.WithDefaults()
-	if d.SessionIdle != 30*time.Minute || d.SessionMax != DefaultSessionMax || d.LoginFailures != DefaultLoginFailures {
-		t.Errorf("WithDefaults: got %+v", d)
+	// The file's value, and the defaults for what neither sets.
+	if o.SessionIdle != 30*time.Minute || o.SessionMax != 24*time.Hour || o.LoginFailures != 5 {
+		t.Errorf("session limits: got idle %s, max %s, failures %d; want 30m, 24h, 5", o.SessionIdle, o.SessionMax, o.LoginFailures)
 	}
 	if !(OIDC{}).PasswordLoginEnabled() {
 		t.Errorf("password login is on by default (the specification lists it)")

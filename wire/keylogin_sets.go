@@ -40,7 +40,7 @@ func withRoleKeys(base *apikey.Keyring, extra apikey.RoleKeys) modeKeys {
 // end, failed attempts per window), and names the mode's method so that a
 // debug session stays a debug principal.
 func keyLoginConfig(cfg config.Config) app.LoginConfig {
-	o := cfg.Auth.OIDC.WithDefaults()
+	o := cfg.Auth.OIDC
 	method := map[config.Mode]domain.AuthMethod{config.ModeLocal: domain.MethodLocal, config.ModeAPIKey: domain.MethodAPIKey,
 		config.ModeDebug: domain.MethodDebug}[cfg.Mode()]
 	return app.LoginConfig{SessionIdle: o.SessionIdle, SessionMax: o.SessionMax, RefreshBefore: o.RefreshBefore,

@@ -65,6 +65,8 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 		RoleMap:          o.Roles(),
 		KeyRefetch:       o.JWKSRefetch,
 		Skew:             o.ClockSkew,
+		HTTPTimeout:      o.HTTPTimeout,
+		CacheSize:        o.TokenCacheSize,
 	}, nil
 }
 
@@ -72,7 +74,7 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 // the client secret: rotating the secret ends every session, which is what
 // a rotation after a leak should do anyway.
 func loginConfig(cfg config.Config) (app.LoginConfig, error) {
-	o := cfg.Auth.OIDC.WithDefaults()
+	o := cfg.Auth.OIDC
 	secret, err := o.Secret()
 	if err != nil {
 		return app.LoginConfig{}, err

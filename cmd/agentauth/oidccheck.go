@@ -138,7 +138,8 @@ func (c *checker) run(o config.OIDC, username string, token bool, secret string)
 	}
 	generic := o.Provider == config.ProviderGeneric
 	p, err := keycloak.New(keycloak.Config{Issuer: o.Issuer, DiscoveryURL: o.DiscoveryURL, Generic: generic, RolesClaim: o.RolesClaim, SubjectClaim: o.SubjectClaim, IntrospectionURL: o.IntrospectionURL, Audience: o.Audience,
-		Scopes: o.Scopes, ClientID: o.ClientID, ClientSecret: clientSecret, RedirectURI: o.RedirectURI, CAFiles: o.CAFiles(), RoleMap: o.Roles(), Skew: o.ClockSkew}, zap.NewNop())
+		Scopes: o.Scopes, ClientID: o.ClientID, ClientSecret: clientSecret, RedirectURI: o.RedirectURI, CAFiles: o.CAFiles(), RoleMap: o.Roles(), Skew: o.ClockSkew,
+		KeyRefetch: o.JWKSRefetch, HTTPTimeout: o.HTTPTimeout, CacheSize: o.TokenCacheSize}, zap.NewNop())
 	if err != nil {
 		c.fail("client: %v", err)
 		return

@@ -23,7 +23,7 @@ func answerAll(*http.Request) (*http.Response, error) {
 }
 
 func benchAuthenticator(b *testing.B, size int) *Authenticator {
-	a := newTestAuthenticator(b, Config{RemoteURL: "http://127.0.0.1:1", CacheTTL: DefaultCacheTTL, CacheSize: size, Timeout: DefaultTimeout}, newFakeClock())
+	a := newTestAuthenticator(b, Config{RemoteURL: "http://127.0.0.1:1", CacheTTL: testTTL, CacheSize: size, Timeout: testTimeout}, newFakeClock())
 	a.client.Transport = roundTripFunc(answerAll)
 	return a
 }

@@ -34,13 +34,6 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// Defaults used when a Config field is zero.
-const (
-	DefaultCacheTTL  = 30 * time.Second
-	DefaultCacheSize = 10000
-	DefaultTimeout   = 5 * time.Second
-)
-
 // mePath is the centre's endpoint that tells who a credential belongs to.
 const mePath = "/api/v2/me"
 
@@ -50,33 +43,21 @@ const sessionCookie = "user_session"
 // maxBody bounds how much of the centre's answer is read.
 const maxBody = 64 << 10
 
-// Config configures the hybrid Authenticator.
+// Config configures the hybrid Authenticator; config.Defaults holds the
+// values in force when nothing is configured.
 type Config struct {
 	// RemoteURL is the centre's base URL, such as https://auth.example.com.
 	RemoteURL string
 	// CAFile is a PEM bundle trusted for the centre in addition to the
 	// system roots, for a centre behind an internal certificate authority.
 	CAFile string
-	// CacheTTL is how long an answer is reused (default 30s): a role changed
-	// at the centre takes effect here at most this much later.
+	// CacheTTL is how long an answer is reused: a role changed at the
+	// centre takes effect here at most this much later.
 	CacheTTL time.Duration
-	// CacheSize bounds the number of cached credentials (default 10000).
+	// CacheSize bounds the number of cached credentials.
 	CacheSize int
-	// Timeout bounds one call to the centre (default 5s).
+	// Timeout bounds one call to the centre.
 	Timeout time.Duration
-}
-
-func (c Config) withDefaults() Config {
-	if c.CacheTTL == 0 {
-		c.CacheTTL = DefaultCacheTTL
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = DefaultCacheSize
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	return c
 }
 
 func (c Config) validate() error {
@@ -84,14 +65,14 @@ func (c Config) validate() error {
 	if err := centreurl.Check(c.RemoteURL); err != nil {
 		errs = append(errs, fmt.Errorf("remote URL: %w", err))
 	}
-	if c.CacheTTL < 0 {
-		errs = append(errs, fmt.Errorf("cache TTL %s is negative: %w", c.CacheTTL, domain.ErrInvalidInput))
+	if c.CacheTTL <= 0 {
+		errs = append(errs, fmt.Errorf("cache TTL %s is not positive: %w", c.CacheTTL, domain.ErrInvalidInput))
 	}
-	if c.CacheSize < 0 {
-		errs = append(errs, fmt.Errorf("cache size %d is negative: %w", c.CacheSize, domain.ErrInvalidInput))
+	if c.CacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("cache size %d is not positive: %w", c.CacheSize, domain.ErrInvalidInput))
 	}
-	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("timeout %s is negative: %w", c.Timeout, domain.ErrInvalidInput))
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout %s is not positive: %w", c.Timeout, domain.ErrInvalidInput))
 	}
 	return errors.Join(errs...)
 }
@@ -121,7 +102,6 @@ var Set = wire.NewSet(New, wire.Bind(new(ports.Authenticator), new(*Authenticato
 // the centre returns must be known to authz (built-in or auth.roles). The
 // cleanup closes idle connections to the centre.
 func New(cfg Config, authz *domain.Authorizer, clock ports.Clock, log *zap.Logger) (*Authenticator, func(), error) {
-	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, nil, fmt.Errorf("hybrid: %w", err)
 	}

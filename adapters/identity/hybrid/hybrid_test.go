@@ -123,6 +123,14 @@ func (s *stubCentre) serve(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// The limits a test Authenticator is given unless the test sets its own
+// (production's come from config.Defaults).
+const (
+	testTTL     = 30 * time.Second
+	testSize    = 100
+	testTimeout = 5 * time.Second
+)
+
 func newTestAuthenticator(t testing.TB, cfg Config, clock ports.Clock) *Authenticator {
 	t.Helper()
 	authz, err := domain.NewAuthorizer([]domain.CustomRole{{Name: "OPERATOR", Extends: domain.RoleUser}})
@@ -169,7 +177,7 @@ func TestAuthenticateMapsTheCentresAnswer(t *testing.T) {
 		{"control character", bearer("admin-token\x00"), domain.ErrUnauthenticated, nil},
 		{"cookie with a semicolon", ports.Credential{Kind: ports.CredentialCookie, Value: "a; user_session=browser-session"}, domain.ErrUnauthenticated, nil},
 	}
-	a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL + "/"}, newFakeClock())
+	a := newTestAuthenticator(t, Config{CacheTTL: testTTL, CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL + "/"}, newFakeClock())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := a.Authenticate(context.Background(), tt.cred)
@@ -230,7 +238,7 @@ func TestAuthenticateFailsClosedOnBadAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			centre := newStubCentre(t, false)
 			centre.setOverride(tt.handler)
-			a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL}, newFakeClock())
+			a := newTestAuthenticator(t, Config{CacheTTL: testTTL, CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL}, newFakeClock())
 			p, err := a.Authenticate(context.Background(), bearer("some-token"))
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err: got %v, want %v", err, tt.wantErr)
@@ -251,7 +259,7 @@ func TestAuthenticateTimesOut(t *testing.T) {
 	release := make(chan struct{})
 	centre.gate = release
 	defer close(release) // lets the stub finish before it is closed
-	a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL, Timeout: 50 * time.Millisecond}, newFakeClock())
+	a := newTestAuthenticator(t, Config{CacheTTL: testTTL, CacheSize: testSize, RemoteURL: centre.srv.URL, Timeout: 50 * time.Millisecond}, newFakeClock())
 	_, err := a.Authenticate(context.Background(), bearer("tok"))
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("err: got %v, want %v", err, domain.ErrUnavailable)
@@ -263,7 +271,7 @@ func TestCacheTTLAndRoleChange(t *testing.T) {
 	centre.set("bearer:tok", "USER")
 	clock := newFakeClock()
 	ttl := 30 * time.Second
-	a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL, CacheTTL: ttl}, clock)
+	a := newTestAuthenticator(t, Config{CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL, CacheTTL: ttl}, clock)
 	ctx := context.Background()
 
 	steps := []struct {
@@ -302,7 +310,7 @@ func TestExpiredEntryNotUsedWhenCentreIsDown(t *testing.T) {
 	centre := newStubCentre(t, false)
 	centre.set("bearer:tok", "ADMIN")
 	clock := newFakeClock()
-	a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL, CacheTTL: time.Minute}, clock)
+	a := newTestAuthenticator(t, Config{CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL, CacheTTL: time.Minute}, clock)
 	ctx := context.Background()
 	if _, err := a.Authenticate(ctx, bearer("tok")); err != nil {
 		t.Fatal(err)
@@ -388,7 +396,7 @@ func TestCacheBoundUnderManyCredentials(t *testing.T) {
 	for i := range total {
 		centre.set(fmt.Sprint("bearer:tok-", i), "USER")
 	}
-	a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL, CacheSize: bound}, newFakeClock())
+	a := newTestAuthenticator(t, Config{CacheTTL: testTTL, Timeout: testTimeout, RemoteURL: centre.srv.URL, CacheSize: bound}, newFakeClock())
 	for i := range total {
 		if _, err := a.Authenticate(context.Background(), bearer(fmt.Sprint("tok-", i))); err != nil {
 			t.Fatal(err)
@@ -417,13 +425,13 @@ func TestCAFile(t *testing.T) {
 	}
 
 	t.Run("untrusted without the CA file", func(t *testing.T) {
-		a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL}, newFakeClock())
+		a := newTestAuthenticator(t, Config{CacheTTL: testTTL, CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL}, newFakeClock())
 		if _, err := a.Authenticate(context.Background(), bearer("tok")); !errors.Is(err, domain.ErrUnavailable) {
 			t.Errorf("err: got %v, want %v", err, domain.ErrUnavailable)
 		}
 	})
 	t.Run("trusted with the CA file", func(t *testing.T) {
-		a := newTestAuthenticator(t, Config{RemoteURL: centre.srv.URL, CAFile: caFile}, newFakeClock())
+		a := newTestAuthenticator(t, Config{CacheTTL: testTTL, CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL, CAFile: caFile}, newFakeClock())
 		p, err := a.Authenticate(context.Background(), bearer("tok"))
 		if err != nil || !p.Has(domain.RoleAuditor) {
 			t.Errorf("got %+v, %v; want AUDITOR", p, err)
@@ -432,7 +440,7 @@ func TestCAFile(t *testing.T) {
 	for _, bad := range []string{filepath.Join(dir, "missing.pem"), notPEM} {
 		t.Run("refused CA file "+filepath.Base(bad), func(t *testing.T) {
 			authz, _ := domain.NewAuthorizer(nil)
-			if _, _, err := New(Config{RemoteURL: centre.srv.URL, CAFile: bad}, authz, newFakeClock(), zap.NewNop()); err == nil {
+			if _, _, err := New(Config{CacheTTL: testTTL, CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL, CAFile: bad}, authz, newFakeClock(), zap.NewNop()); err == nil {
 				t.Errorf("New: got nil error, want one naming the CA file")
 			}
 		})
@@ -446,7 +454,7 @@ func BenchmarkAuthenticateCacheHit(b *testing.B) {
 	centre.srv = httptest.NewServer(http.HandlerFunc(centre.serve))
 	defer centre.srv.Close()
 	authz, _ := domain.NewAuthorizer(nil)
-	a, cleanup, err := New(Config{RemoteURL: centre.srv.URL, CacheTTL: time.Hour}, authz, newFakeClock(), zap.NewNop())
+	a, cleanup, err := New(Config{CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL, CacheTTL: time.Hour}, authz, newFakeClock(), zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -482,7 +490,7 @@ func BenchmarkAuthenticateCacheHitParallel(b *testing.B) {
 	centre.srv = httptest.NewServer(http.HandlerFunc(centre.serve))
 	defer centre.srv.Close()
 	authz, _ := domain.NewAuthorizer(nil)
-	a, cleanup, err := New(Config{RemoteURL: centre.srv.URL, CacheTTL: time.Hour}, authz, newFakeClock(), zap.NewNop())
+	a, cleanup, err := New(Config{CacheSize: testSize, Timeout: testTimeout, RemoteURL: centre.srv.URL, CacheTTL: time.Hour}, authz, newFakeClock(), zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -508,5 +516,31 @@ func BenchmarkAuthenticateCacheHitParallel(b *testing.B) {
 	b.StopTimer()
 	if got := centre.calls.Load(); got != int64(len(creds)) {
 		b.Errorf("calls to the centre: got %d, want %d", got, len(creds))
+	}
+}
+
+func TestNewRefusesMissingLimits(t *testing.T) {
+	authz, err := domain.NewAuthorizer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := Config{RemoteURL: "https://centre.example", CacheTTL: testTTL, CacheSize: testSize, Timeout: testTimeout}
+	tests := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"zero cache TTL", func(c *Config) { c.CacheTTL = 0 }},
+		{"zero cache size", func(c *Config) { c.CacheSize = 0 }},
+		{"zero timeout", func(c *Config) { c.Timeout = 0 }},
+		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ok
+			tt.edit(&cfg)
+			if _, _, err := New(cfg, authz, newFakeClock(), zap.NewNop()); !errors.Is(err, domain.ErrInvalidInput) {
+				t.Errorf("got %v, want %v", err, domain.ErrInvalidInput)
+			}
+		})
 	}
 }

@@ -84,9 +84,13 @@ func startCentre(t *testing.T) *instance {
 	return start(t, wire.Debug, func(c *config.Config) { c.Auth.Debug = true })
 }
 
+// startLocal runs a hybrid instance; size 0 keeps config.Defaults' cache size.
 func startLocal(t *testing.T, remote string, ttl time.Duration, size int) *instance {
 	return start(t, wire.Hybrid, func(c *config.Config) {
-		c.Auth.Hybrid = config.Hybrid{RemoteURL: remote, CacheTTL: ttl, CacheSize: size}
+		c.Auth.Hybrid.RemoteURL, c.Auth.Hybrid.CacheTTL = remote, ttl
+		if size > 0 {
+			c.Auth.Hybrid.CacheSize = size
+		}
 	})
 }
 
@@ -334,7 +338,7 @@ func TestDebugPrincipalsNeverServedOffLoopback(t *testing.T) {
 	hybridTo := func(remote, host string) func(*config.Config) {
 		return func(c *config.Config) {
 			c.Server.Host = host
-			c.Auth.Hybrid = config.Hybrid{RemoteURL: remote, CacheTTL: time.Hour}
+			c.Auth.Hybrid.RemoteURL, c.Auth.Hybrid.CacheTTL = remote, time.Hour
 		}
 	}
 	loopbackEdge := start(t, wire.Hybrid, hybridTo(centre.url, "127.0.0.1"))

@@ -23,7 +23,7 @@ import (
 func TestWrongClientSecretIsAServiceFault(t *testing.T) {
 	op := newFakeOP(t)
 	core, logs := observer.New(zapcore.InfoLevel)
-	p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: "not-the-secret", RedirectURI: "http://127.0.0.1:1/auth/callback"}, zap.New(core))
+	p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: "not-the-secret", RedirectURI: "http://127.0.0.1:1/auth/callback"}, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestProviderErrorClasses(t *testing.T) {
 			op := newFakeOPAt(t, "/oauth2/default")
 			op.grants = []string{"authorization_code", "refresh_token", "password"}
 			core, logs := observer.New(zapcore.InfoLevel)
-			p, err := New(Config{Issuer: op.issuer, Generic: true, ClientID: testClient, ClientSecret: testSecret}, zap.New(core))
+			p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, Generic: true, ClientID: testClient, ClientSecret: testSecret}, zap.New(core))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -361,9 +361,18 @@ func ecKey(t *testing.T) *ecdsa.PrivateKey {
 }
 
 // discovered returns a provider of op, discovered.
+// The limits every test provider is given (production's come from
+// config.Defaults).
+const (
+	testSkew      = 30 * time.Second
+	testTimeout   = 10 * time.Second
+	testRefetch   = 30 * time.Second
+	testCacheSize = 100
+)
+
 func (op *fakeOP) provider(t *testing.T, mut func(*Config)) *Provider {
 	t.Helper()
-	cfg := Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret, RedirectURI: "http://127.0.0.1:1/auth/callback"}
+	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret, RedirectURI: "http://127.0.0.1:1/auth/callback"}
 	if mut != nil {
 		mut(&cfg)
 	}

@@ -20,7 +20,7 @@ func TestGenericProvider(t *testing.T) {
 	op.roles = []any{"user"} // Keycloak's claim says USER; the configured claim says LEAD
 	op.extra = map[string]any{"groups": []any{"lead", "engineering"}}
 	op.grants = []string{"authorization_code", "refresh_token", "password"}
-	cfg := Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret, RedirectURI: "http://127.0.0.1:1/auth/callback"}
+	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret, RedirectURI: "http://127.0.0.1:1/auth/callback"}
 	if _, err := New(cfg, zap.NewNop()); !errors.Is(err, domain.ErrInvalidInput) {
 		t.Fatalf("a non-Keycloak issuer without Generic: got %v, want ErrInvalidInput", err)
 	}

@@ -60,14 +60,16 @@ type Config struct {
 	// (SERVICE_OIDC_CA_FILE, NODE_EXTRA_CA_CERTS).
 	CAFiles []string
 	RoleMap map[string]domain.Role
-	// Skew is the clock difference tolerated on exp, nbf and iat (default 30s).
+	// Skew is the clock difference tolerated on exp, nbf and iat (may be
+	// 0). It, HTTPTimeout, KeyRefetch and CacheSize are taken as given:
+	// config.Defaults holds the values in force when nothing is configured.
 	Skew time.Duration
-	// HTTPTimeout bounds each call to the provider (default 10s).
+	// HTTPTimeout bounds each call to the provider.
 	HTTPTimeout time.Duration
 	// KeyRefetch is the least time between two JWKS fetches caused by an
-	// unknown key id (default 30s).
+	// unknown key id.
 	KeyRefetch time.Duration
-	// CacheSize bounds the verified Bearer-token cache (default 10000).
+	// CacheSize bounds the verified Bearer-token cache.
 	CacheSize int
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
@@ -112,32 +114,6 @@ type Trusted struct {
 	CAFiles []string
 }
 
-// Defaults.
-const (
-	DefaultSkew        = 30 * time.Second
-	DefaultHTTPTimeout = 10 * time.Second
-	DefaultKeyRefetch  = 30 * time.Second
-	DefaultCacheSize   = 10000
-)
-
-func (c *Config) setDefaults() {
-	if c.Skew == 0 {
-		c.Skew = DefaultSkew
-	}
-	if c.HTTPTimeout == 0 {
-		c.HTTPTimeout = DefaultHTTPTimeout
-	}
-	if c.KeyRefetch == 0 {
-		c.KeyRefetch = DefaultKeyRefetch
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = DefaultCacheSize
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-}
-
 func (c Config) validate() error {
 	var errs []error
 	u, err := url.Parse(c.Issuer)
@@ -159,6 +135,10 @@ func (c Config) validate() error {
 	}
 	if c.ClientID == "" {
 		errs = append(errs, errors.New("client id is empty"))
+	}
+	if c.Skew < 0 || c.HTTPTimeout <= 0 || c.KeyRefetch <= 0 || c.CacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("skew %s, HTTP timeout %s, key refetch interval %s and cache size %d must be positive (skew may be 0)",
+			c.Skew, c.HTTPTimeout, c.KeyRefetch, c.CacheSize))
 	}
 	if c.ClientSecret == "" && !c.bearerOnly {
 		errs = append(errs, errors.New("client secret is empty"))
@@ -269,7 +249,9 @@ var Set = wire.NewSet(Open, NewAuthenticator, wire.Bind(new(ports.IdentityProvid
 
 // New builds the provider without contacting it; Start discovers it.
 func New(cfg Config, log *zap.Logger) (*Provider, error) {
-	cfg.setDefaults()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("keycloak: %w", err)
 	}

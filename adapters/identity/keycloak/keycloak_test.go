@@ -176,7 +176,7 @@ func TestDiscovery(t *testing.T) {
 	t.Run("issuer mismatch refused", func(t *testing.T) {
 		op := newFakeOP(t)
 		op.discoveryIssuer = "https://evil.example/realms/agents"
-		p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+		p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestDiscovery(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		})
-		p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+		p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestDiscovery(t *testing.T) {
 	})
 	t.Run("bad issuer form", func(t *testing.T) {
 		for _, iss := range []string{"", "https://kc.example", "https://kc.example/realms/", "https://kc.example/realms/a/", "ftp://kc/realms/a"} {
-			if _, err := New(Config{Issuer: iss, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop()); !errors.Is(err, domain.ErrInvalidInput) {
+			if _, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: iss, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop()); !errors.Is(err, domain.ErrInvalidInput) {
 				t.Errorf("New(issuer %q): got %v, want ErrInvalidInput", iss, err)
 			}
 		}
@@ -256,7 +256,7 @@ func TestInternalCA(t *testing.T) {
 	issuer := tlsSrv.URL + "/realms/agents"
 	op.issuer = issuer
 
-	p, err := New(Config{Issuer: issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+	p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestInternalCA(t *testing.T) {
 	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err = New(Config{Issuer: issuer, ClientID: testClient, ClientSecret: testSecret, CAFiles: []string{caFile}}, zap.NewNop())
+	p, err = New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: issuer, ClientID: testClient, ClientSecret: testSecret, CAFiles: []string{caFile}}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestInternalCA(t *testing.T) {
 
 	empty := filepath.Join(t.TempDir(), "empty.pem")
 	_ = os.WriteFile(empty, []byte("not a certificate"), 0o600)
-	if _, err := New(Config{Issuer: issuer, ClientID: testClient, ClientSecret: testSecret, CAFiles: []string{empty}}, zap.NewNop()); err == nil {
+	if _, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: issuer, ClientID: testClient, ClientSecret: testSecret, CAFiles: []string{empty}}, zap.NewNop()); err == nil {
 		t.Errorf("New with a CA file holding no certificate: got nil error")
 	}
 }
@@ -386,7 +386,7 @@ func TestIDTokenChecks(t *testing.T) {
 // full local verification every time (no cache).
 func BenchmarkAuthenticate(b *testing.B) {
 	op := newFakeOP(b)
-	cfg := Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}
+	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}
 	p, err := New(cfg, zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
@@ -419,7 +419,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 // client, expired, id token.
 func FuzzAuthenticateBearer(f *testing.F) {
 	op := newFakeOP(f)
-	p, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+	p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -458,4 +458,34 @@ func FuzzAuthenticateBearer(f *testing.F) {
 			t.Fatalf("token %q: got %v, want ErrUnauthenticated", token, err)
 		}
 	})
+}
+
+func TestNewRefusesMissingLimits(t *testing.T) {
+	ok := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize,
+		Issuer: "https://kc.example/realms/agents", ClientID: testClient, ClientSecret: testSecret}
+	tests := []struct {
+		name   string
+		edit   func(*Config)
+		wantOK bool
+	}{
+		{"all set", func(*Config) {}, true},
+		{"zero skew tolerates none", func(c *Config) { c.Skew = 0 }, true},
+		{"negative skew", func(c *Config) { c.Skew = -time.Second }, false},
+		{"zero HTTP timeout", func(c *Config) { c.HTTPTimeout = 0 }, false},
+		{"zero key refetch interval", func(c *Config) { c.KeyRefetch = 0 }, false},
+		{"zero cache size", func(c *Config) { c.CacheSize = 0 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ok
+			tt.edit(&cfg)
+			_, err := New(cfg, zap.NewNop())
+			if got := err == nil; got != tt.wantOK {
+				t.Errorf("New: got %v, want ok=%v", err, tt.wantOK)
+			}
+			if err != nil && !errors.Is(err, domain.ErrInvalidInput) {
+				t.Errorf("New: got %v, want %v", err, domain.ErrInvalidInput)
+			}
+		})
+	}
 }

@@ -95,7 +95,7 @@ func TestVerifyLogoutToken(t *testing.T) {
 		}
 	})
 	t.Run("before discovery: unavailable, not a 400", func(t *testing.T) {
-		undiscovered, err := New(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, p.log)
+		undiscovered, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, p.log)
 		if err != nil {
 			t.Fatal(err)
 		}

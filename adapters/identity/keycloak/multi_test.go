@@ -15,7 +15,7 @@ import (
 // exactly the issuer it names, with that issuer's keys and client id.
 func TestAdditionalIssuers(t *testing.T) {
 	primary, machines := newFakeOP(t), newFakeOP(t)
-	cfg := Config{Issuer: primary.issuer, ClientID: testClient, ClientSecret: testSecret,
+	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: primary.issuer, ClientID: testClient, ClientSecret: testSecret,
 		Additional: []Trusted{{Issuer: machines.issuer, ClientID: "machine-client"}}}
 	p, stop, err := Open(cfg, zap.NewNop())
 	if err != nil {

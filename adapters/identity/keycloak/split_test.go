@@ -19,7 +19,7 @@ func TestInternalAndPublicIssuerURLs(t *testing.T) {
 	const public = "https://sso.example.test/realms/agents"
 	op := newFakeOP(t)
 	op.public = public
-	p, err := New(Config{Issuer: public, DiscoveryURL: op.issuer, ClientID: testClient, ClientSecret: testSecret,
+	p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: public, DiscoveryURL: op.issuer, ClientID: testClient, ClientSecret: testSecret,
 		RedirectURI: "http://127.0.0.1:1/auth/callback"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestIssuerMismatchStopsTheStart(t *testing.T) {
 			op := newFakeOP(t)
 			const other = "https://sso.example.test/realms/agents"
 			op.discoveryIssuer = other
-			cfg := Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}
+			cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}
 			if tc.split {
 				cfg.Issuer, cfg.DiscoveryURL = "https://configured.example.test/realms/agents", op.issuer
 			}
@@ -107,7 +107,7 @@ func TestDiscoveryURLForm(t *testing.T) {
 		{"http://keycloak.auth:8080", false},
 		{"ftp://keycloak.auth/realms/agents", false},
 	} {
-		_, err := New(Config{Issuer: "https://sso.example.test/realms/agents", DiscoveryURL: tc.url, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+		_, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: "https://sso.example.test/realms/agents", DiscoveryURL: tc.url, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 		if (err == nil) != tc.ok {
 			t.Errorf("discovery URL %s: got %v, want ok=%v", tc.url, err, tc.ok)
 		}

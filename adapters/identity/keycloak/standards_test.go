@@ -196,7 +196,7 @@ func TestIssuerWithTrailingSlash(t *testing.T) {
 	if _, err := p.PasswordGrant(t.Context(), "alice", "alice-pw"); err != nil {
 		t.Errorf("password grant: %v", err)
 	}
-	cfg := Config{Issuer: "https://idp.example.com/", DiscoveryURL: "http://idp.internal:8080/"}
+	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: "https://idp.example.com/", DiscoveryURL: "http://idp.internal:8080/"}
 	for _, tc := range []struct{ in, want string }{
 		{"https://idp.example.com/oauth/token", "http://idp.internal:8080/oauth/token"},
 		{"https://other.example.com/keys", "https://other.example.com/keys"},
@@ -206,7 +206,7 @@ func TestIssuerWithTrailingSlash(t *testing.T) {
 		}
 	}
 	for _, issuer := range []string{strings.TrimSuffix(op.issuer, "/"), op.issuer + "/"} {
-		q, err := New(Config{Issuer: issuer, Generic: true, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+		q, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: issuer, Generic: true, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
