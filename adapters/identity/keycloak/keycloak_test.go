@@ -411,6 +411,19 @@ func BenchmarkAuthenticate(b *testing.B) {
 			}
 		})
 	}
+	b.Run("cache-parallel", func(b *testing.B) {
+		a := NewAuthenticator(p)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := a.Authenticate(ctx, token); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
 
 // FuzzAuthenticateBearer: no string but a token the provider signed for our
