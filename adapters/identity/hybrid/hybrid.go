@@ -1,8 +1,8 @@
 // Package hybrid runs agentauth as a local instance whose callers' roles come
 // from a central agentauth instance and are never assigned locally. For each
 // credential it asks the centre's GET /api/v2/me who the caller is, and keeps
-// the answer for a short time in a bounded cache keyed by the credential's
-// SHA-256 digest. Concurrent requests with one credential share one remote
+// the answer for a short time in a bounded cache (internal/ttlcache) keyed by
+// the credential's SHA-256 digest. Concurrent requests with one credential share one remote
 // call.
 //
 // It fails closed: a credential the centre rejects is rejected (401); a centre
@@ -31,6 +31,7 @@ import (
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/centreurl"
 	"github.com/agentauth/agentauth/internal/tlsroots"
+	"github.com/agentauth/agentauth/internal/ttlcache"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -87,7 +88,7 @@ type Authenticator struct {
 	clock  ports.Clock
 	log    *zap.Logger
 
-	cache answers
+	cache *ttlcache.Cache[cacheKey, domain.Principal]
 	// flights makes concurrent requests with one credential wait for one
 	// call to the centre instead of calling again.
 	flights singleflight.Group
@@ -112,9 +113,9 @@ func New(cfg Config, authz *domain.Authorizer, clock ports.Clock, log *zap.Logge
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsCfg
 	transport.MaxIdleConnsPerHost = 64
-	cache, err := newAnswers(cfg.CacheSize)
+	cache, err := ttlcache.New[cacheKey, domain.Principal](cfg.CacheSize)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("hybrid: %w", err)
 	}
 	base := strings.TrimRight(cfg.RemoteURL, "/")
 	a := &Authenticator{
@@ -160,7 +161,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		return domain.Principal{}, err
 	}
 	k := keyOf(cred)
-	p, hit := a.cache.get(k, a.clock.Now())
+	p, hit := a.cache.Get(k, a.clock.Now())
 	telemetry.HybridLookup(hit)
 	if hit {
 		return p, nil
@@ -177,7 +178,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		if err == nil {
 			// Stored before the flight ends: a request arriving after it
 			// finds the answer instead of calling again.
-			a.cache.put(k, p, asked.Add(a.ttl))
+			a.cache.Put(k, p, asked.Add(a.ttl))
 		}
 		return p, err
 	})
@@ -327,4 +328,4 @@ func (e *unavailableError) Unwrap() error         { return e.err }
 func (e *unavailableError) ClientMessage() string { return e.client }
 
 // cached reports how many credentials the cache holds, for tests.
-func (a *Authenticator) cached() int { return a.cache.len() }
+func (a *Authenticator) cached() int { return a.cache.Len() }

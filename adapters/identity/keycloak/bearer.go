@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/ttlcache"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -21,18 +21,19 @@ import (
 // client, and of each additional issuer issued to its client id: a token
 // is verified by exactly the issuer its iss claim names (that issuer's
 // keys, iss, audience), and a token naming an issuer not configured is
-// refused. Verified tokens are cached under their SHA-256 until they expire,
-// so a token seen before costs a hash and a map look-up; failures are
+// refused. Verified tokens are cached under their SHA-256 until they expire
+// (internal/ttlcache, least recently used out first when full), so a token
+// seen before costs a hash and a map look-up; failures are
 // never cached, and the provider is never called for a token whose key is
 // in the cached JWKS.
 type Authenticator struct {
 	p        *Provider
 	byIssuer map[string]*Provider
-	cache    *tokenCache
+	cache    *ttlcache.Cache[[sha256.Size]byte, domain.Principal]
 	// refused remembers opaque tokens the provider called inactive, for a
 	// short while, so that a client repeating one does not make a call to
 	// the provider per request.
-	refused *tokenCache
+	refused *ttlcache.Cache[[sha256.Size]byte, domain.Principal]
 	// flight makes concurrent first requests with one opaque token share
 	// one introspection call.
 	flight singleflight.Group
@@ -60,6 +61,17 @@ func NewAuthenticator(p *Provider) *Authenticator {
 	return &Authenticator{p: p, byIssuer: byIssuer, cache: newTokenCache(p.cfg.CacheSize), refused: newTokenCache(p.cfg.CacheSize)}
 }
 
+// newTokenCache returns a cache of verified tokens (a least-recently-used
+// map, each token until its own expiry). New has checked that size is
+// positive, the one thing ttlcache.New refuses.
+func newTokenCache(size int) *ttlcache.Cache[[sha256.Size]byte, domain.Principal] {
+	c, err := ttlcache.New[[sha256.Size]byte, domain.Principal](size)
+	if err != nil {
+		panic("keycloak: a Provider not built by New: " + err.Error())
+	}
+	return c
+}
+
 // Authenticate verifies a Bearer access token and returns its principal
 // with the roles of the access token (step 2 of role extraction: a Bearer
 // request carries no id_token).
@@ -70,7 +82,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	now := a.p.cfg.Now()
 	key := cred.Digest()
 	if !a.noCache {
-		if p, ok := a.cache.get(key, now); ok {
+		if p, ok := a.cache.Get(key, now); ok {
 			return p, nil
 		}
 	}
@@ -99,7 +111,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 		p.SessionID, _ = v.claims["sid"].(string)
 	}
 	if !a.noCache {
-		a.cache.put(key, p, v.expiry.Add(a.p.cfg.Skew), now)
+		a.cache.Put(key, p, v.expiry.Add(a.p.cfg.Skew))
 	}
 	return p, nil
 }
@@ -109,7 +121,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 // token however many requests carry it at once, the answer reused until
 // the token's exp and at most IntrospectionCacheMax.
 func (a *Authenticator) introspected(ctx context.Context, key [sha256.Size]byte, token string, now time.Time) (domain.Principal, error) {
-	if _, ok := a.refused.get(key, now); ok {
+	if _, ok := a.refused.Get(key, now); ok {
 		return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w", refuse(ReasonInactive, "the provider says the token is not active"))
 	}
 	v, err, _ := a.flight.Do(string(key[:]), func() (any, error) {
@@ -119,12 +131,12 @@ func (a *Authenticator) introspected(ctx context.Context, key [sha256.Size]byte,
 		}
 		p, exp, err := a.p.introspectedPrincipal(claims)
 		if errors.Is(err, domain.ErrUnauthenticated) {
-			a.refused.put(key, domain.Principal{}, now.Add(refusedFor), now)
+			a.refused.Put(key, domain.Principal{}, now.Add(refusedFor))
 		}
 		if err != nil {
 			return nil, err
 		}
-		a.cache.put(key, p, exp, now) // exp is bounded by IntrospectionCacheMax
+		a.cache.Put(key, p, exp) // exp is bounded by IntrospectionCacheMax
 		return p, nil
 	})
 	if err != nil {
@@ -151,67 +163,4 @@ func unverifiedIssuer(raw string) (string, bool) {
 		return "", false
 	}
 	return c.Iss, true
-}
-
-// tokenCache is a bounded map of verified tokens. When full it drops
-// expired entries (a full scan, at most once per sweepEvery) and then
-// arbitrary ones: a cache miss costs one local verification, never a call
-// to the provider, and a flood of new tokens does not pay a scan each.
-type tokenCache struct {
-	mu      sync.RWMutex
-	max     int
-	entries map[[sha256.Size]byte]cached
-	swept   time.Time
-}
-
-const sweepEvery = time.Second
-
-type cached struct {
-	p   domain.Principal
-	exp time.Time
-}
-
-func newTokenCache(max int) *tokenCache {
-	return &tokenCache{max: max, entries: make(map[[sha256.Size]byte]cached)}
-}
-
-func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (domain.Principal, bool) {
-	c.mu.RLock()
-	e, ok := c.entries[key]
-	c.mu.RUnlock()
-	if !ok || !now.Before(e.exp) {
-		return domain.Principal{}, false
-	}
-	return e.p, true
-}
-
-func (c *tokenCache) put(key [sha256.Size]byte, p domain.Principal, exp, now time.Time) {
-	if c.max <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		if now.Sub(c.swept) >= sweepEvery {
-			c.swept = now
-			for k, e := range c.entries {
-				if !now.Before(e.exp) {
-					delete(c.entries, k)
-				}
-			}
-		}
-		for k := range c.entries {
-			if len(c.entries) < c.max {
-				break
-			}
-			delete(c.entries, k)
-		}
-	}
-	c.entries[key] = cached{p: p, exp: exp}
-}
-
-func (c *tokenCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.entries)
 }
