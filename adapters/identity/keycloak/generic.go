@@ -27,10 +27,10 @@ func (p *Provider) roles(sources []domain.ClaimSource) domain.RoleExtraction {
 	return domain.ExtractRolesFrom(sources, p.cfg.RolesClaim, p.cfg.ClientID, p.cfg.RoleMap)
 }
 
-// genericGrant asks a generic provider's token endpoint (from discovery)
-// for tokens through golang.org/x/oauth2 and verifies them. refreshToken,
-// when not empty, is kept if the provider does not rotate it.
-func (p *Provider) genericGrant(ctx context.Context, call, op, refreshToken string,
+// grant asks the provider's token endpoint (from discovery) for tokens
+// through golang.org/x/oauth2 and verifies them. refreshToken, when not
+// empty, is kept if the provider does not rotate it.
+func (p *Provider) grant(ctx context.Context, call, op, refreshToken string,
 	grant func(*oauth2.Config, context.Context) (*oauth2.Token, error)) (ports.TokenSet, error) {
 	d := p.disc.Load()
 	if d == nil {
@@ -47,7 +47,7 @@ func (p *Provider) genericGrant(ctx context.Context, call, op, refreshToken stri
 	if rt == "" {
 		rt = refreshToken
 	}
-	return p.genericTokenSet(ctx, tok, rt, "", refreshToken == "")
+	return p.tokenSetOf(ctx, tok, rt, "", refreshToken == "")
 }
 
 // genericTokenSet verifies a generic provider's token response as OpenID

@@ -1,15 +1,20 @@
-// Package keycloak is agentauth's OpenID Connect client of a Keycloak realm:
-// it discovers the realm (issuer checked, retried with backoff while the
-// provider is unreachable), trusts the provider through the system roots
-// plus the configured CA bundles, verifies id and access tokens locally
-// against a cached JWKS, extracts roles with domain.ExtractRoles, talks to
-// Keycloak's token, logout and introspection endpoints through gocloak, and
-// exchanges authorization codes with PKCE through golang.org/x/oauth2
-// (gocloak has no code_verifier).
+// Package keycloak is agentauth's OpenID Connect client: of a Keycloak
+// realm, or with Config.Generic of any OpenID provider. Both take one
+// protocol path: discovery (issuer checked, retried with backoff while the
+// provider is unreachable), trust through the system roots plus the
+// configured CA bundles, local verification of id and access tokens against
+// a cached JWKS (internal/jwks) through go-oidc, and the code flow with
+// PKCE, the password and refresh grants and introspection through
+// golang.org/x/oauth2 and the discovery document's endpoints.
 //
-// With Config.Generic it is a client of any OpenID provider instead: the
-// issuer may have any form and the grants, revocation and introspection use
-// the discovery document's endpoints through golang.org/x/oauth2.
+// Keycloak is a specialisation of that path, as oauth2-proxy's
+// keycloak_oidc.go is of its OIDC provider: the issuer has the form
+// https://<host>/realms/<realm>; a token response must carry an access
+// token that is a JWT of this client, and roles come from its realm_access
+// and resource_access (domain.ExtractRoles); logout calls Keycloak's own
+// logout endpoint through gocloak. A generic provider's issuer may have any
+// form, its access token may be opaque (roles then come from the id token
+// or userinfo), and logout revokes the refresh token (RFC 7009).
 //
 // Provider implements ports.IdentityProvider for the login use case;
 // Authenticator implements ports.Authenticator for Bearer access tokens and

@@ -71,11 +71,18 @@ func (p *Provider) ExchangeCode(ctx context.Context, code string, req ports.Auth
 		return ports.TokenSet{}, p.classify("code exchange", err)
 	}
 	p.clientAccepted()
+	return p.tokenSetOf(ctx, tok, tok.RefreshToken, req.Nonce, true)
+}
+
+// tokenSetOf verifies a token response by the provider's rules: Keycloak's
+// (both tokens are JWTs of this client, roles by Keycloak's claims), or any
+// OpenID provider's (the access token may be opaque; userinfo may be asked).
+func (p *Provider) tokenSetOf(ctx context.Context, tok *oauth2.Token, refresh, nonce string, needID bool) (ports.TokenSet, error) {
 	if p.cfg.Generic {
-		return p.genericTokenSet(ctx, tok, tok.RefreshToken, req.Nonce, true)
+		return p.genericTokenSet(ctx, tok, refresh, nonce, needID)
 	}
 	idToken, _ := tok.Extra("id_token").(string)
-	return p.tokenSet(ctx, tok.AccessToken, idToken, tok.RefreshToken, refreshExpiresIn(tok), req.Nonce, true)
+	return p.tokenSet(ctx, tok.AccessToken, idToken, refresh, refreshExpiresIn(tok), nonce, needID)
 }
 
 // refreshExpiresIn is Keycloak's refresh_expires_in of a token response
@@ -112,18 +119,9 @@ func (p *Provider) PasswordGrant(ctx context.Context, username, password string)
 		return ports.TokenSet{}, fmt.Errorf("password login is not offered: the identity provider does not list the password grant "+
 			"(grant_types_supported); sign in at GET /auth/login, and set auth.oidc.passwordLogin: false: %w", domain.ErrNotFound)
 	}
-	if p.cfg.Generic {
-		return p.genericGrant(ctx, telemetry.IdPPasswordGrant, "password grant", "", func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
-			return c.PasswordCredentialsToken(ctx, username, password)
-		})
-	}
-	jwt, err := p.kc.Login(ctx, p.cfg.ClientID, p.cfg.ClientSecret, p.realm, username, password)
-	telemetry.IdPCalled(telemetry.IdPPasswordGrant, outcomeOf(err))
-	if err != nil {
-		return ports.TokenSet{}, p.classify("password grant", err)
-	}
-	p.clientAccepted()
-	return p.tokenSet(ctx, jwt.AccessToken, jwt.IDToken, jwt.RefreshToken, jwt.RefreshExpiresIn, "", true)
+	return p.grant(ctx, telemetry.IdPPasswordGrant, "password grant", "", func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
+		return c.PasswordCredentialsToken(ctx, username, password)
+	})
 }
 
 // Refresh redeems a refresh token and verifies the new tokens; roles are
@@ -135,22 +133,9 @@ func (p *Provider) Refresh(ctx context.Context, refreshToken string) (ports.Toke
 	if err := p.Ready(); err != nil {
 		return ports.TokenSet{}, err
 	}
-	if p.cfg.Generic {
-		return p.genericGrant(ctx, telemetry.IdPRefresh, "refresh", refreshToken, func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
-			return c.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
-		})
-	}
-	jwt, err := p.kc.RefreshToken(ctx, refreshToken, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
-	telemetry.IdPCalled(telemetry.IdPRefresh, outcomeOf(err))
-	if err != nil {
-		return ports.TokenSet{}, p.classify("refresh", err)
-	}
-	p.clientAccepted()
-	rt := jwt.RefreshToken
-	if rt == "" { // providers that do not rotate refresh tokens
-		rt = refreshToken
-	}
-	return p.tokenSet(ctx, jwt.AccessToken, jwt.IDToken, rt, jwt.RefreshExpiresIn, "", false)
+	return p.grant(ctx, telemetry.IdPRefresh, "refresh", refreshToken, func(c *oauth2.Config, ctx context.Context) (*oauth2.Token, error) {
+		return c.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
+	})
 }
 
 // Logout ends the provider session of refreshToken.
@@ -172,17 +157,9 @@ func (p *Provider) Logout(ctx context.Context, refreshToken string) error {
 // Introspect asks the provider whether a token is active (agentauth oidc
 // check uses it; request authentication never does).
 func (p *Provider) Introspect(ctx context.Context, token string) (bool, error) {
-	if p.cfg.Generic {
-		c, err := p.introspect(ctx, token)
-		active, _ := c["active"].(bool)
-		return active, err
-	}
-	res, err := p.kc.RetrospectToken(ctx, token, p.cfg.ClientID, p.cfg.ClientSecret, p.realm)
-	telemetry.IdPCalled(telemetry.IdPIntrospection, outcomeOf(err))
-	if err != nil {
-		return false, p.classify("introspection", err)
-	}
-	return res.Active != nil && *res.Active, nil
+	c, err := p.introspect(ctx, token)
+	active, _ := c["active"].(bool)
+	return active, err
 }
 
 // EndSessionURL is the provider's end-session URL for a browser.
