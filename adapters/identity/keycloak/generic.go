@@ -50,14 +50,34 @@ func (p *Provider) grant(ctx context.Context, call, op, refreshToken string,
 	return p.tokenSetOf(ctx, tok, rt, "", refreshToken == "")
 }
 
-// genericTokenSet verifies a generic provider's token response as OpenID
-// Connect Core says a client must: the id token (signature, iss, aud,
-// azp, exp, nonce, and at_hash when present; required at login, needID)
-// while the access token stays opaque. The access token's claims are used
-// only when it is a JWT that verifies as an access token of this client.
-// Roles come from the id token, else the userinfo endpoint (asked here,
-// at login and refresh, never per request), else that access token.
-func (p *Provider) genericTokenSet(ctx context.Context, tok *oauth2.Token, refresh, nonce string, needID bool) (ports.TokenSet, error) {
+// tokenSetOf verifies a token response as OpenID Connect Core says a
+// client must: the id token (signature, iss, aud, azp, exp, nonce, and
+// at_hash when present; required at login, needID). Roles come from the id
+// token, else the userinfo endpoint (asked here, at login and refresh,
+// never per request), else the access token.
+//
+// Keycloak's specialisation: its access token is a JWT of this client and
+// must verify (a generic provider's may be opaque, and is used only when it
+// is a JWT that verifies as an access token of this client), userinfo is
+// never needed, and the access token's own exp is its expiry.
+func (p *Provider) tokenSetOf(ctx context.Context, tok *oauth2.Token, refresh, nonce string, needID bool) (ports.TokenSet, error) {
+	var at verified
+	if !p.cfg.Generic {
+		var err error
+		if at, err = p.verify(ctx, tok.AccessToken, kindAccess, ""); err != nil {
+			return ports.TokenSet{}, err
+		}
+	} else if strings.Count(tok.AccessToken, ".") == 2 {
+		v, err := p.verify(ctx, tok.AccessToken, kindAccess, "")
+		switch {
+		case errors.Is(err, domain.ErrUnavailable):
+			return ports.TokenSet{}, err
+		case err == nil:
+			at = v
+		default: // a JWT for another audience, or of another format: opaque to this client
+			p.log.Debug("access token not used for roles", zap.String("reason", refusalCode(err)))
+		}
+	}
 	idRaw, _ := tok.Extra("id_token").(string)
 	var id verified
 	switch {
@@ -74,25 +94,13 @@ func (p *Provider) genericTokenSet(ctx context.Context, tok *oauth2.Token, refre
 	case needID:
 		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoIDToken, "the token response has no id_token (is scope openid allowed for the client?)"))
 	}
-	var at verified
-	if strings.Count(tok.AccessToken, ".") == 2 {
-		v, err := p.verify(ctx, tok.AccessToken, kindAccess, "")
-		switch {
-		case errors.Is(err, domain.ErrUnavailable):
-			return ports.TokenSet{}, err
-		case err == nil:
-			at = v
-		default: // a JWT for another audience, or of another format: opaque to this client
-			p.log.Debug("access token not used for roles", zap.String("reason", refusalCode(err)))
-		}
-	}
 	subject := cmp.Or(id.subject, at.subject)
 	if id.subject != "" && at.subject != "" && id.subject != at.subject {
 		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonSubject, "id token and access token name different subjects"))
 	}
 	sources := []domain.ClaimSource{{Token: domain.TokenID, Claims: id.claims}}
 	var userinfo domain.Claims
-	if len(p.roles(sources).Findings) == 0 {
+	if p.cfg.Generic && len(p.roles(sources).Findings) == 0 {
 		var err error
 		if userinfo, err = p.userinfo(ctx, tok.AccessToken); err != nil {
 			return ports.TokenSet{}, err
@@ -125,7 +133,7 @@ func (p *Provider) genericTokenSet(ctx context.Context, tok *oauth2.Token, refre
 		AccessExpiry: tok.Expiry,
 		SessionID:    firstString("sid", id.claims, at.claims),
 	}
-	if ts.AccessExpiry.IsZero() { // no expires_in: the JWT's own, else the id token's
+	if !p.cfg.Generic || ts.AccessExpiry.IsZero() { // Keycloak's, or no expires_in: the JWT's own, else the id token's
 		ts.AccessExpiry = cmp.Or(at.expiry, id.expiry)
 	}
 	if in := refreshExpiresIn(tok); in > 0 {

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -72,17 +71,6 @@ func (p *Provider) ExchangeCode(ctx context.Context, code string, req ports.Auth
 	}
 	p.clientAccepted()
 	return p.tokenSetOf(ctx, tok, tok.RefreshToken, req.Nonce, true)
-}
-
-// tokenSetOf verifies a token response by the provider's rules: Keycloak's
-// (both tokens are JWTs of this client, roles by Keycloak's claims), or any
-// OpenID provider's (the access token may be opaque; userinfo may be asked).
-func (p *Provider) tokenSetOf(ctx context.Context, tok *oauth2.Token, refresh, nonce string, needID bool) (ports.TokenSet, error) {
-	if p.cfg.Generic {
-		return p.genericTokenSet(ctx, tok, refresh, nonce, needID)
-	}
-	idToken, _ := tok.Extra("id_token").(string)
-	return p.tokenSet(ctx, tok.AccessToken, idToken, refresh, refreshExpiresIn(tok), nonce, needID)
 }
 
 // refreshExpiresIn is Keycloak's refresh_expires_in of a token response
@@ -177,48 +165,6 @@ func (p *Provider) EndSessionURL(idTokenHint string) string {
 		sep = "&"
 	}
 	return d.endSession + sep + q.Encode()
-}
-
-// tokenSet verifies a Keycloak token response, both tokens against the
-// JWKS, and extracts the roles. The id token is required at login (needID)
-// and optional on refresh.
-func (p *Provider) tokenSet(ctx context.Context, access, id, refresh string, refreshIn int, nonce string, needID bool) (ports.TokenSet, error) {
-	at, err := p.verify(ctx, access, kindAccess, "")
-	if err != nil {
-		return ports.TokenSet{}, err
-	}
-	var idClaims domain.Claims
-	switch {
-	case id != "":
-		it, err := p.verify(ctx, id, kindID, nonce)
-		if err != nil {
-			return ports.TokenSet{}, err
-		}
-		if it.subject != at.subject {
-			return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonSubject, "id token and access token name different subjects"))
-		}
-		idClaims = it.claims
-	case needID:
-		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", refuse(ReasonNoIDToken, "the token response has no id_token (is scope openid allowed for the client?)"))
-	}
-	subject, err := p.subjectOf(idClaims, at.claims)
-	if err != nil {
-		return ports.TokenSet{}, fmt.Errorf("keycloak: %w", err)
-	}
-	ts := ports.TokenSet{
-		Subject:      subject,
-		Username:     firstString("preferred_username", idClaims, at.claims),
-		Roles:        p.roles([]domain.ClaimSource{{Token: domain.TokenID, Claims: idClaims}, {Token: domain.TokenAccess, Claims: at.claims}}),
-		AccessToken:  access,
-		RefreshToken: refresh,
-		IDToken:      id,
-		AccessExpiry: at.expiry,
-		SessionID:    firstString("sid", idClaims, at.claims),
-	}
-	if refreshIn > 0 {
-		ts.RefreshExpiry = p.cfg.Now().Add(time.Duration(refreshIn) * time.Second)
-	}
-	return ts, nil
 }
 
 func firstString(name string, claims ...domain.Claims) string {
