@@ -95,6 +95,18 @@ func TestKeycloakLoginStillVerifiesTheAccessToken(t *testing.T) {
 	}
 }
 
+// TestKeycloakLoginChecksATHash: the id token's at_hash, when present, must
+// match the access token in Keycloak mode too (one verification path).
+func TestKeycloakLoginChecksATHash(t *testing.T) {
+	op := newFakeOP(t)
+	op.atHash = atHashOf("another token")
+	p := op.provider(t, nil)
+	_, err := p.PasswordGrant(t.Context(), "alice", "alice-pw")
+	if !errors.Is(err, domain.ErrUnauthenticated) || refusal(err) != ReasonATHash {
+		t.Errorf("at_hash of another token: got %v (code %q), want ErrUnauthenticated with code %q", err, refusal(err), ReasonATHash)
+	}
+}
+
 // TestGenericBearer: Bearer JWTs with header typ at+jwt, JWT or none that
 // name the client in aud, azp or client_id (or the configured audience);
 // id tokens refused by the documented rule; each refusal with its code.
