@@ -12,7 +12,7 @@ import (
 // resource called (RFC 8707).
 func TestBearerPrincipalCarriesAudience(t *testing.T) {
 	op := newFakeOP(t)
-	p, stop, err := Open(Config{Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
+	p, stop, err := Open(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
