@@ -39,8 +39,9 @@ const staleAfter = 10
 // flood of made-up key ids cannot make the tool server flood agentauth. A
 // set older than staleAfter refetch intervals is fetched again before use,
 // so a key agentauth withdrew (rotated out past its overlap) stops
-// verifying here too. A verification with a known key never waits for a
-// fetch, and concurrent verifications that need one share it.
+// verifying here too. A verification with a known key waits for no fetch
+// (but the one of a set that old), and concurrent verifications that need
+// a fetch share it.
 type RemoteKeys struct {
 	cache *jwks.Cache
 }

@@ -211,8 +211,8 @@ func (c *Cache) shared(ctx context.Context, fetch func() error) error {
 	}
 }
 
-// Fetches counts the fetch attempts so far, for tests.
-func (c *Cache) Fetches() int {
+// fetchCount counts the fetch attempts so far, for tests.
+func (c *Cache) fetchCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.fetches

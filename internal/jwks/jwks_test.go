@@ -134,8 +134,8 @@ func TestUnknownKeyIDRefetchIsRateLimited(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if len(keys) != s.wantKeys || c.Fetches() != s.wantFetches {
-			t.Errorf("%s: got %d keys after %d fetches, want %d after %d", s.name, len(keys), c.Fetches(), s.wantKeys, s.wantFetches)
+		if len(keys) != s.wantKeys || c.fetchCount() != s.wantFetches {
+			t.Errorf("%s: got %d keys after %d fetches, want %d after %d", s.name, len(keys), c.fetchCount(), s.wantKeys, s.wantFetches)
 		}
 	}
 }
