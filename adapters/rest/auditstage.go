@@ -23,9 +23,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	st.intent = domain.AuditIntent{RequestID: st.id, Client: clientOf(c).String(), Method: c.Method(), Path: st.target}
 	c.SetUserContext(ports.WithAuditIntent(c.UserContext(), &st.intent))
 	err := c.Next()
-	reason := ""
 	if err != nil {
-		reason = err.Error()
 		if herr := s.handleError(c, err); herr != nil {
 			return herr
 		}
@@ -40,38 +38,12 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Path:       st.intent.Path,
 		Client:     st.intent.Client,
 		IntentKey:  st.intent.Key,
-		Decision:   domain.AuditDeny,
 		Status:     c.Response().StatusCode(),
 	}
-	switch {
-	case st.public && err == nil:
-		rec.Decision, rec.Reason = domain.AuditAllow, "public endpoint"
-	case st.public:
-		rec.Reason = reason
-	case st.decided && st.decision.Allowed && errors.Is(err, domain.ErrForbidden):
-		// The role allowed the route, the resource did not: a denial.
-		rec.Reason = st.decision.Reason() + "; then: " + reason
-	case st.decided && st.decision.Allowed && errors.Is(err, domain.ErrNotVisible):
-		// Answered 404 so that its existence does not leak, but refused.
-		rec.Reason = st.decision.Reason() + "; then: " + reason + " (exists but is not visible to the caller)"
-	case st.decided && st.decision.Allowed && err == nil:
-		rec.Decision, rec.Reason = domain.AuditAllow, st.decision.Reason()
-	case st.decided && st.decision.Allowed:
-		rec.Decision, rec.Reason = domain.AuditAllow, st.decision.Reason()+"; then: "+reason
-	case reason != "":
-		rec.Reason = reason
-	case !st.decided:
-		rec.Reason = "no route matches " + c.Method() + " " + c.Path()
-	}
-	if st.note != "" {
-		rec.Reason += "; " + st.note
-	}
-	if st.keyOwnerChange != "" {
-		rec.Reason += "; " + st.keyOwnerChange
-	}
-	if st.refused {
-		rec.Decision = domain.AuditDeny
-	}
+	rec.Decision, rec.Reason = auditOutcome(auditFacts{
+		public: st.public, decided: st.decided, decision: st.decision, err: err, refused: st.refused,
+		note: st.note, keyOwnerChange: st.keyOwnerChange, method: c.Method(), path: c.Path(),
+	})
 	if aerr := s.auditLog.Record(c.UserContext(), rec); aerr != nil {
 		s.log.Error("audit record not committed; answering 503", zap.String("request_id", st.id), zap.Error(aerr))
 		c.Response().ResetBody()
@@ -84,4 +56,69 @@ func (s *Server) audit(c *fiber.Ctx) error {
 func (s *Server) public(c *fiber.Ctx) error {
 	stateOf(c).public = true
 	return c.Next()
+}
+
+// auditFacts is what the stages and the handler learned about a request
+// that decides its audit outcome.
+type auditFacts struct {
+	// public: an endpoint that needs no credential (s.public).
+	public bool
+	// decided: the authorize stage (or an agent's) ran; decision is what
+	// it decided.
+	decided  bool
+	decision domain.Decision
+	// err is what the handler chain returned; nil: answered without one.
+	err error
+	// refused: answered, but what the request asked for was refused (a
+	// tool call decided deny, a refused token exchange).
+	refused bool
+	// note and keyOwnerChange are the handler's additions to the reason.
+	note, keyOwnerChange string
+	// method and path name the request where no route decided it.
+	method, path string
+}
+
+// auditOutcome is the audit record's decision and reason for a request.
+// A request is allowed only when it was public or its route's permission
+// was granted, and nothing later refused it: a resource the caller may
+// not touch (ErrForbidden), one hidden from it (ErrNotVisible, answered
+// 404) or a refusal the handler marked is a denial.
+func auditOutcome(f auditFacts) (domain.AuditDecision, string) {
+	decision, reason := domain.AuditDeny, ""
+	then := ""
+	if f.err != nil {
+		then = f.err.Error()
+	}
+	allowed := f.decided && f.decision.Allowed
+	switch {
+	case f.public && f.err == nil:
+		decision, reason = domain.AuditAllow, "public endpoint"
+	case f.public:
+		reason = then
+	case allowed && errors.Is(f.err, domain.ErrForbidden):
+		// The role allowed the route, the resource did not.
+		reason = f.decision.Reason() + "; then: " + then
+	case allowed && errors.Is(f.err, domain.ErrNotVisible):
+		reason = f.decision.Reason() + "; then: " + then + " (exists but is not visible to the caller)"
+	case allowed && f.err == nil:
+		decision, reason = domain.AuditAllow, f.decision.Reason()
+	case allowed:
+		// Allowed, then failed for another reason (bad input, a conflict,
+		// the store unavailable): access was granted.
+		decision, reason = domain.AuditAllow, f.decision.Reason()+"; then: "+then
+	case f.err != nil:
+		reason = then
+	case !f.decided:
+		reason = "no route matches " + f.method + " " + f.path
+	}
+	if f.note != "" {
+		reason += "; " + f.note
+	}
+	if f.keyOwnerChange != "" {
+		reason += "; " + f.keyOwnerChange
+	}
+	if f.refused {
+		decision = domain.AuditDeny
+	}
+	return decision, reason
 }
