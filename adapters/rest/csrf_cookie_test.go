@@ -56,6 +56,8 @@ func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 		{"our Origin", http.MethodPost, map[string]string{"Origin": "http://edge.test"}, http.StatusCreated},
 		{"same-origin fetch", http.MethodPost, map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusCreated},
 		{"no browser headers", http.MethodPost, nil, http.StatusCreated},
+		{"no Origin, foreign Referer", http.MethodPost, map[string]string{"Referer": "https://evil.example/page"}, http.StatusForbidden},
+		{"no Origin, our Referer", http.MethodPost, map[string]string{"Referer": "http://edge.test/console"}, http.StatusCreated},
 		{"cross-site GET", http.MethodGet, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusOK},
 		{"unknown cookie, cross-site: still 401", http.MethodPost, map[string]string{"Sec-Fetch-Site": "cross-site", "Cookie": "user_session=forged"}, http.StatusUnauthorized},
 	}

@@ -41,9 +41,9 @@ type Login struct {
 	uc     *app.Login
 	health HealthChecker
 	// origin is the service's public origin, which Origin headers must
-	// name; empty: the host the request was sent to (key sign-in, where
+	// name; zero: the host the request was sent to (key sign-in, where
 	// no redirect URI says what the public origin is).
-	origin string
+	origin webOrigin
 	secure bool
 	// callbackPath is the path of the redirect URI, where the cookie that
 	// binds a login's state to the browser is sent.
@@ -55,7 +55,8 @@ type Login struct {
 // NewLogin builds the login endpoints.
 func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Logger) (*Login, error) {
 	u, err := url.Parse(cfg.RedirectURI)
-	if err != nil || u.Host == "" {
+	origin, ok := publicOrigin(cfg.RedirectURI)
+	if err != nil || !ok {
 		return nil, fmt.Errorf("rest: redirect URI %q is not an absolute URL: %w", cfg.RedirectURI, domain.ErrInvalidInput)
 	}
 	// Secure everywhere but plain-http loopback, where browsers would drop
@@ -65,7 +66,7 @@ func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Log
 	if callbackPath == "" {
 		callbackPath = "/"
 	}
-	return &Login{uc: uc, health: health, origin: u.Scheme + "://" + u.Host, secure: secure, callbackPath: callbackPath, basePath: cfg.BasePath, log: log.Named("login")}, nil
+	return &Login{uc: uc, health: health, origin: origin, secure: secure, callbackPath: callbackPath, basePath: cfg.BasePath, log: log.Named("login")}, nil
 }
 
 // KeyLoginConfig is what the key sign-in endpoints need to know.

@@ -446,6 +446,8 @@ func TestCSRFOnCookieRequests(t *testing.T) {
 		{"cookie, our Origin", map[string]string{"Origin": "http://127.0.0.1:1"}, jar, http.StatusCreated},
 		{"cookie, same-origin fetch", map[string]string{"Sec-Fetch-Site": "same-origin"}, jar, http.StatusCreated},
 		{"cookie, no browser headers", nil, jar, http.StatusCreated},
+		{"cookie, no Origin, foreign Referer", map[string]string{"Referer": "https://evil.example/page"}, jar, http.StatusForbidden},
+		{"cookie, no Origin, our Referer", map[string]string{"Referer": "http://127.0.0.1:1/console/sessions"}, jar, http.StatusCreated},
 		{"Bearer, foreign Origin", map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer " + keyUser}, nil, http.StatusCreated},
 	}
 	for _, tt := range tests {
