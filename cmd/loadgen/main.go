@@ -8,13 +8,15 @@
 //     user_session cookie (the server in OIDC mode against the Keycloak
 //     stand-in of e2e/keycloak-standin, started here as the e2e suite does);
 //
-// then the tool-call decision with 10, 1,000 and 10,000 policy rules in
+// then oauth2-proxy v7.15.6 beside agentauth for the same Bearer token
+// (throughput and each server's CPU per request, peer.go), then the
+// tool-call decision with 10, 1,000 and 10,000 policy rules in
 // process and over HTTP, and the server's RSS idle and under load.
 // Everything binds 127.0.0.1 on free ports and runs for a bounded time.
 // Client and server share the machine, so compare ratios, not absolute
 // figures, across machines.
 //
-//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-oidc=false] [-decisions=false] [-bin other/agentauth]
+//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-oidc=false] [-peer=false] [-decisions=false] [-bin other/agentauth]
 package main
 
 import (
@@ -65,6 +67,7 @@ func run() error {
 	flag.IntVar(&o.decisionConns, "decision-conns", 8, "concurrent connections for tool-call decisions")
 	withOIDC := flag.Bool("oidc", true, "measure the Bearer and cookie rows against the Keycloak stand-in (needs node)")
 	withDecisions := flag.Bool("decisions", true, "measure tool-call decisions at 10, 1,000 and 10,000 rules")
+	withPeer := flag.Bool("peer", true, "measure oauth2-proxy beside agentauth with the same Bearer token (builds it once; needs node)")
 	prebuilt := flag.String("bin", "", "an agentauth binary to measure (another build, to compare); empty: build ./cmd/agentauth")
 	flag.Parse()
 
@@ -88,6 +91,11 @@ func run() error {
 	}
 	if *withOIDC {
 		if err := oidcRows(o, bin, tmp); err != nil {
+			return err
+		}
+	}
+	if *withPeer {
+		if err := peerRows(o, bin, tmp); err != nil {
 			return err
 		}
 	}
