@@ -1,0 +1,67 @@
+package rest
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/agentauth/agentauth/ports"
+)
+
+type fixedKeys struct{ set jose.JSONWebKeySet }
+
+func (fixedKeys) Issuer() string             { return "http://agentauth.test" }
+func (k fixedKeys) JWKS() jose.JSONWebKeySet { return k.set }
+
+// TestIsAgentTokenRoutes: a Bearer credential goes to the agent-token
+// verifier when its protected header names the agent algorithm and one of
+// the service's keys, and to the identity adapters otherwise (where a
+// forgery is refused as any unknown token is).
+func TestIsAgentTokenRoutes(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	ours := jose.JSONWebKey{Key: pub, KeyID: "agent-key-1", Algorithm: string(jose.EdDSA), Use: "sig"}
+	s := &Server{cfg: Config{AgentTokens: &AgentTokens{Keys: fixedKeys{jose.JSONWebKeySet{Keys: []jose.JSONWebKey{ours}}}}}}
+	sign := func(alg jose.SignatureAlgorithm, key any, kid string) string {
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid).WithType("JWT"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jws, err := signer.Sign([]byte(`{"sub":"agent"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := jws.CompactSerialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	header := func(json string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte(json)) + ".eyJzdWIiOiJ4In0.c2ln"
+	}
+	tests := []struct {
+		name  string
+		token string
+		want  bool
+	}{
+		{"ours", sign(jose.EdDSA, priv, "agent-key-1"), true},
+		{"our algorithm, another key", sign(jose.EdDSA, priv, "keycloak-key"), false},
+		{"our kid, another algorithm", sign(jose.HS256, []byte("0123456789abcdef0123456789abcdef"), "agent-key-1"), false},
+		{"our kid and algorithm, any signature", header(`{"alg":"EdDSA","kid":"agent-key-1"}`), true},
+		{"no kid", header(`{"alg":"EdDSA"}`), false},
+		{"header not JSON", header(`alg=EdDSA`), false},
+		{"header not base64url", "!!!.eyJzdWIiOiJ4In0.c2ln", false},
+		{"an API key", "aak_0123456789abcdef", false},
+		{"two segments", "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := s.isAgentToken(ports.Credential{Kind: ports.CredentialBearer, Value: tt.token}); got != tt.want {
+				t.Errorf("isAgentToken(%.40s…) = %v, want %v", tt.token, got, tt.want)
+			}
+		})
+	}
+}
