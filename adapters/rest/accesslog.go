@@ -30,7 +30,7 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 	if len(ua) > maxUserAgentLog {
 		ua = ua[:maxUserAgentLog]
 	}
-	if ce := s.log.Check(zap.InfoLevel, "request"); ce != nil {
+	if ce := s.requestLog.Check(zap.InfoLevel, "request"); ce != nil {
 		st.logFields = [...]zap.Field{
 			zap.String("request_id", st.id),
 			zap.String("method", c.Method()),
@@ -38,7 +38,7 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 			zap.Int("status", c.Response().StatusCode()),
 			zap.Duration("latency", time.Since(start)),
 			zap.String("subject", st.principal.Subject),
-			zap.Stringer("client", &st.client), // a pointer: no copy boxed
+			zap.String("client", st.clientText()),
 			zap.String("user_agent", ua),
 			zap.String("reason", st.reason),
 		}

@@ -20,7 +20,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	// The request target as sent (path and query), credentials replaced by
 	// their markers: the store seals it (escaped, bounded), so any other
 	// bytes are recorded faithfully, and the chain's hash covers it.
-	st.intent = domain.AuditIntent{RequestID: st.id, Client: clientOf(c).String(), Method: c.Method(), Path: st.target}
+	st.intent = domain.AuditIntent{RequestID: st.id, Client: st.clientText(), Method: c.Method(), Path: st.target}
 	c.SetUserContext(ports.WithAuditIntent(c.UserContext(), &st.intent))
 	err := c.Next()
 	if err != nil {

@@ -74,6 +74,9 @@ type Server struct {
 	audits   *app.Audit
 	settings *app.Settings
 	metrics  *httpMetrics
+	// requestLog writes the access log: without the caller, which is
+	// always the access-log stage and cost a stack walk per request.
+	requestLog *zap.Logger
 	// console renders the web console's pages, the sign-in page (the body
 	// of a browser's 401) and error pages included.
 	console *console.Console
@@ -105,6 +108,7 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 	sessions *app.Sessions, audits *app.Audit, settings *app.Settings, log *zap.Logger) *Server {
 	s := &Server{cfg: cfg, log: log.Named("http"), authn: authn, authz: authz, auditLog: auditLog,
 		sessions: sessions, audits: audits, settings: settings}
+	s.requestLog = s.log.WithOptions(zap.WithCaller(false))
 	s.ready = &readiness{checks: cfg.Ready}
 	s.redactor = cfg.Redactor
 	if s.redactor == nil {

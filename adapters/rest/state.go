@@ -20,6 +20,9 @@ type reqState struct {
 	id string
 	// client is the client's address, behind trusted proxies (clientAddress).
 	client netip.Addr
+	// clientString is client as text, made once for the audit record and
+	// the access log (clientText).
+	clientString string
 	// target is the request target (path and query, as sent) as every
 	// record keeps it: credentials replaced (Config.Redactor).
 	target    string
@@ -69,3 +72,12 @@ func requestID(c *fiber.Ctx) string { return stateOf(c).id }
 
 // principalOf returns the authenticated caller.
 func principalOf(c *fiber.Ctx) domain.Principal { return stateOf(c).principal }
+
+// clientText is the client's address as the audit record and the access
+// log write it.
+func (st *reqState) clientText() string {
+	if st.clientString == "" {
+		st.clientString = st.client.String()
+	}
+	return st.clientString
+}
