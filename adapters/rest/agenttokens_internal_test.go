@@ -52,6 +52,8 @@ func TestIsAgentTokenRoutes(t *testing.T) {
 		{"our kid, another algorithm", sign(jose.HS256, []byte("0123456789abcdef0123456789abcdef"), "agent-key-1"), false},
 		{"our kid and algorithm, any signature", header(`{"alg":"EdDSA","kid":"agent-key-1"}`), true},
 		{"no kid", header(`{"alg":"EdDSA"}`), false},
+		{"our kid escaped: not a header we signed", header(`{"alg":"EdDSA","kid":"agent\u002dkey-1"}`), false},
+		{"our kid in another member", header(`{"alg":"EdDSA","kid":"other","x":"agent-key-1"}`), false},
 		{"header not JSON", header(`alg=EdDSA`), false},
 		{"header not base64url", "!!!.eyJzdWIiOiJ4In0.c2ln", false},
 		{"an API key", "aak_0123456789abcdef", false},
