@@ -98,7 +98,8 @@ func checkOrigin(want webOrigin, origin, referer string) error {
 	case origin != "":
 		got, ok := publicOrigin(origin)
 		// A serialised origin has no user, path, query or fragment.
-		if !ok || strings.ContainsAny(origin[len(got.scheme)+len("://"):], "@/?#") || !want.matches(got) {
+		_, authority, _ := strings.Cut(origin, "://")
+		if !ok || authority == "" || strings.ContainsAny(authority, "@/?#") || !want.matches(got) {
 			return fmt.Errorf("cross-origin request refused (Origin is not %s): %w", want, domain.ErrForbidden)
 		}
 	case referer != "":
