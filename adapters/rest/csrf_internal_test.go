@@ -70,3 +70,28 @@ func TestCheckOrigin(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCheckOrigin: no header makes the rule panic, and a request is let
+// through only with no browser header or with one that names our origin.
+func FuzzCheckOrigin(f *testing.F) {
+	for _, seed := range [][2]string{{"https://auth.example", ""}, {"null", ""}, {"", "https://auth.example/x"},
+		{"https://auth.example:443", ""}, {"HTTPS://AUTH.EXAMPLE", ""}, {"https://evil@auth.example", ""}, {"https:", "//auth.example"}} {
+		f.Add(seed[0], seed[1])
+	}
+	want, _ := publicOrigin("https://auth.example/auth/callback")
+	f.Fuzz(func(t *testing.T, origin, referer string) {
+		if checkOrigin(want, origin, referer) != nil {
+			return
+		}
+		sent := origin
+		if sent == "" {
+			sent = referer
+		}
+		if sent == "" {
+			return
+		}
+		if got, ok := publicOrigin(sent); !ok || got != want {
+			t.Fatalf("Origin %q Referer %q let through: names %v, want %v", origin, referer, got, want)
+		}
+	})
+}
