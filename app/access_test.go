@@ -66,23 +66,27 @@ func (f fixture) memberships(subject string, projects ...domain.Project) {
 	f.projects.EXPECT().ListProjects(gomock.Any(), ports.ProjectFilter{Member: subject}).Return(projects, nil).AnyTimes()
 }
 
+// firstPage is what a list without ?limit= asks of the store: the default
+// page and one more item, which tells whether there is a next page.
+var firstPage = ports.Page{Limit: app.DefaultPageSize + 1}
+
 func TestSessionsListByScope(t *testing.T) {
 	tests := []struct {
 		name string
 		p    domain.Principal
 		want ports.SessionFilter
 	}{
-		{"USER: own only, even in a project", uma, ports.SessionFilter{Owner: "uma"}},
-		{"LEAD: own and led projects", lea, ports.SessionFilter{Owner: "lea", Projects: []string{"p1"}}},
-		{"AUDITOR: all", aud, ports.SessionFilter{}},
-		{"ADMIN: all", admin, ports.SessionFilter{}},
+		{"USER: own only, even in a project", uma, ports.SessionFilter{Owner: "uma", Page: firstPage}},
+		{"LEAD: own and led projects", lea, ports.SessionFilter{Owner: "lea", Projects: []string{"p1"}, Page: firstPage}},
+		{"AUDITOR: all", aud, ports.SessionFilter{Page: firstPage}},
+		{"ADMIN: all", admin, ports.SessionFilter{Page: firstPage}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.memberships(tt.p.Subject, apollo)
 			f.sessions.EXPECT().ListSessions(gomock.Any(), gomock.Eq(tt.want)).Return([]domain.Session{}, nil)
-			if _, err := f.sessionsUC().List(context.Background(), tt.p, 0); err != nil {
+			if _, err := f.sessionsUC().List(context.Background(), tt.p, app.PageRequest{}); err != nil {
 				t.Fatal(err)
 			}
 		})

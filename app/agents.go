@@ -69,10 +69,19 @@ func (s *Agents) CreateDelegated(ctx context.Context, session string, in NewAgen
 	return a, nil
 }
 
-// List returns the agents of a session the caller may see.
-func (s *Agents) List(ctx context.Context, p domain.Principal, session string) ([]domain.Agent, error) {
-	if _, err := s.sessions.Get(ctx, p, session); err != nil {
-		return nil, err
+// List returns a page of the agents of a session the caller may see,
+// newest first.
+func (s *Agents) List(ctx context.Context, p domain.Principal, session string, req PageRequest) (Page[domain.Agent], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.Agent]{}, err
 	}
-	return s.store.ListAgents(ctx, session)
+	if _, err := s.sessions.Get(ctx, p, session); err != nil {
+		return Page[domain.Agent]{}, err
+	}
+	list, err := s.store.ListAgents(ctx, session, page)
+	if err != nil {
+		return Page[domain.Agent]{}, err
+	}
+	return pageOf(list, page, func(a domain.Agent) ports.Cursor { return ports.CursorOf(a.CreatedAt, a.ID) }, nil), nil
 }

@@ -18,12 +18,6 @@ type Audit struct {
 // NewAudit wires the use case.
 func NewAudit(store ports.AuditStore) *Audit { return &Audit{store: store} }
 
-// Page limits.
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 500
-)
-
 // AuditPage is one page of records, newest first, and the cursor of the next
 // page (0 when there is none).
 type AuditPage struct {
@@ -33,12 +27,7 @@ type AuditPage struct {
 
 // Query returns one page. Limit is clamped to [1, MaxPageSize].
 func (a *Audit) Query(ctx context.Context, q ports.AuditQuery) (AuditPage, error) {
-	switch {
-	case q.Limit <= 0:
-		q.Limit = DefaultPageSize
-	case q.Limit > MaxPageSize:
-		q.Limit = MaxPageSize
-	}
+	q.Limit = pageLimit(q.Limit)
 	want := q.Limit
 	q.Limit++ // one more tells whether a next page exists
 	recs, err := a.store.QueryAudit(ctx, q)

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -97,26 +96,36 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 	return sess, nil
 }
 
-// List returns the sessions the caller may see, newest first.
-func (s *Sessions) List(ctx context.Context, p domain.Principal, limit int) ([]domain.Session, error) {
-	f := ports.SessionFilter{Owner: p.Subject, Limit: limit}
+// List returns a page of the sessions the caller may see, newest first.
+func (s *Sessions) List(ctx context.Context, p domain.Principal, req PageRequest) (Page[domain.Session], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.Session]{}, err
+	}
+	f := ports.SessionFilter{Owner: p.Subject, Page: page}
 	switch s.authz.SessionReadScope(p) {
 	case domain.ScopeAll:
 		f.Owner = ""
 	case domain.ScopeTeam:
 		team, err := teamOf(ctx, s.projects, p)
 		if err != nil {
-			return nil, err
+			return Page[domain.Session]{}, err
 		}
 		f.Projects = team.Leads
 	}
 	list, err := s.store.ListSessions(ctx, f)
-	if err != nil || p.Key == nil {
-		return list, err
+	if err != nil {
+		return Page[domain.Session]{}, err
 	}
-	// A managed key limited to projects sees only their sessions.
-	return slices.DeleteFunc(list, func(sess domain.Session) bool { return !p.Key.AllowsProject(sess.Project) }), nil
+	var keep func(domain.Session) bool
+	if p.Key != nil {
+		// A managed key limited to projects sees only their sessions.
+		keep = func(sess domain.Session) bool { return p.Key.AllowsProject(sess.Project) }
+	}
+	return pageOf(list, page, sessionCursor, keep), nil
 }
+
+func sessionCursor(s domain.Session) ports.Cursor { return ports.CursorOf(s.CreatedAt, s.ID) }
 
 // Get returns one session. A session the caller may not see is reported as
 // not found, so its existence does not leak.

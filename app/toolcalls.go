@@ -59,12 +59,21 @@ func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, age
 	return call, nil
 }
 
-// List returns the tool calls of a session the caller may see, newest first.
-func (s *ToolCalls) List(ctx context.Context, p domain.Principal, session string, limit int) ([]domain.ToolCall, error) {
-	if _, err := s.sessions.Get(ctx, p, session); err != nil {
-		return nil, err
+// List returns a page of the tool calls of a session the caller may see,
+// newest first.
+func (s *ToolCalls) List(ctx context.Context, p domain.Principal, session string, req PageRequest) (Page[domain.ToolCall], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.ToolCall]{}, err
 	}
-	return s.store.ListToolCalls(ctx, ports.ToolCallFilter{Session: session, Limit: limit})
+	if _, err := s.sessions.Get(ctx, p, session); err != nil {
+		return Page[domain.ToolCall]{}, err
+	}
+	list, err := s.store.ListToolCalls(ctx, ports.ToolCallFilter{Session: session, Page: page})
+	if err != nil {
+		return Page[domain.ToolCall]{}, err
+	}
+	return pageOf(list, page, func(c domain.ToolCall) ports.Cursor { return ports.CursorOf(c.CreatedAt, c.ID) }, nil), nil
 }
 
 // Resolve approves or rejects a pending call of a session the caller

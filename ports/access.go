@@ -58,25 +58,27 @@ type PolicyStore interface {
 type AgentStore interface {
 	CreateAgent(ctx context.Context, a domain.Agent) error
 	GetAgent(ctx context.Context, id string) (domain.Agent, error)
-	// ListAgents returns the session's agents, oldest first.
-	ListAgents(ctx context.Context, session string) ([]domain.Agent, error)
+	// ListAgents returns a page of the session's agents, newest first
+	// (creation time, then ID).
+	ListAgents(ctx context.Context, session string, page Page) ([]domain.Agent, error)
 	// CountSubAgents returns how many of the session's agents have a
 	// parent (the bound on an agent token's exchanges).
 	CountSubAgents(ctx context.Context, session string) (int, error)
 }
 
-// ToolCallFilter narrows ListToolCalls. Zero fields do not filter.
+// ToolCallFilter narrows ListToolCalls. Zero fields do not filter; Page
+// bounds the answer (keyed by creation time and ID).
 type ToolCallFilter struct {
 	Session string
 	Status  domain.ToolCallStatus
-	Limit   int
+	Page
 }
 
 // ToolCallStore keeps tool-call decisions and their approvals.
 type ToolCallStore interface {
 	CreateToolCall(ctx context.Context, c domain.ToolCall) error
 	GetToolCall(ctx context.Context, id string) (domain.ToolCall, error)
-	// ListToolCalls returns calls newest first.
+	// ListToolCalls returns calls newest first (creation time, then ID).
 	ListToolCalls(ctx context.Context, f ToolCallFilter) ([]domain.ToolCall, error)
 	// ResolveToolCall moves a pending call to status (approved or
 	// rejected) atomically and returns it; a call that is no longer pending

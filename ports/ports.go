@@ -50,10 +50,11 @@ type Authenticator interface {
 // SessionFilter narrows ListSessions. With Owner and Projects both empty
 // it lists every session; otherwise the sessions owned by Owner or in one
 // of Projects (a LEAD's own sessions and those of the projects it leads).
+// Page bounds the answer (keyed by creation time and ID).
 type SessionFilter struct {
 	Owner    string
 	Projects []string
-	Limit    int
+	Page
 }
 
 // SessionStore keeps agent sessions.
@@ -61,7 +62,7 @@ type SessionStore interface {
 	CreateSession(ctx context.Context, s domain.Session) error
 	// GetSession fails with domain.ErrNotFound when there is no such session.
 	GetSession(ctx context.Context, id string) (domain.Session, error)
-	// ListSessions returns sessions newest first.
+	// ListSessions returns sessions newest first (creation time, then ID).
 	ListSessions(ctx context.Context, f SessionFilter) ([]domain.Session, error)
 	// DeleteSession fails with domain.ErrNotFound when there is no such session.
 	DeleteSession(ctx context.Context, id string) error

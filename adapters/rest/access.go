@@ -336,15 +336,15 @@ func toAgentJSON(a domain.Agent) agentJSON {
 }
 
 func (s *Server) listAgents(c *fiber.Ctx) error {
-	list, err := s.cfg.Access.Agents.List(c.UserContext(), principalOf(c), c.Params("id"))
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	out := make([]agentJSON, len(list))
-	for i, a := range list {
-		out[i] = toAgentJSON(a)
+	page, err := s.cfg.Access.Agents.List(c.UserContext(), principalOf(c), c.Params("id"), req)
+	if err != nil {
+		return err
 	}
-	return c.JSON(fiber.Map{"agents": out})
+	return writePage(c, "agents", page, toAgentJSON)
 }
 
 type createAgentRequest struct {
@@ -406,19 +406,15 @@ func toToolCallJSON(tc domain.ToolCall) toolCallJSON {
 }
 
 func (s *Server) listToolCalls(c *fiber.Ctx) error {
-	limit, err := queryInt(c, "limit")
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	list, err := s.cfg.Access.ToolCalls.List(c.UserContext(), principalOf(c), c.Params("id"), limit)
+	page, err := s.cfg.Access.ToolCalls.List(c.UserContext(), principalOf(c), c.Params("id"), req)
 	if err != nil {
 		return err
 	}
-	out := make([]toolCallJSON, len(list))
-	for i, tc := range list {
-		out[i] = toToolCallJSON(tc)
-	}
-	return c.JSON(fiber.Map{"tool_calls": out})
+	return writePage(c, "tool_calls", page, toToolCallJSON)
 }
 
 type createToolCallRequest struct {

@@ -33,19 +33,15 @@ func toSessionJSON(s domain.Session) sessionJSON {
 }
 
 func (s *Server) listSessions(c *fiber.Ctx) error {
-	limit, err := queryInt(c, "limit")
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	list, err := s.sessions.List(c.UserContext(), principalOf(c), limit)
+	page, err := s.sessions.List(c.UserContext(), principalOf(c), req)
 	if err != nil {
 		return err
 	}
-	out := make([]sessionJSON, len(list))
-	for i, sess := range list {
-		out[i] = toSessionJSON(sess)
-	}
-	return c.JSON(fiber.Map{"sessions": out})
+	return writePage(c, "sessions", page, toSessionJSON)
 }
 
 type createSessionRequest struct {

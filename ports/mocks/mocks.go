@@ -788,18 +788,18 @@ func (mr *MockAgentStoreMockRecorder) GetAgent(arg0, arg1 interface{}) *gomock.C
 }
 
 // ListAgents mocks base method.
-func (m *MockAgentStore) ListAgents(arg0 context.Context, arg1 string) ([]domain.Agent, error) {
+func (m *MockAgentStore) ListAgents(arg0 context.Context, arg1 string, arg2 ports.Page) ([]domain.Agent, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "ListAgents", arg0, arg1)
+	ret := m.ctrl.Call(m, "ListAgents", arg0, arg1, arg2)
 	ret0, _ := ret[0].([]domain.Agent)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // ListAgents indicates an expected call of ListAgents.
-func (mr *MockAgentStoreMockRecorder) ListAgents(arg0, arg1 interface{}) *gomock.Call {
+func (mr *MockAgentStoreMockRecorder) ListAgents(arg0, arg1, arg2 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListAgents", reflect.TypeOf((*MockAgentStore)(nil).ListAgents), arg0, arg1)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListAgents", reflect.TypeOf((*MockAgentStore)(nil).ListAgents), arg0, arg1, arg2)
 }
 
 // MockToolCallStore is a mock of ToolCallStore interface.

@@ -287,14 +287,15 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	if err := st.CreateAgent(ctx, root); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("duplicate agent: got %v, want ErrConflict", err)
 	}
-	agents, err := st.ListAgents(ctx, "s1")
+	agents, err := st.ListAgents(ctx, "s1", ports.Page{})
 	if err != nil || len(agents) != 3 {
 		t.Fatalf("ListAgents(s1) = %+v, %v; want 3 agents", agents, err)
 	}
-	// nil Tools (every tool) and empty Tools (no tool) must stay different.
-	if agents[0].Limits.Tools != nil || agents[1].Limits.Tools == nil || len(agents[1].Limits.Tools) != 0 ||
+	// Newest first. nil Tools (every tool) and empty Tools (no tool) must
+	// stay different.
+	if agents[2].Limits.Tools != nil || agents[1].Limits.Tools == nil || len(agents[1].Limits.Tools) != 0 ||
 		!agents[1].Limits.ReadOnly || !agents[1].Limits.Approval || agents[1].Parent != "a0" || agents[1].Depth != 1 ||
-		!slices.Equal(agents[2].Limits.Tools, []string{"fs.read", "git.log"}) {
+		!slices.Equal(agents[0].Limits.Tools, []string{"fs.read", "git.log"}) {
 		t.Errorf("ListAgents(s1) = %+v", agents)
 	}
 	if a, err := st.GetAgent(ctx, "a0"); err != nil || a.CreatedBy != "uma" || !a.CreatedAt.Equal(t0) {
@@ -303,7 +304,7 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	if _, err := st.GetAgent(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("missing agent: got %v, want ErrNotFound", err)
 	}
-	if none, err := st.ListAgents(ctx, "s9"); err != nil || len(none) != 0 {
+	if none, err := st.ListAgents(ctx, "s9", ports.Page{}); err != nil || len(none) != 0 {
 		t.Errorf("ListAgents(s9) = %+v, %v; want none", none, err)
 	}
 	for session, want := range map[string]int{"s1": 2, "s2": 0, "s9": 0} {
@@ -349,8 +350,8 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 		want []string
 	}{
 		{ports.ToolCallFilter{}, []string{"c4", "c3", "c2", "c1"}},
-		{ports.ToolCallFilter{Limit: 1}, []string{"c4"}},
-		{ports.ToolCallFilter{Session: "s1", Status: domain.CallApproved, Limit: 5}, []string{"c1"}},
+		{ports.ToolCallFilter{Page: ports.Page{Limit: 1}}, []string{"c4"}},
+		{ports.ToolCallFilter{Session: "s1", Status: domain.CallApproved, Page: ports.Page{Limit: 5}}, []string{"c1"}},
 		{ports.ToolCallFilter{Session: "s2"}, []string{"c2"}},
 		{ports.ToolCallFilter{Status: domain.CallPending}, nil},
 	}

@@ -106,13 +106,13 @@ func testSessionList(t *testing.T, st ports.SessionStore) {
 	}{
 		{"all newest first", ports.SessionFilter{}, []string{"b1", "a2", "a1", "b0", "a0"}},
 		{"owner", ports.SessionFilter{Owner: "alice"}, []string{"a2", "a1", "a0"}},
-		{"limit", ports.SessionFilter{Limit: 2}, []string{"b1", "a2"}},
-		{"owner and limit", ports.SessionFilter{Owner: "bob", Limit: 1}, []string{"b1"}},
-		{"limit above count", ports.SessionFilter{Owner: "bob", Limit: 10}, []string{"b1", "b0"}},
+		{"limit", ports.SessionFilter{Page: ports.Page{Limit: 2}}, []string{"b1", "a2"}},
+		{"owner and limit", ports.SessionFilter{Owner: "bob", Page: ports.Page{Limit: 1}}, []string{"b1"}},
+		{"limit above count", ports.SessionFilter{Owner: "bob", Page: ports.Page{Limit: 10}}, []string{"b1", "b0"}},
 		{"unknown owner", ports.SessionFilter{Owner: "carol"}, nil},
 		{"projects", ports.SessionFilter{Projects: []string{"p-a0", "p-b1"}}, []string{"b1", "a0"}},
 		{"owner or projects", ports.SessionFilter{Owner: "alice", Projects: []string{"p-b0"}}, []string{"a2", "a1", "b0", "a0"}},
-		{"projects and limit", ports.SessionFilter{Projects: []string{"p-a0", "p-a1", "p-b0"}, Limit: 2}, []string{"a1", "b0"}},
+		{"projects and limit", ports.SessionFilter{Projects: []string{"p-a0", "p-a1", "p-b0"}, Page: ports.Page{Limit: 2}}, []string{"a1", "b0"}},
 		{"unknown project", ports.SessionFilter{Projects: []string{"p-zz"}}, nil},
 	}
 	for _, tt := range tests {

@@ -45,10 +45,12 @@ func pageData(rows int) map[string]any {
 		"me": meData{Method: domain.MethodDebug, RoleSource: hostile, Permissions: []permissionRow{{domain.PermMeRead, hostile}}},
 		"sessions": struct {
 			Sessions []domain.Session
+			Next     string
 			Projects []domain.Project
-		}{sessions, []domain.Project{{ID: hostile, Name: hostile}}},
-		"session": sessionData{Session: sessions[0], Agents: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}},
-			ToolCalls: []domain.ToolCall{call}, Servers: []domain.Server{{Name: hostile}},
+		}{sessions, hostile, []domain.Project{{ID: hostile, Name: hostile}}},
+		"session": sessionData{Session: sessions[0],
+			Agents:    app.Page[domain.Agent]{Items: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}}, Next: hostile},
+			ToolCalls: app.Page[domain.ToolCall]{Items: []domain.ToolCall{call}, Next: hostile}, Servers: []domain.Server{{Name: hostile}},
 			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
 		"approvals": []pendingCall{{sessions[0], call}},
 		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],

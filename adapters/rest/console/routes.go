@@ -104,7 +104,7 @@ func (c *Console) me(ctx *fiber.Ctx) error {
 const pageSize = 50
 
 func (c *Console) sessions(ctx *fiber.Ctx) error {
-	list, err := c.uc.Sessions.List(ctx.UserContext(), c.principal(ctx), pageSize)
+	list, err := c.uc.Sessions.List(ctx.UserContext(), c.principal(ctx), app.PageRequest{Limit: pageSize, Cursor: ctx.Query("cursor")})
 	if err != nil {
 		return err
 	}
@@ -116,8 +116,9 @@ func (c *Console) sessions(ctx *fiber.Ctx) error {
 	}
 	return c.render(ctx, fiber.StatusOK, "sessions", "Sessions", struct {
 		Sessions []domain.Session
+		Next     string
 		Projects []domain.Project
-	}{list, projects})
+	}{list.Items, list.Next, projects})
 }
 
 func (c *Console) createSession(ctx *fiber.Ctx) error {
@@ -130,9 +131,11 @@ func (c *Console) createSession(ctx *fiber.Ctx) error {
 }
 
 type sessionData struct {
-	Session   domain.Session
-	Agents    []domain.Agent
-	ToolCalls []domain.ToolCall
+	Session domain.Session
+	// Agents and ToolCalls are one page each, paged by ?agents= and
+	// ?cursor= (the cursors of the API's lists).
+	Agents    app.Page[domain.Agent]
+	ToolCalls app.Page[domain.ToolCall]
 	Tools     []domain.Tool
 	Servers   []domain.Server
 	// Minted is a token just minted: shown once, never stored.
@@ -146,10 +149,10 @@ func (c *Console) loadSession(ctx *fiber.Ctx) (sessionData, error) {
 	if d.Session, err = c.uc.Sessions.Get(ctx.UserContext(), p, id); err != nil {
 		return d, err
 	}
-	if d.Agents, err = c.uc.Agents.List(ctx.UserContext(), p, id); err != nil {
+	if d.Agents, err = c.uc.Agents.List(ctx.UserContext(), p, id, app.PageRequest{Limit: pageSize, Cursor: ctx.Query("agents")}); err != nil {
 		return d, err
 	}
-	if d.ToolCalls, err = c.uc.ToolCalls.List(ctx.UserContext(), p, id, pageSize); err != nil {
+	if d.ToolCalls, err = c.uc.ToolCalls.List(ctx.UserContext(), p, id, app.PageRequest{Limit: pageSize, Cursor: ctx.Query("cursor")}); err != nil {
 		return d, err
 	}
 	if c.has(ctx, domain.PermAgentsToken) {
@@ -248,20 +251,20 @@ type pendingCall struct {
 // manages the session.
 func (c *Console) approvals(ctx *fiber.Ctx) error {
 	p := c.principal(ctx)
-	sessions, err := c.uc.Sessions.List(ctx.UserContext(), p, pageSize)
+	sessions, err := c.uc.Sessions.List(ctx.UserContext(), p, app.PageRequest{Limit: pageSize})
 	if err != nil {
 		return err
 	}
 	var pending []pendingCall
-	for _, s := range sessions {
+	for _, s := range sessions.Items {
 		if s.State != domain.SessionActive {
 			continue
 		}
-		calls, err := c.uc.ToolCalls.List(ctx.UserContext(), p, s.ID, pageSize)
+		calls, err := c.uc.ToolCalls.List(ctx.UserContext(), p, s.ID, app.PageRequest{Limit: pageSize})
 		if err != nil {
 			return err
 		}
-		for _, tc := range calls {
+		for _, tc := range calls.Items {
 			if tc.Status == domain.CallPending {
 				pending = append(pending, pendingCall{s, tc})
 			}

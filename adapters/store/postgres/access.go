@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
+
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -332,9 +332,10 @@ func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
 	return a, nil
 }
 
-// ListAgents returns a session's agents, oldest first.
-func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents WHERE session = $1 ORDER BY created_at, id`, session)
+// ListAgents returns a page of a session's agents, newest first.
+func (s *Store) ListAgents(ctx context.Context, session string, page ports.Page) ([]domain.Agent, error) {
+	tail, args := keyset([]string{"session = $1"}, []any{session}, page, "id")
+	rows, _ := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents`+tail, args...)
 	out, err := pgx.CollectRows(rows, scanAgent)
 	if err != nil {
 		return nil, storeErr("list agents", err)
@@ -405,16 +406,8 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 		args = append(args, string(f.Status))
 		where = append(where, "status = $"+strconv.Itoa(len(args)))
 	}
-	query := `SELECT ` + toolCallColumns + ` FROM tool_calls`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	var limit *int // NULL: no limit
-	if f.Limit > 0 {
-		limit = &f.Limit
-	}
-	args = append(args, limit)
-	rows, _ := s.pool.Query(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	tail, args := keyset(where, args, f.Page, "id")
+	rows, _ := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls`+tail, args...)
 	out, err := pgx.CollectRows(rows, scanToolCall)
 	if err != nil {
 		return nil, storeErr("list tool calls", err)

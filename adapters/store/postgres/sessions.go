@@ -36,32 +36,41 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 	return sess, nil
 }
 
-// ListSessions returns sessions newest first.
+// ListSessions returns a page of sessions newest first. Owner and each of
+// Projects are read as separate pages of their own index and merged, so a
+// LEAD's page costs (1 + projects) × limit rows at most, never a sort of
+// every session it may see.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
-	var limit *int // NULL: no limit
-	if f.Limit > 0 {
-		limit = &f.Limit
-	}
-	// Owner and Projects widen each other: a LEAD sees its own sessions and
-	// those of the projects it leads.
-	var (
-		where []string
-		args  []any
-	)
+	type source struct{ col, val string }
+	var sources []source
 	if f.Owner != "" {
-		args = append(args, f.Owner)
-		where = append(where, "owner = $"+strconv.Itoa(len(args)))
+		sources = append(sources, source{"owner", f.Owner})
 	}
-	if len(f.Projects) > 0 {
-		args = append(args, f.Projects)
-		where = append(where, "project = ANY($"+strconv.Itoa(len(args))+")")
+	for _, p := range f.Projects {
+		sources = append(sources, source{"project", p})
 	}
-	query := `SELECT ` + sessionColumns + ` FROM sessions`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " OR ")
+	var (
+		query, tail string
+		args        []any
+	)
+	switch len(sources) {
+	case 0:
+		tail, args = keyset(nil, nil, f.Page, "id")
+		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
+	case 1:
+		tail, args = keyset([]string{sources[0].col + " = $1"}, []any{sources[0].val}, f.Page, "id")
+		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
+	default:
+		parts := make([]string, len(sources))
+		for i, src := range sources {
+			args = append(args, src.val)
+			tail, args = keyset([]string{src.col + " = $" + strconv.Itoa(len(args))}, args, f.Page, "id")
+			parts[i] = `SELECT * FROM (SELECT ` + sessionColumns + ` FROM sessions` + tail + `) AS s` + strconv.Itoa(i)
+		}
+		tail, args = keyset(nil, args, ports.Page{Limit: f.Limit}, "id")
+		query = `SELECT * FROM (` + strings.Join(parts, " UNION ") + `) AS u` + tail
 	}
-	args = append(args, limit)
-	rows, _ := s.pool.Query(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	rows, _ := s.pool.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanSession)
 	if err != nil {
 		return nil, storeErr("list sessions", err)

@@ -365,9 +365,10 @@ func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
 	return a, nil
 }
 
-// ListAgents returns a session's agents, oldest first.
-func (s *Store) ListAgents(ctx context.Context, session string) ([]domain.Agent, error) {
-	rows, err := s.queryRows(ctx, `SELECT `+agentColumns+` FROM agents WHERE session = ? ORDER BY created_at, id`, session)
+// ListAgents returns a page of a session's agents, newest first.
+func (s *Store) ListAgents(ctx context.Context, session string, page ports.Page) ([]domain.Agent, error) {
+	tail, args := keyset([]string{"session = ?"}, []any{session}, page, "id")
+	rows, err := s.queryRows(ctx, `SELECT `+agentColumns+` FROM agents`+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
@@ -443,11 +444,9 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
-	query := `SELECT ` + toolCallColumns + ` FROM tool_calls`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	rows, err := s.queryRows(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limitArg(f.Limit))...)
+	tail, args := keyset(where, args, f.Page, "id")
+	query := `SELECT ` + toolCallColumns + ` FROM tool_calls` + tail
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
 	}

@@ -38,9 +38,9 @@ func TestAgentAndToolCallStoreSurviveReopen(t *testing.T) {
 	}
 
 	st2 := open(t, path) // a second handle sees everything committed by the first
-	agents, err := st2.ListAgents(ctx, "s1")
-	if err != nil || len(agents) != 2 || agents[0].Limits.Tools != nil || agents[1].Limits.Tools == nil || len(agents[1].Limits.Tools) != 0 ||
-		!agents[1].Limits.ReadOnly || !agents[1].Limits.Approval || agents[1].Parent != "a0" || agents[1].Depth != 1 {
+	agents, err := st2.ListAgents(ctx, "s1", ports.Page{}) // newest first
+	if err != nil || len(agents) != 2 || agents[1].Limits.Tools != nil || agents[0].Limits.Tools == nil || len(agents[0].Limits.Tools) != 0 ||
+		!agents[0].Limits.ReadOnly || !agents[0].Limits.Approval || agents[0].Parent != "a0" || agents[0].Depth != 1 {
 		t.Errorf("ListAgents = %+v, %v", agents, err)
 	}
 	if a, err := st2.GetAgent(ctx, "a0"); err != nil || a.CreatedBy != "uma" || !a.CreatedAt.Equal(t0) {
@@ -68,7 +68,7 @@ func TestAgentAndToolCallStoreSurviveReopen(t *testing.T) {
 	for _, tt := range []struct {
 		f    ports.ToolCallFilter
 		want int
-	}{{ports.ToolCallFilter{}, 1}, {ports.ToolCallFilter{Session: "s1", Status: domain.CallApproved, Limit: 5}, 1}, {ports.ToolCallFilter{Status: domain.CallPending}, 0}} {
+	}{{ports.ToolCallFilter{}, 1}, {ports.ToolCallFilter{Session: "s1", Status: domain.CallApproved, Page: ports.Page{Limit: 5}}, 1}, {ports.ToolCallFilter{Status: domain.CallPending}, 0}} {
 		if list, err := st.ListToolCalls(ctx, tt.f); err != nil || len(list) != tt.want {
 			t.Errorf("ListToolCalls(%+v) = %d, %v; want %d", tt.f, len(list), err, tt.want)
 		}

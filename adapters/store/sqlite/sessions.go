@@ -31,26 +31,44 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 	return sess, err
 }
 
-// ListSessions returns sessions newest first.
+// ListSessions returns a page of sessions newest first. Owner and each of
+// Projects are read as separate pages of their own index and merged, so a
+// LEAD's page costs (1 + projects) × limit rows at most, never a sort of
+// every session it may see.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
+	type source struct{ col, val string }
+	var sources []source
+	if f.Owner != "" {
+		sources = append(sources, source{"owner", f.Owner})
+	}
+	for _, p := range f.Projects {
+		sources = append(sources, source{"project", p})
+	}
 	var (
-		where []string
+		query string
 		args  []any
 	)
-	if f.Owner != "" {
-		where, args = append(where, "owner = ?"), append(args, f.Owner)
-	}
-	if len(f.Projects) > 0 {
-		where = append(where, "project IN (?"+strings.Repeat(",?", len(f.Projects)-1)+")")
-		for _, p := range f.Projects {
-			args = append(args, p)
+	switch len(sources) {
+	case 0:
+		var tail string
+		tail, args = keyset(nil, nil, f.Page, "id")
+		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
+	case 1:
+		var tail string
+		tail, args = keyset([]string{sources[0].col + " = ?"}, []any{sources[0].val}, f.Page, "id")
+		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
+	default:
+		parts := make([]string, len(sources))
+		for i, src := range sources {
+			var tail string
+			tail, args = keyset([]string{src.col + " = ?"}, append(args, src.val), f.Page, "id")
+			parts[i] = `SELECT * FROM (SELECT ` + sessionColumns + ` FROM sessions` + tail + `)`
 		}
+		var tail string
+		tail, args = keyset(nil, args, ports.Page{Limit: f.Limit}, "id")
+		query = `SELECT * FROM (` + strings.Join(parts, " UNION ") + `)` + tail
 	}
-	query := `SELECT ` + sessionColumns + ` FROM sessions`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " OR ")
-	}
-	rows, err := s.queryRows(ctx, query+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limitArg(f.Limit))...)
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}

@@ -1,0 +1,34 @@
+package rest
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/app"
+)
+
+// pageRequest reads ?limit= (0 or absent: app.DefaultPageSize; above
+// app.MaxPageSize: clamped to it, as the audit log does) and ?cursor=
+// (the next_cursor of the previous answer; one that is not is a 400 when
+// the use case parses it).
+func pageRequest(c *fiber.Ctx) (app.PageRequest, error) {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return app.PageRequest{}, err
+	}
+	return app.PageRequest{Limit: limit, Cursor: c.Query("cursor")}, nil
+}
+
+// writePage answers one page of a list: its items under name, each turned
+// into its JSON form by conv, and next_cursor, null on the last page (the
+// audit log's shape).
+func writePage[T, J any](c *fiber.Ctx, name string, page app.Page[T], conv func(T) J) error {
+	out := make([]J, len(page.Items))
+	for i, it := range page.Items {
+		out[i] = conv(it)
+	}
+	var next any
+	if page.Next != "" {
+		next = page.Next
+	}
+	return c.JSON(fiber.Map{name: out, "next_cursor": next})
+}
