@@ -37,7 +37,7 @@ func TestAgentAndToolCallStoreSurviveReopen(t *testing.T) {
 		t.Errorf("duplicate call: got %v, want ErrConflict", err)
 	}
 
-	st2 := open(t, path) // a second handle sees everything committed by the first
+	st2 := open(t, path)                                   // a second handle sees everything committed by the first
 	agents, err := st2.ListAgents(ctx, "s1", ports.Page{}) // newest first
 	if err != nil || len(agents) != 2 || agents[1].Limits.Tools != nil || agents[0].Limits.Tools == nil || len(agents[0].Limits.Tools) != 0 ||
 		!agents[0].Limits.ReadOnly || !agents[0].Limits.Approval || agents[0].Parent != "a0" || agents[0].Depth != 1 {
