@@ -31,6 +31,7 @@ func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
 	t.Run("Projects", func(t *testing.T) { testProjects(t, newStore(t)) })
 	t.Run("CatalogAndPolicies", func(t *testing.T) { testCatalogAndPolicies(t, newStore(t)) })
 	t.Run("AgentsAndToolCalls", func(t *testing.T) { testAgentsAndToolCalls(t, newStore(t)) })
+	t.Run("AgentAndToolCallPages", func(t *testing.T) { testAgentAndToolCallPages(t, newStore(t)) })
 	t.Run("SessionsByOwnerOrProjectAndMode", func(t *testing.T) { testSessionsByProject(t, newStore(t)) })
 }
 

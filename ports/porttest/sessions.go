@@ -22,6 +22,7 @@ func RunSessionStore(t *testing.T, newStore Factory[ports.SessionStore]) {
 	t.Run("DuplicateIDIsRefused", func(t *testing.T) { testSessionDuplicate(t, newStore(t)) })
 	t.Run("List", func(t *testing.T) { testSessionList(t, newStore(t)) })
 	t.Run("Delete", func(t *testing.T) { testSessionDelete(t, newStore(t)) })
+	t.Run("Pages", func(t *testing.T) { testSessionPages(t, newStore) })
 }
 
 func session(id, owner string, created time.Time) domain.Session {

@@ -334,13 +334,19 @@ func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
 
 // ListAgents returns a page of a session's agents, newest first.
 func (s *Store) ListAgents(ctx context.Context, session string, page ports.Page) ([]domain.Agent, error) {
-	tail, args := keyset([]string{"session = $1"}, []any{session}, page, "id")
-	rows, _ := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents`+tail, args...)
+	query, args := agentsQuery(session, page)
+	rows, _ := s.pool.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanAgent)
 	if err != nil {
 		return nil, storeErr("list agents", err)
 	}
 	return nonNil(out), nil
+}
+
+// agentsQuery is the query of ListAgents.
+func agentsQuery(session string, page ports.Page) (string, []any) {
+	tail, args := keyset([]string{"session = $1"}, []any{session}, page, "id")
+	return `SELECT ` + agentColumns + ` FROM agents` + tail, args
 }
 
 // CountSubAgents counts the session's agents that have a parent.
@@ -394,6 +400,17 @@ func (s *Store) GetToolCall(ctx context.Context, id string) (domain.ToolCall, er
 
 // ListToolCalls returns matching calls, newest first.
 func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]domain.ToolCall, error) {
+	query, args := toolCallsQuery(f)
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, scanToolCall)
+	if err != nil {
+		return nil, storeErr("list tool calls", err)
+	}
+	return nonNil(out), nil
+}
+
+// toolCallsQuery is the query of ListToolCalls.
+func toolCallsQuery(f ports.ToolCallFilter) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -407,12 +424,7 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 		where = append(where, "status = $"+strconv.Itoa(len(args)))
 	}
 	tail, args := keyset(where, args, f.Page, "id")
-	rows, _ := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls`+tail, args...)
-	out, err := pgx.CollectRows(rows, scanToolCall)
-	if err != nil {
-		return nil, storeErr("list tool calls", err)
-	}
-	return nonNil(out), nil
+	return `SELECT ` + toolCallColumns + ` FROM tool_calls` + tail, args
 }
 
 // ResolveToolCall approves or rejects a pending call. The UPDATE's WHERE

@@ -41,6 +41,20 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 // LEAD's page costs (1 + projects) × limit rows at most, never a sort of
 // every session it may see.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
+	query, args := sessionsQuery(f)
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, scanSession)
+	if err != nil {
+		return nil, storeErr("list sessions", err)
+	}
+	if out == nil {
+		out = []domain.Session{}
+	}
+	return out, nil
+}
+
+// sessionsQuery is the query of ListSessions.
+func sessionsQuery(f ports.SessionFilter) (string, []any) {
 	type source struct{ col, val string }
 	var sources []source
 	if f.Owner != "" {
@@ -70,15 +84,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 		tail, args = keyset(nil, args, ports.Page{Limit: f.Limit}, "id")
 		query = `SELECT * FROM (` + strings.Join(parts, " UNION ") + `) AS u` + tail
 	}
-	rows, _ := s.pool.Query(ctx, query, args...)
-	out, err := pgx.CollectRows(rows, scanSession)
-	if err != nil {
-		return nil, storeErr("list sessions", err)
-	}
-	if out == nil {
-		out = []domain.Session{}
-	}
-	return out, nil
+	return query, args
 }
 
 // DeleteSession removes one session.

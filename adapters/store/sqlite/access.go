@@ -367,8 +367,8 @@ func (s *Store) GetAgent(ctx context.Context, id string) (domain.Agent, error) {
 
 // ListAgents returns a page of a session's agents, newest first.
 func (s *Store) ListAgents(ctx context.Context, session string, page ports.Page) ([]domain.Agent, error) {
-	tail, args := keyset([]string{"session = ?"}, []any{session}, page, "id")
-	rows, err := s.queryRows(ctx, `SELECT `+agentColumns+` FROM agents`+tail, args...)
+	query, args := agentsQuery(session, page)
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
@@ -382,6 +382,12 @@ func (s *Store) ListAgents(ctx context.Context, session string, page ports.Page)
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// agentsQuery is the query of ListAgents.
+func agentsQuery(session string, page ports.Page) (string, []any) {
+	tail, args := keyset([]string{"session = ?"}, []any{session}, page, "id")
+	return `SELECT ` + agentColumns + ` FROM agents` + tail, args
 }
 
 // CountSubAgents counts the session's agents that have a parent.
@@ -434,18 +440,7 @@ func (s *Store) GetToolCall(ctx context.Context, id string) (domain.ToolCall, er
 
 // ListToolCalls returns matching calls, newest first.
 func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]domain.ToolCall, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if f.Session != "" {
-		where, args = append(where, "session = ?"), append(args, f.Session)
-	}
-	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(f.Status))
-	}
-	tail, args := keyset(where, args, f.Page, "id")
-	query := `SELECT ` + toolCallColumns + ` FROM tool_calls` + tail
+	query, args := toolCallsQuery(f)
 	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
@@ -460,6 +455,22 @@ func (s *Store) ListToolCalls(ctx context.Context, f ports.ToolCallFilter) ([]do
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// toolCallsQuery is the query of ListToolCalls.
+func toolCallsQuery(f ports.ToolCallFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Session != "" {
+		where, args = append(where, "session = ?"), append(args, f.Session)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	tail, args := keyset(where, args, f.Page, "id")
+	return `SELECT ` + toolCallColumns + ` FROM tool_calls` + tail, args
 }
 
 // ResolveToolCall approves or rejects a pending call; the WHERE clause

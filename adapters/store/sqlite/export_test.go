@@ -3,6 +3,10 @@ package sqlite
 import (
 	"context"
 	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/ports"
 )
 
 // CapAtPresentSize lets the database grow no further (PRAGMA max_page_count
@@ -15,4 +19,44 @@ func CapAtPresentSize(ctx context.Context, s *Store) error {
 	}
 	_, err := s.write.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages))
 	return err
+}
+
+// ListQueryPlans is EXPLAIN QUERY PLAN, one line per step, of the query of
+// every paged list for representative filters, on a later page (after a
+// cursor) and with one source or several (a LEAD's sessions).
+func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
+	page := ports.Page{Limit: 51, After: ports.CursorOf(time.Unix(1_800_000_000, 0), "s-x")}
+	queries := map[string]func() (string, []any){
+		"sessions, all":               func() (string, []any) { return sessionsQuery(ports.SessionFilter{Page: page}) },
+		"sessions, owner":             func() (string, []any) { return sessionsQuery(ports.SessionFilter{Owner: "alice", Page: page}) },
+		"sessions, project":           func() (string, []any) { return sessionsQuery(ports.SessionFilter{Projects: []string{"p1"}, Page: page}) },
+		"sessions, owner or projects": func() (string, []any) { return sessionsQuery(ports.SessionFilter{Owner: "alice", Projects: []string{"p1", "p2"}, Page: page}) },
+		"tool calls, session":         func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Session: "s1", Page: page}) },
+		"tool calls, all":             func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Page: page}) },
+		"agents, session":             func() (string, []any) { return agentsQuery("s1", page) },
+	}
+	out := map[string]string{}
+	for name, q := range queries {
+		query, args := q()
+		rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+		if err != nil {
+			return nil, err
+		}
+		var lines []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			lines = append(lines, detail)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		out[name] = strings.Join(lines, "\n")
+	}
+	return out, nil
 }

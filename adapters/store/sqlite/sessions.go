@@ -36,6 +36,25 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 // LEAD's page costs (1 + projects) × limit rows at most, never a sort of
 // every session it may see.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
+	query, args := sessionsQuery(f)
+	rows, err := s.queryRows(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Session{}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// sessionsQuery is the query of ListSessions.
+func sessionsQuery(f ports.SessionFilter) (string, []any) {
 	type source struct{ col, val string }
 	var sources []source
 	if f.Owner != "" {
@@ -68,20 +87,7 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 		tail, args = keyset(nil, args, ports.Page{Limit: f.Limit}, "id")
 		query = `SELECT * FROM (` + strings.Join(parts, " UNION ") + `)` + tail
 	}
-	rows, err := s.queryRows(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
-	}
-	defer rows.Close()
-	out := []domain.Session{}
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sess)
-	}
-	return out, rows.Err()
+	return query, args
 }
 
 // DeleteSession removes one session.

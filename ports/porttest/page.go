@@ -1,0 +1,179 @@
+package porttest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// The paging contract every list of every store keeps: newest first
+// (creation time, then key, both descending, keys compared byte-wise);
+// walking the pages with the cursor of each page's last item yields the
+// whole list once, ties on the creation time included; and rows inserted
+// while a client pages (newer than its first page) neither repeat nor
+// hide a row of the walk.
+
+// walk reads a list page by page, limit items at a time, each page after
+// the cursor of the previous page's last item, calling between after each
+// page, until a page comes back short.
+func walk[T any](t *testing.T, list func(ports.Page) ([]T, error), at func(T) ports.Cursor, limit int, between func()) []T {
+	t.Helper()
+	var (
+		all   []T
+		after ports.Cursor
+	)
+	for range 100 {
+		page, err := list(ports.Page{Limit: limit, After: after})
+		if err != nil {
+			t.Fatalf("page after %+v: %v", after, err)
+		}
+		if len(page) > limit {
+			t.Fatalf("page of %d items, limit %d", len(page), limit)
+		}
+		all = append(all, page...)
+		if len(page) < limit {
+			return all
+		}
+		after = at(page[len(page)-1])
+		if between != nil {
+			between()
+		}
+	}
+	t.Fatal("no end after 100 pages")
+	return nil
+}
+
+// checkWalk checks that the whole list (one unbounded page) is want, by
+// key; then, for every limit from 1 to len(want)+1, that walking the list
+// with a newer row inserted between pages yields exactly the list as it
+// was when the walk began.
+func checkWalk[T any](t *testing.T, what string, want []string, list func(ports.Page) ([]T, error), at func(T) ports.Cursor, insert func()) {
+	t.Helper()
+	keys := func(items []T) string {
+		out := make([]string, len(items))
+		for i, it := range items {
+			out[i] = at(it).Key
+		}
+		return fmt.Sprint(out)
+	}
+	whole := func() string {
+		all, err := list(ports.Page{})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return keys(all)
+	}
+	if got := whole(); got != fmt.Sprint(want) {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+	for limit := 1; limit <= len(want)+1; limit++ {
+		before := whole()
+		if got := keys(walk(t, list, at, limit, insert)); got != before {
+			t.Errorf("%s, pages of %d with inserts between = %v, want %v", what, limit, got, before)
+		}
+	}
+}
+
+// later is after every time the suites use: rows created at it are newer
+// than any first page.
+var later = base.Add(24 * time.Hour)
+
+func testSessionPages(t *testing.T, newStore Factory[ports.SessionStore]) {
+	tests := []struct {
+		name   string
+		filter ports.SessionFilter
+		want   []string
+	}{
+		{"all", ports.SessionFilter{}, []string{"a3", "c0", "b1", "a2", "a1", "b0", "a0"}},
+		{"owner", ports.SessionFilter{Owner: "alice"}, []string{"a3", "a2", "a1", "a0"}},
+		{"project", ports.SessionFilter{Projects: []string{"p-x"}}, []string{"c0", "a1", "b0"}},
+		{"owner or projects, overlapping", ports.SessionFilter{Owner: "alice", Projects: []string{"p-x", "p-b1"}},
+			[]string{"a3", "c0", "b1", "a2", "a1", "b0", "a0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newStore(t)
+			fillForPages(t, st)
+			ctx := ctxFor(t)
+			n := 0
+			insert := func() { // newer than every page read so far, and matching every filter
+				n++
+				s := session(fmt.Sprintf("new%03d", n), "alice", later.Add(time.Duration(n)*time.Second))
+				s.Project = "p-x"
+				if err := st.CreateSession(ctx, s); err != nil {
+					t.Fatalf("CreateSession(%s): %v", s.ID, err)
+				}
+			}
+			list := func(p ports.Page) ([]domain.Session, error) {
+				f := tt.filter
+				f.Page = p
+				return st.ListSessions(ctx, f)
+			}
+			checkWalk(t, "ListSessions", tt.want, list, func(s domain.Session) ports.Cursor { return ports.CursorOf(s.CreatedAt, s.ID) }, insert)
+		})
+	}
+}
+
+func fillForPages(t *testing.T, st ports.SessionStore) {
+	ctx := ctxFor(t)
+	// a1, a2 and b1 share a creation time; p-x holds sessions of both.
+	for _, s := range []domain.Session{
+		session("a0", "alice", base),
+		session("b0", "bob", base.Add(time.Nanosecond)),
+		session("a1", "alice", base.Add(time.Second)),
+		session("a2", "alice", base.Add(time.Second)),
+		session("b1", "bob", base.Add(time.Second)),
+		session("c0", "carol", base.Add(2*time.Second)),
+		session("a3", "alice", base.Add(3*time.Second)),
+	} {
+		if s.ID == "b0" || s.ID == "c0" || s.ID == "a1" {
+			s.Project = "p-x"
+		}
+		if err := st.CreateSession(ctx, s); err != nil {
+			t.Fatalf("CreateSession(%s): %v", s.ID, err)
+		}
+	}
+}
+
+func testAgentAndToolCallPages(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	times := []time.Duration{0, time.Second, time.Second, time.Second, 2 * time.Second}
+	for i, d := range times {
+		id := fmt.Sprintf("x%d", i)
+		if err := st.CreateAgent(ctx, domain.Agent{ID: id, Session: "s1", CreatedBy: "uma", CreatedAt: t0.Add(d)}); err != nil {
+			t.Fatalf("CreateAgent(%s): %v", id, err)
+		}
+		call := domain.ToolCall{ID: id, Session: "s1", Agent: "x0", Tool: "fs.read", Status: domain.CallAllowed, RequestedBy: "uma",
+			CreatedAt: t0.Add(d), Decision: domain.ToolDecision{Effect: domain.EffectAllow, Reason: domain.ReasonPolicyAllow}}
+		if err := st.CreateToolCall(ctx, call); err != nil {
+			t.Fatalf("CreateToolCall(%s): %v", id, err)
+		}
+	}
+	// Another session's rows are never on the page.
+	if err := st.CreateAgent(ctx, domain.Agent{ID: "other", Session: "s2", CreatedAt: t0.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x4", "x3", "x2", "x1", "x0"}
+	n := 0
+	checkWalk(t, "ListAgents", want, func(p ports.Page) ([]domain.Agent, error) {
+		return st.ListAgents(ctx, "s1", p)
+	}, func(a domain.Agent) ports.Cursor { return ports.CursorOf(a.CreatedAt, a.ID) }, func() {
+		n++
+		if err := st.CreateAgent(ctx, domain.Agent{ID: fmt.Sprintf("new%03d", n), Session: "s1", CreatedAt: t0.Add(time.Hour + time.Duration(n))}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	checkWalk(t, "ListToolCalls", want, func(p ports.Page) ([]domain.ToolCall, error) {
+		return st.ListToolCalls(ctx, ports.ToolCallFilter{Session: "s1", Page: p})
+	}, func(c domain.ToolCall) ports.Cursor { return ports.CursorOf(c.CreatedAt, c.ID) }, func() {
+		n++
+		call := domain.ToolCall{ID: fmt.Sprintf("new%03d", n), Session: "s1", Agent: "x0", Tool: "fs.read", Status: domain.CallAllowed,
+			CreatedAt: t0.Add(time.Hour + time.Duration(n)), Decision: domain.ToolDecision{Effect: domain.EffectAllow, Reason: domain.ReasonPolicyAllow}}
+		if err := st.CreateToolCall(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
