@@ -27,13 +27,17 @@ func CapAtPresentSize(ctx context.Context, s *Store) error {
 func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
 	page := ports.Page{Limit: 51, After: ports.CursorOf(time.Unix(1_800_000_000, 0), "s-x")}
 	queries := map[string]func() (string, []any){
-		"sessions, all":               func() (string, []any) { return sessionsQuery(ports.SessionFilter{Page: page}) },
-		"sessions, owner":             func() (string, []any) { return sessionsQuery(ports.SessionFilter{Owner: "alice", Page: page}) },
-		"sessions, project":           func() (string, []any) { return sessionsQuery(ports.SessionFilter{Projects: []string{"p1"}, Page: page}) },
-		"sessions, owner or projects": func() (string, []any) { return sessionsQuery(ports.SessionFilter{Owner: "alice", Projects: []string{"p1", "p2"}, Page: page}) },
-		"tool calls, session":         func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Session: "s1", Page: page}) },
-		"tool calls, all":             func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Page: page}) },
-		"agents, session":             func() (string, []any) { return agentsQuery("s1", page) },
+		"sessions, all":   func() (string, []any) { return sessionsQuery(ports.SessionFilter{Page: page}) },
+		"sessions, owner": func() (string, []any) { return sessionsQuery(ports.SessionFilter{Owner: "alice", Page: page}) },
+		"sessions, project": func() (string, []any) {
+			return sessionsQuery(ports.SessionFilter{Projects: []string{"p1"}, Page: page})
+		},
+		"sessions, owner or projects": func() (string, []any) {
+			return sessionsQuery(ports.SessionFilter{Owner: "alice", Projects: []string{"p1", "p2"}, Page: page})
+		},
+		"tool calls, session": func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Session: "s1", Page: page}) },
+		"tool calls, all":     func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Page: page}) },
+		"agents, session":     func() (string, []any) { return agentsQuery("s1", page) },
 	}
 	out := map[string]string{}
 	for name, q := range queries {
