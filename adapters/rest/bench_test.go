@@ -24,8 +24,14 @@ import (
 // server's own cost without the kernel's loopback.
 func benchServer(b *testing.B) (*fasthttp.Client, *sqlite.Store, *app.APIKeys) {
 	b.Helper()
+	return benchServerAt(b, filepath.Join(b.TempDir(), "bench.db"))
+}
+
+// benchServerAt is benchServer on the database file path.
+func benchServerAt(b *testing.B, path string) (*fasthttp.Client, *sqlite.Store, *app.APIKeys) {
+	b.Helper()
 	log := zap.NewNop()
-	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(b.TempDir(), "bench.db")), log)
+	store, closeStore, err := sqlite.Open(sqlite.Path(path), log)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,9 +47,10 @@ func testKeyring() *apikey.Keyring {
 }
 
 type harness struct {
-	url   string
-	store *sqlite.Store
-	srv   *rest.Server
+	url    string
+	store  *sqlite.Store
+	srv    *rest.Server
+	dbPath string // the store's file
 }
 
 type options struct {
@@ -75,7 +76,8 @@ func start(t *testing.T, opt options) harness {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
+	dbPath := filepath.Join(t.TempDir(), "agentauth.db")
+	store, closeStore, err := sqlite.Open(sqlite.Path(dbPath), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func start(t *testing.T, opt options) harness {
 		closeAudit()
 		closeStore()
 	})
-	return harness{url: "http://" + ln.Addr().String(), store: store, srv: srv}
+	return harness{url: "http://" + ln.Addr().String(), store: store, srv: srv, dbPath: dbPath}
 }
 
 type response struct {

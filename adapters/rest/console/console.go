@@ -102,14 +102,18 @@ func New(uc UseCases, env Env) *Console {
 		},
 		"join":  func(s []string) string { return strings.Join(s, ", ") },
 		"roles": func(r []domain.Role) string { return domain.JoinRoles(r) },
-		"query": func(kv ...string) string {
+		// query is a link's query string; typed as a URL, since as a
+		// string html/template escapes it whole after a "?" (its "=" and
+		// "&" too, which made every "next" link lose its cursor). Encode
+		// escapes every value, so the URL is safe as it is.
+		"query": func(kv ...string) template.URL {
 			v := url.Values{}
 			for i := 0; i+1 < len(kv); i += 2 {
 				if kv[i+1] != "" {
 					v.Set(kv[i], kv[i+1])
 				}
 			}
-			return v.Encode()
+			return template.URL(v.Encode())
 		},
 	}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))

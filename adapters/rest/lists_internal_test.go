@@ -1,0 +1,122 @@
+package rest
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"html"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BulkSessions (exported for the tests of rest_test) adds sessions from up to total-1 to the store's file in one
+// transaction (the API's path commits and syncs each one, which would make
+// 50,000 of them take minutes). Session i is sess_<i>, owned by owner,
+// created i seconds after a fixed instant; every field has a fixed width,
+// so every session's JSON has the same length.
+func BulkSessions(tb testing.TB, dbPath, owner string, from, total int) {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(20000)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ins, err := tx.Prepare(`INSERT INTO sessions (id, owner, project, title, mode, state, created_at, owner_roles) VALUES (?, ?, '', 'bulk session', 'ask', 'active', ?, 'USER')`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 123456789, time.UTC)
+	for i := from; i < total; i++ {
+		if _, err := ins.Exec(fmt.Sprintf("sess_%08d", i), owner, start.Add(time.Duration(i)*time.Second).UnixNano()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := errors.Join(ins.Close(), tx.Commit()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestListCursors: a cursor that is not one is a 400 that says so, on
+// every paged list; pages of agents and tool calls follow each other
+// through next_cursor, newest first, the last one's null; the console's
+// "Older" link carries the same cursor.
+func TestListCursors(t *testing.T) {
+	h := axNew(t)
+	_, session, first := axSession(t, h, "auto")
+	lists := []string{"/api/v2/sessions", "/api/v2/sessions/" + session + "/agents", "/api/v2/sessions/" + session + "/tool-calls"}
+	for _, path := range lists {
+		for _, cursor := range []string{"x", "%21%21%21", "bm8tZG90", "LTEueA", "MTIzLg", "YWJjLng"} {
+			t.Run(path+" "+cursor, func(t *testing.T) {
+				r := h.do(t, "uma", "GET", path+"?cursor="+cursor, "")
+				if e := r.errorOf(t); r.status != 400 || e.Code != "invalid_request" || !strings.Contains(e.Message, "cursor") {
+					t.Errorf("status %d, error %+v; want 400 invalid_request naming the cursor", r.status, e)
+				}
+			})
+		}
+	}
+	agents := []string{first}
+	for range 2 {
+		agents = append(agents, h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", "")["id"].(string))
+	}
+	var calls []string
+	for range 3 {
+		_, _, id := decide(t, h, "uma", session, first, "fs.read")
+		calls = append(calls, id)
+	}
+	walk := func(path, field string) []string {
+		var ids []string
+		query := "?limit=2"
+		for range 5 {
+			out := h.must(t, 200, "uma", "GET", path+query, "")
+			for _, it := range out[field].([]any) {
+				ids = append(ids, it.(map[string]any)["id"].(string))
+			}
+			next, ok := out["next_cursor"].(string)
+			if !ok {
+				if out["next_cursor"] != nil {
+					t.Errorf("%s: next_cursor %v, want a string or null", path, out["next_cursor"])
+				}
+				return ids
+			}
+			query = "?limit=2&cursor=" + url.QueryEscape(next)
+		}
+		t.Fatalf("%s: no last page", path)
+		return nil
+	}
+	for _, tt := range []struct {
+		path, field string
+		created     []string
+	}{
+		{lists[1], "agents", agents},
+		{lists[2], "tool_calls", calls},
+	} {
+		got := walk(tt.path, tt.field)
+		want := slices.Clone(tt.created)
+		slices.Reverse(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: walked %v, want the created newest first %v", tt.path, got, want)
+		}
+	}
+
+	// The console pages uma's sessions (50 a page) with the API's cursor.
+	BulkSessions(t, h.path, "uma", 0, 60)
+	next := regexp.MustCompile(`<a rel="next" href="([^"]+)">Older sessions</a>`)
+	page := h.do(t, "uma", "GET", "/console/sessions", "")
+	m := next.FindSubmatch(page.body)
+	if page.status != 200 || m == nil || bytes.Contains(page.body, []byte("sess_00000000")) {
+		t.Fatalf("console sessions = %d, next link %q; want 200, a link and not the oldest session", page.status, m)
+	}
+	page = h.do(t, "uma", "GET", html.UnescapeString(string(m[1])), "")
+	if page.status != 200 || !bytes.Contains(page.body, []byte("sess_00000000")) || next.Match(page.body) {
+		t.Errorf("console's older sessions = %d, want 200 with the oldest session and no further link:\n%s", page.status, page.body)
+	}
+}
