@@ -42,6 +42,43 @@ func BenchmarkAppendAudit(b *testing.B) {
 	}
 }
 
+// BenchmarkListSessions reads the first page of every session (an
+// ADMIN's default list: 51 rows, one telling whether there is a next page)
+// and a page after a cursor in the middle, with 1,000 and 50,000 sessions
+// stored; the cost should not grow with the table.
+func BenchmarkListSessions(b *testing.B) {
+	for _, rows := range []int{1_000, 50_000} {
+		store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(memDir(b), "bench.db")), zap.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := sqlite.BulkSessions(ctx, store, "bulk", rows); err != nil {
+			b.Fatal(err)
+		}
+		first, err := store.ListSessions(ctx, ports.SessionFilter{Page: ports.Page{Limit: rows/2 + 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		middle := ports.CursorOf(first[rows/2].CreatedAt, first[rows/2].ID)
+		for _, page := range []struct {
+			name  string
+			after ports.Cursor
+		}{{"first", ports.Cursor{}}, {"middle", middle}} {
+			b.Run(fmt.Sprintf("rows=%d/page=%s", rows, page.name), func(b *testing.B) {
+				f := ports.SessionFilter{Page: ports.Page{Limit: app.DefaultPageSize + 1, After: page.after}}
+				b.ReportAllocs()
+				for b.Loop() {
+					if list, err := store.ListSessions(ctx, f); err != nil || len(list) != app.DefaultPageSize+1 {
+						b.Fatalf("ListSessions = %d, %v", len(list), err)
+					}
+				}
+			})
+		}
+		closeStore()
+	}
+}
+
 // BenchmarkDecideToolCall is one tool-call decision in process (session,
 // agent, tool and settings read, rules from the compiled index, decision
 // stored) with 10, 1,000 and 10,000 policy rules about many subjects and

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -63,4 +64,22 @@ func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
 		out[name] = strings.Join(lines, "\n")
 	}
 	return out, nil
+}
+
+// BulkSessions inserts n sessions of owner in one transaction, the newest
+// last (the API's path commits and syncs each one).
+func BulkSessions(ctx context.Context, s *Store, owner string, n int) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	start := time.Date(2026, 1, 1, 0, 0, 0, 123456789, time.UTC)
+	for i := range n {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, owner, project, title, mode, state, created_at, owner_roles)
+			VALUES (?, ?, '', 'bulk session', 'ask', 'active', ?, 'USER')`, fmt.Sprintf("sess_%08d", i), owner, start.Add(time.Duration(i)*time.Second).UnixNano()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
