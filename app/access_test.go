@@ -265,7 +265,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 			}
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil)
 			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(rules, nil)
+			f.policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(rules, nil)
 			f.calls.EXPECT().CreateToolCall(gomock.Any(), gomock.Any()).Return(nil)
 			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 			c, err := uc.Decide(context.Background(), uma, "s1", "agt_r", tt.tool)
@@ -296,7 +296,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
 		f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
 		f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-		f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil)
+		f.policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(nil, nil)
 		f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallApproved, "lea", now.t).Return(domain.ToolCall{ID: "c1", Status: domain.CallApproved}, nil)
 		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
 		if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", true); err != nil || c.Status != domain.CallApproved {
@@ -358,7 +358,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 			}
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{SecurityGateway: tt.gateway, DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
 			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
+			f.policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(nil, nil).AnyTimes()
 			if tt.want != "" {
 				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
 			}
@@ -401,7 +401,7 @@ func TestApprovalMeetsDenyRulesWrittenSince(t *testing.T) {
 			f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil)
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil)
 			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-			f.policies.EXPECT().ListPolicies(gomock.Any()).Return([]domain.PolicyRule{tt.rule}, nil)
+			f.policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return([]domain.PolicyRule{tt.rule}, nil)
 			if tt.want != "" {
 				f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", tt.want, "uma", now.t).Return(domain.ToolCall{ID: "c1", Status: tt.want}, nil)
 			}
@@ -531,7 +531,7 @@ func TestReadingIsNotManaging(t *testing.T) {
 			f.catalog.EXPECT().GetTool(gomock.Any(), gomock.Any()).Return(domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true}, nil).AnyTimes()
 			f.settings.EXPECT().GetSettings(gomock.Any()).Return(domain.Settings{DefaultSessionMode: domain.ModeAsk}, nil).AnyTimes()
 			f.policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-			f.policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
+			f.policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(nil, nil).AnyTimes()
 			var ref *domain.Refusal
 			if err := tt.call(f); !errors.As(err, &ref) || ref.Code != domain.ReasonNotSessionOwner {
 				t.Errorf("got %v, want refusal %s", err, domain.ReasonNotSessionOwner)

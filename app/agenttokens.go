@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -149,7 +150,7 @@ func agentChain(ctx context.Context, agents ports.AgentStore, session, agent str
 // server finds the audience among the registered servers, by name or URL,
 // with the tools it offers.
 func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Server, []domain.Tool, error) {
-	servers, err := s.catalog.ListServers(ctx)
+	servers, err := s.catalog.ListServers(ctx, ports.Page{})
 	if err != nil {
 		return domain.Server{}, nil, err
 	}
@@ -160,7 +161,7 @@ func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Serve
 		return domain.Server{}, nil, domain.RefuseToken(domain.ReasonTokenAudienceUnknown, domain.ErrNotFound,
 			"audience %q is not the name or URL of a registered tool server", audience)
 	}
-	tools, err := s.catalog.ListTools(ctx)
+	tools, err := s.catalog.ListTools(ctx, ports.Page{})
 	if err != nil {
 		return domain.Server{}, nil, err
 	}
@@ -170,6 +171,7 @@ func (s *AgentTokens) server(ctx context.Context, audience string) (domain.Serve
 			offered = append(offered, t)
 		}
 	}
+	slices.SortFunc(offered, func(a, b domain.Tool) int { return strings.Compare(a.Name, b.Name) }) // a scope lists them by name
 	return servers[i], offered, nil
 }
 
@@ -257,7 +259,7 @@ func (s *AgentTokens) sameTarget(ctx context.Context, parent domain.AgentGrant, 
 		if want.value == "" {
 			continue
 		}
-		servers, err := s.catalog.ListServers(ctx)
+		servers, err := s.catalog.ListServers(ctx, ports.Page{})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/golang/mock/gomock"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
 )
 
@@ -75,7 +76,7 @@ func TestExchangeOfAParentAboutToExpire(t *testing.T) {
 		sessions.EXPECT().GetSession(gomock.Any(), "s").Return(domain.Session{ID: "s", Owner: "uma", Mode: domain.ModeAuto, State: domain.SessionActive}, nil)
 		agents.EXPECT().GetAgent(gomock.Any(), "a").Return(domain.Agent{ID: "a", Session: "s"}, nil)
 		policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-		policies.EXPECT().ListPolicies(gomock.Any()).Return(nil, nil).AnyTimes()
+		policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(nil, nil).AnyTimes()
 		x := &AgentTokens{store: sessions, agents: agents, policies: NewPolicyRules(policies), signer: signer, clock: fixedClock{now}}
 		_, err := x.Exchange(context.Background(), ExchangeRequest{SubjectToken: "tok"})
 		var tr *domain.TokenRefusal

@@ -185,26 +185,37 @@ func narrowList(what string, list []string) ([]string, error) {
 // own; every key with keys:audit or keys:manage; with keys:team also the
 // keys of the members of projects it leads and the keys limited to those
 // projects.
-func (k *APIKeys) List(ctx context.Context, p domain.Principal) ([]domain.APIKey, error) {
+func (k *APIKeys) List(ctx context.Context, p domain.Principal, req PageRequest) (Page[domain.APIKey], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.APIKey]{}, err
+	}
 	var (
-		list []domain.APIKey
-		err  error
+		owner = p.Subject
+		keep  func(domain.APIKey) bool
 	)
 	switch {
 	case k.authz.Allow(p, domain.PermKeysAudit).Allowed || k.authz.Allow(p, domain.PermKeysManage).Allowed:
-		list, err = k.store.ListAPIKeys(ctx, "")
+		owner = ""
 	case k.authz.Allow(p, domain.PermKeysTeam).Allowed:
-		list, err = k.teamKeys(ctx, p)
-	default:
-		list, err = k.store.ListAPIKeys(ctx, p.Subject)
+		if keep, err = k.teamKeys(ctx, p); err != nil {
+			return Page[domain.APIKey]{}, err
+		}
+		owner = ""
+	}
+	list, err := k.store.ListAPIKeys(ctx, owner, page)
+	if err != nil {
+		return Page[domain.APIKey]{}, err
 	}
 	for i := range list {
 		list[i].Hash = nil
 	}
-	return list, err
+	return pageOf(list, page, func(key domain.APIKey) ports.Cursor { return ports.CursorOf(key.CreatedAt, key.ID) }, keep), nil
 }
 
-func (k *APIKeys) teamKeys(ctx context.Context, p domain.Principal) ([]domain.APIKey, error) {
+// teamKeys tells the keys a holder of keys:team sees among all: those of
+// the members of the projects it leads and those limited to them.
+func (k *APIKeys) teamKeys(ctx context.Context, p domain.Principal) (func(domain.APIKey) bool, error) {
 	projects, err := k.projects.ListProjects(ctx, ports.ProjectFilter{Member: p.Subject})
 	if err != nil {
 		return nil, err
@@ -218,13 +229,9 @@ func (k *APIKeys) teamKeys(ctx context.Context, p domain.Principal) ([]domain.AP
 			}
 		}
 	}
-	all, err := k.store.ListAPIKeys(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(all, func(key domain.APIKey) bool {
-		return !members[key.Owner] && !slices.ContainsFunc(key.Projects, team.LeadsProject)
-	}), nil
+	return func(key domain.APIKey) bool {
+		return members[key.Owner] || slices.ContainsFunc(key.Projects, team.LeadsProject)
+	}, nil
 }
 
 // Revoke revokes a key of the caller's, or any key with keys:manage. It

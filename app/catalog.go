@@ -63,9 +63,17 @@ func httpURL(what, raw string) error {
 	return nil
 }
 
-// ListServers returns every registered server.
-func (s *Catalog) ListServers(ctx context.Context) ([]domain.Server, error) {
-	return s.store.ListServers(ctx)
+// ListServers returns a page of the registered servers, newest first.
+func (s *Catalog) ListServers(ctx context.Context, req PageRequest) (Page[domain.Server], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.Server]{}, err
+	}
+	list, err := s.store.ListServers(ctx, page)
+	if err != nil {
+		return Page[domain.Server]{}, err
+	}
+	return pageOf(list, page, func(sv domain.Server) ports.Cursor { return ports.CursorOf(sv.CreatedAt, sv.Name) }, nil), nil
 }
 
 // CreateTool registers a tool of a registered server.
@@ -85,30 +93,30 @@ func (s *Catalog) CreateTool(ctx context.Context, t domain.Tool) (domain.Tool, e
 	return t, nil
 }
 
-// ListTools returns the tools the caller may use: those no policy denies
-// it (in any of its projects). Holders of policies:read see every tool.
-func (s *Catalog) ListTools(ctx context.Context, p domain.Principal) ([]domain.Tool, error) {
-	tools, err := s.store.ListTools(ctx)
+// ListTools returns a page of the tools the caller may use, newest first:
+// those no policy denies it (in any of its projects). Holders of
+// policies:read see every tool.
+func (s *Catalog) ListTools(ctx context.Context, p domain.Principal, req PageRequest) (Page[domain.Tool], error) {
+	page, err := req.store()
 	if err != nil {
-		return nil, err
+		return Page[domain.Tool]{}, err
 	}
+	tools, err := s.store.ListTools(ctx, page)
+	if err != nil {
+		return Page[domain.Tool]{}, err
+	}
+	at := func(t domain.Tool) ports.Cursor { return ports.CursorOf(t.CreatedAt, t.Name) }
 	if s.authz.Allow(p, domain.PermPoliciesRead).Allowed {
-		return tools, nil
+		return pageOf(tools, page, at, nil), nil
 	}
 	policy, err := s.policies.Index(ctx)
 	if err != nil {
-		return nil, err
+		return Page[domain.Tool]{}, err
 	}
 	team, err := teamOf(ctx, s.projects, p)
 	if err != nil {
-		return nil, err
+		return Page[domain.Tool]{}, err
 	}
 	subj := domain.Subject{Subject: p.Subject, Roles: s.authz.PolicyRoles(p.Roles), Projects: team.Member}
-	out := []domain.Tool{}
-	for _, t := range tools {
-		if policy.Evaluate(subj, t.Name).Effect != domain.EffectDeny {
-			out = append(out, t)
-		}
-	}
-	return out, nil
+	return pageOf(tools, page, at, func(t domain.Tool) bool { return policy.Evaluate(subj, t.Name).Effect != domain.EffectDeny }), nil
 }

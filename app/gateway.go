@@ -90,7 +90,7 @@ func (s *Gateway) Callable(ctx context.Context, c Caller, server string, names [
 	if err != nil {
 		return nil, err
 	}
-	tools, err := s.catalog.ListTools(ctx)
+	tools, err := s.catalog.ListTools(ctx, ports.Page{})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domai
 	if _, err := s.Server(ctx, server); err != nil {
 		return ToolsDiff{}, err
 	}
-	tools, err := s.catalog.ListTools(ctx)
+	tools, err := s.catalog.ListTools(ctx, ports.Page{})
 	if err != nil {
 		return ToolsDiff{}, err
 	}

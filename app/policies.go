@@ -31,9 +31,17 @@ func (s *Policies) Create(ctx context.Context, p domain.Principal, r domain.Poli
 	return r, nil
 }
 
-// List returns every rule, oldest first.
-func (s *Policies) List(ctx context.Context) ([]domain.PolicyRule, error) {
-	return s.store.ListPolicies(ctx)
+// List returns a page of the rules, newest first.
+func (s *Policies) List(ctx context.Context, req PageRequest) (Page[domain.PolicyRule], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.PolicyRule]{}, err
+	}
+	list, err := s.store.ListPolicies(ctx, page)
+	if err != nil {
+		return Page[domain.PolicyRule]{}, err
+	}
+	return pageOf(list, page, func(r domain.PolicyRule) ports.Cursor { return ports.CursorOf(r.CreatedAt, r.ID) }, nil), nil
 }
 
 // Delete removes a rule.

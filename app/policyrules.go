@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -48,10 +49,11 @@ func (r *PolicyRules) Index(ctx context.Context) (*domain.PolicyIndex, error) {
 	if c := r.current.Load(); c != nil && c.version >= v {
 		return c.index, nil // compiled by the caller before us
 	}
-	rules, err := r.store.ListPolicies(ctx)
+	rules, err := r.store.ListPolicies(ctx, ports.Page{})
 	if err != nil {
 		return nil, err
 	}
+	slices.Reverse(rules) // a decision reads them oldest first
 	c := &compiledRules{version: v, index: domain.NewPolicyIndex(rules)}
 	r.current.Store(c)
 	return c.index, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
 )
 
@@ -22,10 +23,10 @@ func TestPolicyRulesCompileOncePerVersion(t *testing.T) {
 	ctx := context.Background()
 	gomock.InOrder(
 		store.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil),
-		store.EXPECT().ListPolicies(gomock.Any()).Return([]domain.PolicyRule{allow}, nil),
+		store.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return([]domain.PolicyRule{allow}, nil),
 		store.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).Times(3),
 		store.EXPECT().PolicyVersion(gomock.Any()).Return(int64(2), nil),
-		store.EXPECT().ListPolicies(gomock.Any()).Return([]domain.PolicyRule{allow, deny}, nil),
+		store.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return([]domain.PolicyRule{allow, deny}, nil),
 		store.EXPECT().PolicyVersion(gomock.Any()).Return(int64(2), nil),
 	)
 	rules := app.NewPolicyRules(store)
@@ -61,7 +62,7 @@ func TestPolicyRulesFailClosed(t *testing.T) {
 		}},
 		{"rules unreadable", func(s *mocks.MockPolicyStore) {
 			s.EXPECT().PolicyVersion(gomock.Any()).Return(int64(7), nil)
-			s.EXPECT().ListPolicies(gomock.Any()).Return(nil, down)
+			s.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(nil, down)
 		}},
 	}
 	for _, tt := range tests {

@@ -54,13 +54,21 @@ func withLead(members []domain.Member, subject string) []domain.Member {
 	return out
 }
 
-// List returns the projects the caller may see.
-func (s *Projects) List(ctx context.Context, p domain.Principal) ([]domain.Project, error) {
-	f := ports.ProjectFilter{Member: p.Subject}
+// List returns a page of the projects the caller may see, newest first.
+func (s *Projects) List(ctx context.Context, p domain.Principal, req PageRequest) (Page[domain.Project], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.Project]{}, err
+	}
+	f := ports.ProjectFilter{Member: p.Subject, Page: page}
 	if s.authz.ProjectReadScope(p) == domain.ScopeAll {
 		f.Member = ""
 	}
-	return s.store.ListProjects(ctx, f)
+	list, err := s.store.ListProjects(ctx, f)
+	if err != nil {
+		return Page[domain.Project]{}, err
+	}
+	return pageOf(list, page, func(pr domain.Project) ports.Cursor { return ports.CursorOf(pr.CreatedAt, pr.ID) }, nil), nil
 }
 
 // Get returns one project; one the caller may not see is not found.

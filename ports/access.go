@@ -12,16 +12,18 @@ import (
 // unique (a duplicate fails with domain.ErrConflict), a missing row fails
 // with domain.ErrNotFound, lists come in a stable order.
 
-// ProjectFilter narrows ListProjects. An empty Member lists every project.
+// ProjectFilter narrows ListProjects. An empty Member lists every project;
+// Page bounds the answer (keyed by creation time and ID).
 type ProjectFilter struct {
 	Member string // only projects this subject belongs to (leads included)
+	Page
 }
 
 // ProjectStore keeps projects and their members.
 type ProjectStore interface {
 	CreateProject(ctx context.Context, p domain.Project) error
 	GetProject(ctx context.Context, id string) (domain.Project, error)
-	// ListProjects returns projects ordered by ID.
+	// ListProjects returns projects newest first (creation time, then ID).
 	ListProjects(ctx context.Context, f ProjectFilter) ([]domain.Project, error)
 	// SetMembers replaces the project's members.
 	SetMembers(ctx context.Context, id string, members []domain.Member) error
@@ -30,22 +32,25 @@ type ProjectStore interface {
 // CatalogStore keeps the registered tool servers and their tools.
 type CatalogStore interface {
 	CreateServer(ctx context.Context, s domain.Server) error
-	// ListServers returns servers ordered by name.
-	ListServers(ctx context.Context) ([]domain.Server, error)
+	// ListServers returns a page of servers newest first (creation time,
+	// then name).
+	ListServers(ctx context.Context, page Page) ([]domain.Server, error)
 	// GetServer fails with domain.ErrNotFound when name is not registered.
 	GetServer(ctx context.Context, name string) (domain.Server, error)
 	// CreateTool fails with domain.ErrNotFound when its server is not registered.
 	CreateTool(ctx context.Context, t domain.Tool) error
 	GetTool(ctx context.Context, name string) (domain.Tool, error)
-	// ListTools returns tools ordered by name.
-	ListTools(ctx context.Context) ([]domain.Tool, error)
+	// ListTools returns a page of tools newest first (creation time, then
+	// name).
+	ListTools(ctx context.Context, page Page) ([]domain.Tool, error)
 }
 
 // PolicyStore keeps the tool policy rules.
 type PolicyStore interface {
 	CreatePolicy(ctx context.Context, r domain.PolicyRule) error
-	// ListPolicies returns every rule, oldest first.
-	ListPolicies(ctx context.Context) ([]domain.PolicyRule, error)
+	// ListPolicies returns a page of rules newest first (creation time,
+	// then ID).
+	ListPolicies(ctx context.Context, page Page) ([]domain.PolicyRule, error)
 	DeletePolicy(ctx context.Context, id string) error
 	// PolicyVersion is a number that changes, in the same transaction,
 	// with every change to the rules (on every instance sharing the

@@ -24,9 +24,9 @@ type APIKeyStore interface {
 	CreateAPIKey(ctx context.Context, k domain.APIKey, maxPerOwner int, now time.Time) error
 	// GetAPIKey fails with domain.ErrNotFound when there is none.
 	GetAPIKey(ctx context.Context, id string) (domain.APIKey, error)
-	// ListAPIKeys lists the keys of owner, or every key when owner is "",
-	// newest first.
-	ListAPIKeys(ctx context.Context, owner string) ([]domain.APIKey, error)
+	// ListAPIKeys lists a page of the keys of owner, or of every key when
+	// owner is "", newest first (creation time, then ID).
+	ListAPIKeys(ctx context.Context, owner string, page Page) ([]domain.APIKey, error)
 	// RevokeAPIKey marks the key revoked at at; domain.ErrNotFound when
 	// there is none. Revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error

@@ -122,15 +122,15 @@ func fromMembers(in []memberJSON) []domain.Member {
 }
 
 func (s *Server) listProjects(c *fiber.Ctx) error {
-	list, err := s.cfg.Access.Projects.List(c.UserContext(), principalOf(c))
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	out := make([]projectJSON, len(list))
-	for i, p := range list {
-		out[i] = toProjectJSON(p)
+	page, err := s.cfg.Access.Projects.List(c.UserContext(), principalOf(c), req)
+	if err != nil {
+		return err
 	}
-	return c.JSON(fiber.Map{"projects": out})
+	return writePage(c, "projects", page, toProjectJSON)
 }
 
 type createProjectRequest struct {
@@ -188,15 +188,15 @@ type serverJSON struct {
 }
 
 func (s *Server) listServers(c *fiber.Ctx) error {
-	list, err := s.cfg.Access.Catalog.ListServers(c.UserContext())
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	out := make([]serverJSON, len(list))
-	for i, sv := range list {
-		out[i] = serverJSON(sv)
+	page, err := s.cfg.Access.Catalog.ListServers(c.UserContext(), req)
+	if err != nil {
+		return err
 	}
-	return c.JSON(fiber.Map{"servers": out})
+	return writePage(c, "servers", page, func(sv domain.Server) serverJSON { return serverJSON(sv) })
 }
 
 type createServerRequest struct {
@@ -229,15 +229,15 @@ type toolJSON struct {
 }
 
 func (s *Server) listTools(c *fiber.Ctx) error {
-	list, err := s.cfg.Access.Catalog.ListTools(c.UserContext(), principalOf(c))
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	out := make([]toolJSON, len(list))
-	for i, t := range list {
-		out[i] = toolJSON(t)
+	page, err := s.cfg.Access.Catalog.ListTools(c.UserContext(), principalOf(c), req)
+	if err != nil {
+		return err
 	}
-	return c.JSON(fiber.Map{"tools": out})
+	return writePage(c, "tools", page, func(t domain.Tool) toolJSON { return toolJSON(t) })
 }
 
 type createToolRequest struct {
@@ -277,15 +277,15 @@ func toPolicyJSON(r domain.PolicyRule) policyJSON {
 }
 
 func (s *Server) listPolicies(c *fiber.Ctx) error {
-	list, err := s.cfg.Access.Policies.List(c.UserContext())
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	out := make([]policyJSON, len(list))
-	for i, r := range list {
-		out[i] = toPolicyJSON(r)
+	page, err := s.cfg.Access.Policies.List(c.UserContext(), req)
+	if err != nil {
+		return err
 	}
-	return c.JSON(fiber.Map{"policies": out})
+	return writePage(c, "policies", page, toPolicyJSON)
 }
 
 type createPolicyRequest struct {

@@ -133,16 +133,16 @@ func joinPerms(perms []domain.Permission) string {
 }
 
 func (s *Server) listKeys(c *fiber.Ctx) error {
-	list, err := s.cfg.Keys.List(c.UserContext(), principalOf(c))
+	req, err := pageRequest(c)
+	if err != nil {
+		return err
+	}
+	page, err := s.cfg.Keys.List(c.UserContext(), principalOf(c), req)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	out := make([]keyJSON, len(list))
-	for i, k := range list {
-		out[i] = toKeyJSON(k, now)
-	}
-	return c.JSON(fiber.Map{"keys": out})
+	return writePage(c, "keys", page, func(k domain.APIKey) keyJSON { return toKeyJSON(k, now) })
 }
 
 func (s *Server) revokeKey(c *fiber.Ctx) error {

@@ -107,6 +107,39 @@ func TestListCursors(t *testing.T) {
 		}
 	}
 
+	// The admin's lists page the same way: walked a page of one at a time,
+	// they give what one page of 500 does.
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"shell.*","scope":"role","value":"USER"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"fs.*","scope":"role","value":"USER"}`)
+	for _, list := range []struct{ path, field, key string }{
+		{"/api/v2/projects", "projects", "id"}, {"/api/v2/servers", "servers", "name"}, {"/api/v2/tools", "tools", "name"},
+		{"/api/v2/policies", "policies", "id"}, {"/api/v2/keys", "keys", "id"},
+	} {
+		var whole []string
+		for _, it := range h.must(t, 200, "adm", "GET", list.path+"?limit=500", "")[list.field].([]any) {
+			whole = append(whole, it.(map[string]any)[list.key].(string))
+		}
+		var walked []string
+		query := "?limit=1"
+		for range 10 {
+			out := h.must(t, 200, "adm", "GET", list.path+query, "")
+			for _, it := range out[list.field].([]any) {
+				walked = append(walked, it.(map[string]any)[list.key].(string))
+			}
+			next, ok := out["next_cursor"].(string)
+			if !ok {
+				break
+			}
+			query = "?limit=1&cursor=" + url.QueryEscape(next)
+		}
+		if !slices.Equal(walked, whole) {
+			t.Errorf("%s: walked %v, want %v", list.path, walked, whole)
+		}
+	}
+	if tools := h.must(t, 200, "adm", "GET", "/api/v2/tools", "")["tools"].([]any); tools[0].(map[string]any)["name"] != "fs.write" {
+		t.Errorf("tools = %v, want the newest, fs.write, first", tools)
+	}
+
 	// The console pages uma's sessions (50 a page) with the API's cursor.
 	BulkSessions(t, h.path, "uma", 0, 60)
 	next := regexp.MustCompile(`<a rel="next" href="([^"]+)">Older sessions</a>`)

@@ -610,33 +610,33 @@ func (mr *MockCatalogStoreMockRecorder) GetTool(arg0, arg1 interface{}) *gomock.
 }
 
 // ListServers mocks base method.
-func (m *MockCatalogStore) ListServers(arg0 context.Context) ([]domain.Server, error) {
+func (m *MockCatalogStore) ListServers(arg0 context.Context, arg1 ports.Page) ([]domain.Server, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "ListServers", arg0)
+	ret := m.ctrl.Call(m, "ListServers", arg0, arg1)
 	ret0, _ := ret[0].([]domain.Server)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // ListServers indicates an expected call of ListServers.
-func (mr *MockCatalogStoreMockRecorder) ListServers(arg0 interface{}) *gomock.Call {
+func (mr *MockCatalogStoreMockRecorder) ListServers(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListServers", reflect.TypeOf((*MockCatalogStore)(nil).ListServers), arg0)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListServers", reflect.TypeOf((*MockCatalogStore)(nil).ListServers), arg0, arg1)
 }
 
 // ListTools mocks base method.
-func (m *MockCatalogStore) ListTools(arg0 context.Context) ([]domain.Tool, error) {
+func (m *MockCatalogStore) ListTools(arg0 context.Context, arg1 ports.Page) ([]domain.Tool, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "ListTools", arg0)
+	ret := m.ctrl.Call(m, "ListTools", arg0, arg1)
 	ret0, _ := ret[0].([]domain.Tool)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // ListTools indicates an expected call of ListTools.
-func (mr *MockCatalogStoreMockRecorder) ListTools(arg0 interface{}) *gomock.Call {
+func (mr *MockCatalogStoreMockRecorder) ListTools(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListTools", reflect.TypeOf((*MockCatalogStore)(nil).ListTools), arg0)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListTools", reflect.TypeOf((*MockCatalogStore)(nil).ListTools), arg0, arg1)
 }
 
 // MockPolicyStore is a mock of PolicyStore interface.
@@ -691,18 +691,18 @@ func (mr *MockPolicyStoreMockRecorder) DeletePolicy(arg0, arg1 interface{}) *gom
 }
 
 // ListPolicies mocks base method.
-func (m *MockPolicyStore) ListPolicies(arg0 context.Context) ([]domain.PolicyRule, error) {
+func (m *MockPolicyStore) ListPolicies(arg0 context.Context, arg1 ports.Page) ([]domain.PolicyRule, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "ListPolicies", arg0)
+	ret := m.ctrl.Call(m, "ListPolicies", arg0, arg1)
 	ret0, _ := ret[0].([]domain.PolicyRule)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // ListPolicies indicates an expected call of ListPolicies.
-func (mr *MockPolicyStoreMockRecorder) ListPolicies(arg0 interface{}) *gomock.Call {
+func (mr *MockPolicyStoreMockRecorder) ListPolicies(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListPolicies", reflect.TypeOf((*MockPolicyStore)(nil).ListPolicies), arg0)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListPolicies", reflect.TypeOf((*MockPolicyStore)(nil).ListPolicies), arg0, arg1)
 }
 
 // PolicyVersion mocks base method.

@@ -32,6 +32,7 @@ func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
 	t.Run("CatalogAndPolicies", func(t *testing.T) { testCatalogAndPolicies(t, newStore(t)) })
 	t.Run("AgentsAndToolCalls", func(t *testing.T) { testAgentsAndToolCalls(t, newStore(t)) })
 	t.Run("AgentAndToolCallPages", func(t *testing.T) { testAgentAndToolCallPages(t, newStore(t)) })
+	t.Run("CatalogPages", func(t *testing.T) { testCatalogPages(t, newStore(t)) })
 	t.Run("SessionsByOwnerOrProjectAndMode", func(t *testing.T) { testSessionsByProject(t, newStore(t)) })
 }
 
@@ -132,8 +133,8 @@ func testProjects(t *testing.T, st AccessStore) {
 		t.Errorf("missing project: got %v, want ErrNotFound", err)
 	}
 	all, err := st.ListProjects(ctx, ports.ProjectFilter{})
-	if err != nil || len(all) != 2 || all[0].ID != "p1" || all[1].ID != "p2" {
-		t.Errorf("ListProjects = %+v, %v; want p1, p2", all, err)
+	if err != nil || len(all) != 2 || all[0].ID != "p2" || all[1].ID != "p1" {
+		t.Errorf("ListProjects = %+v, %v; want p2, p1 (created together: by ID, descending)", all, err)
 	}
 	mine, err := st.ListProjects(ctx, ports.ProjectFilter{Member: "uma"})
 	if err != nil || len(mine) != 1 || mine[0].ID != "p1" || len(mine[0].Members) != 2 {
@@ -146,7 +147,7 @@ func testProjects(t *testing.T, st AccessStore) {
 		t.Fatalf("SetMembers: %v", err)
 	}
 	mine, _ = st.ListProjects(ctx, ports.ProjectFilter{Member: "uma"})
-	if len(mine) != 2 || !mine[1].IsLead("uma") {
+	if len(mine) != 2 || !mine[0].IsLead("uma") {
 		t.Errorf("after SetMembers: %+v, want uma leading p2", mine)
 	}
 	if err := st.SetMembers(ctx, "nope", nil); !errors.Is(err, domain.ErrNotFound) {
@@ -165,7 +166,7 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if err := st.CreateTool(ctx, domain.Tool{Name: "fs.read", Server: "fs"}); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("tool of unregistered server: got %v, want ErrNotFound", err)
 	}
-	if servers, err := st.ListServers(ctx); err != nil || len(servers) != 0 {
+	if servers, err := st.ListServers(ctx, ports.Page{}); err != nil || len(servers) != 0 {
 		t.Errorf("ListServers(empty) = %+v, %v; want none", servers, err)
 	}
 	if _, err := st.GetServer(ctx, "fs"); !errors.Is(err, domain.ErrNotFound) {
@@ -189,7 +190,7 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if err := st.CreateTool(ctx, domain.Tool{Name: "fs.read", Server: "fs"}); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("duplicate tool: got %v, want ErrConflict", err)
 	}
-	tools, err := st.ListTools(ctx)
+	tools, err := st.ListTools(ctx, ports.Page{})
 	if err != nil || len(tools) != 2 || tools[0].Name != "fs.read" || !tools[0].ReadOnly || tools[1].ReadOnly || tools[0].Server != "fs" {
 		t.Errorf("ListTools = %+v, %v; want fs.read (read-only), fs.write", tools, err)
 	}
@@ -220,7 +221,7 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if tl, err := st.GetTool(ctx, "dual.tool"); err != nil || tl.ReadOnly {
 		t.Errorf("GetTool(dual.tool) = %+v, %v; want the spelling that is not read-only", tl, err)
 	}
-	servers, err := st.ListServers(ctx)
+	servers, err := st.ListServers(ctx, ports.Page{})
 	if err != nil || len(servers) != 1 || servers[0] != fs {
 		t.Errorf("ListServers = %+v, %v", servers, err)
 	}
@@ -253,9 +254,9 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if v := version(); v != v1 {
 		t.Errorf("policy version moved from %d to %d on a refused insert", v1, v)
 	}
-	rules, err := st.ListPolicies(ctx)
-	if err != nil || len(rules) != 2 || rules[0] != r1 || rules[1] != r2 {
-		t.Errorf("ListPolicies = %+v, %v; want r1, r2 oldest first", rules, err)
+	rules, err := st.ListPolicies(ctx, ports.Page{})
+	if err != nil || len(rules) != 2 || rules[0] != r2 || rules[1] != r1 {
+		t.Errorf("ListPolicies = %+v, %v; want r2, r1 newest first", rules, err)
 	}
 	if err := st.DeletePolicy(ctx, "r2"); err != nil {
 		t.Fatalf("DeletePolicy: %v", err)
@@ -267,7 +268,7 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if err := st.DeletePolicy(ctx, "r2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete twice: got %v, want ErrNotFound", err)
 	}
-	if rules, _ := st.ListPolicies(ctx); len(rules) != 1 || rules[0] != r1 {
+	if rules, _ := st.ListPolicies(ctx, ports.Page{}); len(rules) != 1 || rules[0] != r1 {
 		t.Errorf("after delete, ListPolicies = %+v, want r1", rules)
 	}
 }

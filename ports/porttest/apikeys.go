@@ -29,6 +29,7 @@ func apiKey(id, owner string, created time.Time) domain.APIKey {
 
 // RunAPIKeyStore checks the managed-key store.
 func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
+	t.Run("Pages", func(t *testing.T) { testAPIKeyPages(t, newStore(t)) })
 	t.Run("create get list", func(t *testing.T) {
 		st, ctx := newStore(t), ctxFor(t)
 		a := apiKey("aaaaaaaaaaaa", "alice", base)
@@ -57,7 +58,7 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 			owner string
 			want  []string
 		}{{"alice", []string{b.ID, a.ID}}, {"", []string{c.ID, b.ID, a.ID}}, {"nobody", nil}} {
-			list, err := st.ListAPIKeys(ctx, tc.owner)
+			list, err := st.ListAPIKeys(ctx, tc.owner, ports.Page{})
 			if err != nil {
 				t.Fatal(err)
 			}

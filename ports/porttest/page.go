@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func walk[T any](t *testing.T, list func(ports.Page) ([]T, error), at func(T) po
 }
 
 // checkWalk checks that the whole list (one unbounded page) is want, by
-// key; then, for every limit from 1 to len(want)+1, that walking the list
+// key (unless want is nil); then, for every limit from 1 to len(want)+1, that walking the list
 // with a newer row inserted between pages yields exactly the list as it
 // was when the walk began.
 func checkWalk[T any](t *testing.T, what string, want []string, list func(ports.Page) ([]T, error), at func(T) ports.Cursor, insert func()) {
@@ -66,7 +67,7 @@ func checkWalk[T any](t *testing.T, what string, want []string, list func(ports.
 		}
 		return keys(all)
 	}
-	if got := whole(); got != fmt.Sprint(want) {
+	if got := whole(); want != nil && got != fmt.Sprint(want) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
 	for limit := 1; limit <= len(want)+1; limit++ {
@@ -77,9 +78,9 @@ func checkWalk[T any](t *testing.T, what string, want []string, list func(ports.
 	}
 }
 
-// later is after every time the suites use: rows created at it are newer
-// than any first page.
-var later = base.Add(24 * time.Hour)
+// later is after every time the suites use: rows created after it are
+// newer than any first page.
+var later = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func testSessionPages(t *testing.T, newStore Factory[ports.SessionStore]) {
 	tests := []struct {
@@ -176,4 +177,92 @@ func testAgentAndToolCallPages(t *testing.T, st AccessStore) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// testCatalogPages pages projects (all, and a member's), servers, tools
+// and policies: five of each, three created at the same instant.
+func testCatalogPages(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	times := []time.Duration{0, time.Second, time.Second, time.Second, 2 * time.Second}
+	n := 0
+	newer := func() time.Time { n++; return later.Add(time.Duration(n) * time.Second) }
+	member := []domain.Member{{Subject: "uma"}}
+	for i, d := range times {
+		id := fmt.Sprintf("x%d", i)
+		if err := st.CreateProject(ctx, domain.Project{ID: id, Name: id, CreatedAt: t0.Add(d), Members: member}); err != nil {
+			t.Fatalf("CreateProject(%s): %v", id, err)
+		}
+		if err := st.CreateServer(ctx, domain.Server{Name: id, URL: "http://127.0.0.1:9/" + id, CreatedAt: t0.Add(d)}); err != nil {
+			t.Fatalf("CreateServer(%s): %v", id, err)
+		}
+		if err := st.CreateTool(ctx, domain.Tool{Name: id + ".run", Server: id, CreatedAt: t0.Add(d)}); err != nil {
+			t.Fatalf("CreateTool(%s): %v", id, err)
+		}
+		if err := st.CreatePolicy(ctx, domain.PolicyRule{ID: id, Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeRole, Value: "USER", CreatedAt: t0.Add(d)}); err != nil {
+			t.Fatalf("CreatePolicy(%s): %v", id, err)
+		}
+	}
+	// Another subject's project is not on uma's pages.
+	if err := st.CreateProject(ctx, domain.Project{ID: "other", Name: "other", CreatedAt: t0.Add(time.Second), Members: []domain.Member{{Subject: "bob"}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x4", "x3", "x2", "x1", "x0"}
+	projectAt := func(p domain.Project) ports.Cursor { return ports.CursorOf(p.CreatedAt, p.ID) }
+	newProject := func() {
+		at := newer()
+		if err := st.CreateProject(ctx, domain.Project{ID: fmt.Sprintf("new%03d", n), Name: "new", CreatedAt: at, Members: member}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkWalk(t, "ListProjects(uma)", want, func(p ports.Page) ([]domain.Project, error) {
+		return st.ListProjects(ctx, ports.ProjectFilter{Member: "uma", Page: p})
+	}, projectAt, newProject)
+	checkWalk(t, "ListProjects", nil, // uma's walks added projects
+		func(p ports.Page) ([]domain.Project, error) {
+			return st.ListProjects(ctx, ports.ProjectFilter{Page: p})
+		}, projectAt, newProject)
+	checkWalk(t, "ListServers", want, func(p ports.Page) ([]domain.Server, error) { return st.ListServers(ctx, p) },
+		func(sv domain.Server) ports.Cursor { return ports.CursorOf(sv.CreatedAt, sv.Name) }, func() {
+			if err := st.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("new%03d", n), URL: "http://127.0.0.1:9/new", CreatedAt: newer()}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	checkWalk(t, "ListTools", []string{"x4.run", "x3.run", "x2.run", "x1.run", "x0.run"}, func(p ports.Page) ([]domain.Tool, error) { return st.ListTools(ctx, p) },
+		func(tl domain.Tool) ports.Cursor { return ports.CursorOf(tl.CreatedAt, tl.Name) }, func() {
+			if err := st.CreateTool(ctx, domain.Tool{Name: fmt.Sprintf("new%03d.run", n), Server: "x0", CreatedAt: newer()}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	checkWalk(t, "ListPolicies", want, func(p ports.Page) ([]domain.PolicyRule, error) { return st.ListPolicies(ctx, p) },
+		func(r domain.PolicyRule) ports.Cursor { return ports.CursorOf(r.CreatedAt, r.ID) }, func() {
+			if err := st.CreatePolicy(ctx, domain.PolicyRule{ID: fmt.Sprintf("new%03d", n), Effect: domain.EffectDeny, Tool: "x", Scope: domain.ScopeRole,
+				Value: "USER", CreatedAt: newer()}); err != nil {
+				t.Fatal(err)
+			}
+		})
+}
+
+// testAPIKeyPages pages every key and an owner's.
+func testAPIKeyPages(t *testing.T, st APIKeyStore) {
+	ctx := ctxFor(t)
+	times := []time.Duration{0, time.Second, time.Second, time.Second, 2 * time.Second}
+	for i, d := range times {
+		for _, owner := range []string{"alice", "bob"} {
+			k := apiKey(fmt.Sprintf("%s%07d", strings.Repeat(owner[:1], 5), i), owner, base.Add(d))
+			if err := st.CreateAPIKey(ctx, k, 100, base); err != nil {
+				t.Fatalf("CreateAPIKey(%s): %v", k.ID, err)
+			}
+		}
+	}
+	n := 0
+	insert := func() {
+		n++
+		if err := st.CreateAPIKey(ctx, apiKey(fmt.Sprintf("nnnnnnnnn%03d", n), "alice", later.Add(time.Duration(n)*time.Second)), 100, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(k domain.APIKey) ports.Cursor { return ports.CursorOf(k.CreatedAt, k.ID) }
+	checkWalk(t, "ListAPIKeys(alice)", []string{"aaaaa0000004", "aaaaa0000003", "aaaaa0000002", "aaaaa0000001", "aaaaa0000000"},
+		func(p ports.Page) ([]domain.APIKey, error) { return st.ListAPIKeys(ctx, "alice", p) }, at, insert)
+	checkWalk(t, "ListAPIKeys", nil, func(p ports.Page) ([]domain.APIKey, error) { return st.ListAPIKeys(ctx, "", p) }, at, insert)
 }

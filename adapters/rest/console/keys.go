@@ -19,6 +19,7 @@ type keyRow struct {
 
 type keysData struct {
 	Keys []keyRow
+	Next string // the cursor of the next page of keys
 	// Grantable are the permissions a new key may hold: the caller's own.
 	Grantable []domain.Permission
 	// Made is the key just made, its secret shown this once.
@@ -31,13 +32,13 @@ func (c *Console) keys(ctx *fiber.Ctx) error {
 
 func (c *Console) renderKeys(ctx *fiber.Ctx, status int, made *app.NewKey) error {
 	p := c.principal(ctx)
-	list, err := c.uc.Keys.List(ctx.UserContext(), p)
+	list, err := c.uc.Keys.List(ctx.UserContext(), p, app.PageRequest{Limit: pageSize, Cursor: ctx.Query("cursor")})
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	d := keysData{Grantable: c.uc.Authz.Permissions(p.Roles), Made: made}
-	for _, k := range list {
+	d := keysData{Next: list.Next, Grantable: c.uc.Authz.Permissions(p.Roles), Made: made}
+	for _, k := range list.Items {
 		d.Keys = append(d.Keys, keyRow{k, keyStatus(k, now)})
 	}
 	return c.render(ctx, status, "keys", "API keys", d)

@@ -56,24 +56,24 @@ func pageData(rows int) map[string]any {
 		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],
 			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}}}},
 		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, States: []stateCount{{hostile, 1}}},
-		"projects":  []domain.Project{{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile}}}},
+		"projects":  app.Page[domain.Project]{Items: []domain.Project{{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile}}}}, Next: hostile},
 		"project": struct {
 			Project domain.Project
 			Members string
 		}{domain.Project{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile, Lead: true}}}, hostile},
 		"settings": domain.Settings{SecurityGateway: true, DefaultSessionMode: domain.ModeAsk},
-		"policies": policiesData{Rules: []domain.PolicyRule{{ID: hostile, Effect: domain.EffectAllow, Tool: hostile, Scope: domain.ScopeRole, Value: hostile}},
+		"policies": policiesData{Rules: app.Page[domain.PolicyRule]{Items: []domain.PolicyRule{{ID: hostile, Effect: domain.EffectAllow, Tool: hostile, Scope: domain.ScopeRole, Value: hostile}}, Next: hostile},
 			Roles: []domain.Role{domain.RoleUser}, Can: &canAnswer{Role: hostile, Action: hostile, Resource: hostile, Answer: hostile}},
 		"catalog": struct {
-			Servers []domain.Server
-			Tools   []domain.Tool
-		}{[]domain.Server{{Name: hostile, URL: hostile}}, []domain.Tool{{Name: hostile, Server: hostile}}},
+			Servers app.Page[domain.Server]
+			Tools   app.Page[domain.Tool]
+		}{app.Page[domain.Server]{Items: []domain.Server{{Name: hostile, URL: hostile}}, Next: hostile}, app.Page[domain.Tool]{Items: []domain.Tool{{Name: hostile, Server: hostile}}, Next: hostile}},
 		"roles":  []roleRow{{Name: domain.Role(hostile), Permissions: []domain.Permission{domain.Permission(hostile)}}},
 		"audit":  auditData{Subject: hostile, Decision: hostile, Since: hostile, Until: hostile, Records: records, Next: hostile, CanExport: true},
 		"record": records[0],
 		"verify": verifyData{Step: app.VerifyStep{ChainReport: domain.ChainReport{Breaks: []domain.ChainBreak{{Kind: domain.BreakKind(hostile)}}, BreakCount: 1}, Next: 5},
 			Checkpoints: []domain.AuditCheckpoint{{Seq: 1, KeyID: hostile, Hash: hostile}}},
-		"keys": keysData{Keys: []keyRow{{domain.APIKey{ID: hostile, Name: hostile, Owner: hostile, Projects: []string{hostile}, Tools: []string{hostile},
+		"keys": keysData{Next: hostile, Keys: []keyRow{{domain.APIKey{ID: hostile, Name: hostile, Owner: hostile, Projects: []string{hostile}, Tools: []string{hostile},
 			Permissions: []domain.Permission{domain.Permission(hostile)}, ExpiresAt: now}, hostile}},
 			Grantable: []domain.Permission{domain.Permission(hostile)}, Made: &app.NewKey{Key: domain.APIKey{Name: hostile, Owner: hostile}, Secret: hostile}},
 		"problem": Problem{Status: 403, Title: hostile, Message: hostile, Missing: domain.Permission(hostile), RequestID: hostile},

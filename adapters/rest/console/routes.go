@@ -110,9 +110,12 @@ func (c *Console) sessions(ctx *fiber.Ctx) error {
 	}
 	var projects []domain.Project
 	if c.has(ctx, domain.PermSessionsWrite) {
-		if projects, err = c.uc.Projects.List(ctx.UserContext(), c.principal(ctx)); err != nil {
+		// The form offers the newest MaxPageSize projects.
+		page, err := c.uc.Projects.List(ctx.UserContext(), c.principal(ctx), app.PageRequest{Limit: app.MaxPageSize})
+		if err != nil {
 			return err
 		}
+		projects = page.Items
 	}
 	return c.render(ctx, fiber.StatusOK, "sessions", "Sessions", struct {
 		Sessions []domain.Session
@@ -156,13 +159,18 @@ func (c *Console) loadSession(ctx *fiber.Ctx) (sessionData, error) {
 		return d, err
 	}
 	if c.has(ctx, domain.PermAgentsToken) {
-		if d.Tools, err = c.uc.Catalog.ListTools(ctx.UserContext(), p); err != nil {
+		// The token form offers the newest MaxPageSize tools and servers.
+		tools, err := c.uc.Catalog.ListTools(ctx.UserContext(), p, app.PageRequest{Limit: app.MaxPageSize})
+		if err != nil {
 			return d, err
 		}
+		d.Tools = tools.Items
 		if c.has(ctx, domain.PermServersRead) {
-			if d.Servers, err = c.uc.Catalog.ListServers(ctx.UserContext()); err != nil {
+			servers, err := c.uc.Catalog.ListServers(ctx.UserContext(), app.PageRequest{Limit: app.MaxPageSize})
+			if err != nil {
 				return d, err
 			}
+			d.Servers = servers.Items
 		}
 	}
 	return d, nil
@@ -302,7 +310,7 @@ func (c *Console) dashboard(ctx *fiber.Ctx) error {
 }
 
 func (c *Console) projects(ctx *fiber.Ctx) error {
-	list, err := c.uc.Projects.List(ctx.UserContext(), c.principal(ctx))
+	list, err := c.uc.Projects.List(ctx.UserContext(), c.principal(ctx), app.PageRequest{Limit: pageSize, Cursor: ctx.Query("cursor")})
 	if err != nil {
 		return err
 	}
@@ -380,7 +388,7 @@ func (c *Console) putSettings(ctx *fiber.Ctx) error {
 }
 
 type policiesData struct {
-	Rules []domain.PolicyRule
+	Rules app.Page[domain.PolicyRule]
 	Roles []domain.Role
 	Perms []domain.Permission
 	// Can is the simulator's question and answer; nil when none was asked.
@@ -396,7 +404,7 @@ type canAnswer struct {
 // policies lists the rules and answers "may role R do action A on
 // resource S" as `agentauth policy can` does.
 func (c *Console) policies(ctx *fiber.Ctx) error {
-	rules, err := c.uc.Policies.List(ctx.UserContext())
+	rules, err := c.uc.Policies.List(ctx.UserContext(), app.PageRequest{Limit: pageSize, Cursor: ctx.Query("cursor")})
 	if err != nil {
 		return err
 	}
@@ -445,19 +453,19 @@ func (c *Console) deletePolicy(ctx *fiber.Ctx) error {
 }
 
 func (c *Console) catalog(ctx *fiber.Ctx) error {
-	servers, err := c.uc.Catalog.ListServers(ctx.UserContext())
+	servers, err := c.uc.Catalog.ListServers(ctx.UserContext(), app.PageRequest{Limit: pageSize, Cursor: ctx.Query("servers")})
 	if err != nil {
 		return err
 	}
-	var tools []domain.Tool
+	var tools app.Page[domain.Tool]
 	if c.has(ctx, domain.PermToolsRead) {
-		if tools, err = c.uc.Catalog.ListTools(ctx.UserContext(), c.principal(ctx)); err != nil {
+		if tools, err = c.uc.Catalog.ListTools(ctx.UserContext(), c.principal(ctx), app.PageRequest{Limit: pageSize, Cursor: ctx.Query("tools")}); err != nil {
 			return err
 		}
 	}
 	return c.render(ctx, fiber.StatusOK, "catalog", "Servers & tools", struct {
-		Servers []domain.Server
-		Tools   []domain.Tool
+		Servers app.Page[domain.Server]
+		Tools   app.Page[domain.Tool]
 	}{servers, tools})
 }
 

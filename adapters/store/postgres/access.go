@@ -69,13 +69,23 @@ func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, erro
 	return list[0], nil
 }
 
-// ListProjects returns projects ordered by ID.
+// ListProjects returns a page of projects newest first.
 func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
-	if f.Member == "" {
-		return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects ORDER BY id`)
+	query, args := projectsQuery(f)
+	return s.queryProjects(ctx, query, args...)
+}
+
+// projectsQuery is the query of ListProjects.
+func projectsQuery(f ports.ProjectFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Member != "" {
+		where, args = append(where, "id IN (SELECT project FROM project_members WHERE subject = $1)"), append(args, f.Member)
 	}
-	return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects
-		WHERE id IN (SELECT project FROM project_members WHERE subject = $1) ORDER BY id`, f.Member)
+	tail, args := keyset(where, args, f.Page, "id")
+	return `SELECT id, name, created_by, created_at FROM projects` + tail, args
 }
 
 func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
@@ -166,9 +176,10 @@ func scanServer(row pgx.CollectableRow) (domain.Server, error) {
 	return sv, err
 }
 
-// ListServers returns servers ordered by name.
-func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
+// ListServers returns a page of servers newest first.
+func (s *Store) ListServers(ctx context.Context, page ports.Page) ([]domain.Server, error) {
+	query, args := serversQuery(page)
+	rows, _ := s.pool.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanServer)
 	if err != nil {
 		return nil, storeErr("list servers", err)
@@ -231,9 +242,10 @@ func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
 	return t, nil
 }
 
-// ListTools returns tools ordered by name.
-func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+toolColumns+` FROM tools ORDER BY name`)
+// ListTools returns a page of tools newest first.
+func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, error) {
+	query, args := toolsQuery(page)
+	rows, _ := s.pool.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanTool)
 	if err != nil {
 		return nil, storeErr("list tools", err)
@@ -248,9 +260,10 @@ func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
 }
 
-// ListPolicies returns every rule, oldest first.
-func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies ORDER BY created_at, id`)
+// ListPolicies returns a page of rules newest first.
+func (s *Store) ListPolicies(ctx context.Context, page ports.Page) ([]domain.PolicyRule, error) {
+	query, args := policiesQuery(page)
+	rows, _ := s.pool.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PolicyRule, error) {
 		var (
 			r             domain.PolicyRule
@@ -490,4 +503,22 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// serversQuery is the query of ListServers.
+func serversQuery(page ports.Page) (string, []any) {
+	tail, args := keyset(nil, nil, page, "name")
+	return `SELECT ` + serverColumns + ` FROM servers` + tail, args
+}
+
+// toolsQuery is the query of ListTools.
+func toolsQuery(page ports.Page) (string, []any) {
+	tail, args := keyset(nil, nil, page, "name")
+	return `SELECT ` + toolColumns + ` FROM tools` + tail, args
+}
+
+// policiesQuery is the query of ListPolicies.
+func policiesQuery(page ports.Page) (string, []any) {
+	tail, args := keyset(nil, nil, page, "id")
+	return `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies` + tail, args
 }

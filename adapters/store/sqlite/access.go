@@ -74,13 +74,23 @@ func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, erro
 	return list[0], nil
 }
 
-// ListProjects returns projects ordered by ID.
+// ListProjects returns a page of projects newest first.
 func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
-	if f.Member == "" {
-		return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects ORDER BY id`)
+	query, args := projectsQuery(f)
+	return s.queryProjects(ctx, query, args...)
+}
+
+// projectsQuery is the query of ListProjects.
+func projectsQuery(f ports.ProjectFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Member != "" {
+		where, args = append(where, "id IN (SELECT project FROM project_members WHERE subject = ?)"), append(args, f.Member)
 	}
-	return s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects
-		WHERE id IN (SELECT project FROM project_members WHERE subject = ?) ORDER BY id`, f.Member)
+	tail, args := keyset(where, args, f.Page, "id")
+	return `SELECT id, name, created_by, created_at FROM projects` + tail, args
 }
 
 func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
@@ -172,9 +182,10 @@ func scanServer(row scanner) (domain.Server, error) {
 	return sv, err
 }
 
-// ListServers returns servers ordered by name.
-func (s *Store) ListServers(ctx context.Context) ([]domain.Server, error) {
-	rows, err := s.queryRows(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
+// ListServers returns a page of servers newest first.
+func (s *Store) ListServers(ctx context.Context, page ports.Page) ([]domain.Server, error) {
+	query, args := serversQuery(page)
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list servers: %w", err)
 	}
@@ -253,9 +264,10 @@ func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
 	return t, nil
 }
 
-// ListTools returns tools ordered by name.
-func (s *Store) ListTools(ctx context.Context) ([]domain.Tool, error) {
-	rows, err := s.queryRows(ctx, `SELECT `+toolColumns+` FROM tools ORDER BY name`)
+// ListTools returns a page of tools newest first.
+func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, error) {
+	query, args := toolsQuery(page)
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tools: %w", err)
 	}
@@ -278,9 +290,10 @@ func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
 }
 
-// ListPolicies returns every rule, oldest first.
-func (s *Store) ListPolicies(ctx context.Context) ([]domain.PolicyRule, error) {
-	rows, err := s.queryRows(ctx, `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies ORDER BY created_at, id`)
+// ListPolicies returns a page of rules newest first.
+func (s *Store) ListPolicies(ctx context.Context, page ports.Page) ([]domain.PolicyRule, error) {
+	query, args := policiesQuery(page)
+	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list policies: %w", err)
 	}
@@ -528,4 +541,22 @@ func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error 
 // SetSessionMode changes a session's mode.
 func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
 	return s.execOne(ctx, "set the mode of session "+id+" to "+string(mode), "session "+id, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
+}
+
+// serversQuery is the query of ListServers.
+func serversQuery(page ports.Page) (string, []any) {
+	tail, args := keyset(nil, nil, page, "name")
+	return `SELECT ` + serverColumns + ` FROM servers` + tail, args
+}
+
+// toolsQuery is the query of ListTools.
+func toolsQuery(page ports.Page) (string, []any) {
+	tail, args := keyset(nil, nil, page, "name")
+	return `SELECT ` + toolColumns + ` FROM tools` + tail, args
+}
+
+// policiesQuery is the query of ListPolicies.
+func policiesQuery(page ports.Page) (string, []any) {
+	tail, args := keyset(nil, nil, page, "id")
+	return `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies` + tail, args
 }

@@ -66,12 +66,23 @@ func (s *Store) GetAPIKey(ctx context.Context, id string) (domain.APIKey, error)
 	return list[0], nil
 }
 
-// ListAPIKeys lists owner's keys, or all, newest first.
-func (s *Store) ListAPIKeys(ctx context.Context, owner string) ([]domain.APIKey, error) {
-	if owner == "" {
-		return s.queryAPIKeys(ctx, `SELECT `+apiKeyColumns+` FROM api_keys ORDER BY created_at DESC, id`)
+// ListAPIKeys lists a page of owner's keys, or of all, newest first.
+func (s *Store) ListAPIKeys(ctx context.Context, owner string, page ports.Page) ([]domain.APIKey, error) {
+	query, args := apiKeysQuery(owner, page)
+	return s.queryAPIKeys(ctx, query, args...)
+}
+
+// apiKeysQuery is the query of ListAPIKeys.
+func apiKeysQuery(owner string, page ports.Page) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if owner != "" {
+		where, args = append(where, "owner = ?"), append(args, owner)
 	}
-	return s.queryAPIKeys(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE owner = ? ORDER BY created_at DESC, id`, owner)
+	tail, args := keyset(where, args, page, "id")
+	return `SELECT ` + apiKeyColumns + ` FROM api_keys` + tail, args
 }
 
 func (s *Store) queryAPIKeys(ctx context.Context, query string, args ...any) ([]domain.APIKey, error) {

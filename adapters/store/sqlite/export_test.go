@@ -39,6 +39,13 @@ func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
 		"tool calls, session": func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Session: "s1", Page: page}) },
 		"tool calls, all":     func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Page: page}) },
 		"agents, session":     func() (string, []any) { return agentsQuery("s1", page) },
+		"projects, all":       func() (string, []any) { return projectsQuery(ports.ProjectFilter{Page: page}) },
+		"projects, member":    func() (string, []any) { return projectsQuery(ports.ProjectFilter{Member: "alice", Page: page}) },
+		"servers":             func() (string, []any) { return serversQuery(page) },
+		"tools":               func() (string, []any) { return toolsQuery(page) },
+		"policies":            func() (string, []any) { return policiesQuery(page) },
+		"api keys, all":       func() (string, []any) { return apiKeysQuery("", page) },
+		"api keys, owner":     func() (string, []any) { return apiKeysQuery("alice", page) },
 	}
 	out := map[string]string{}
 	for name, q := range queries {

@@ -27,13 +27,14 @@ CREATE TABLE audit (seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, request_id T
   reason TEXT NOT NULL, status INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
 CREATE INDEX audit_subject_seq ON audit (subject, seq);
 CREATE INDEX audit_time ON audit (time);
-CREATE TABLE policies (id TEXT PRIMARY KEY); -- of 0002_access: the policy-version triggers need it
+CREATE TABLE policies (id TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_access: the policy-version triggers need it, 0013 indexes it
+CREATE TABLE projects (id TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_access: 0013 indexes it
 CREATE TABLE login_sessions (id_hash TEXT PRIMARY KEY, subject TEXT NOT NULL); -- of 0003_login: 0008 adds to it
 CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT, project TEXT, created_at INTEGER); -- of 0001_init: 0009 adds to it, 0013 indexes it
-CREATE TABLE servers (name TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it
+CREATE TABLE servers (name TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 indexes it
 CREATE TABLE tool_calls (id TEXT PRIMARY KEY, session TEXT, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 indexes it
 CREATE TABLE agents (id TEXT PRIMARY KEY, session TEXT, created_at INTEGER); -- of 0002_access: 0013 indexes it
-CREATE TABLE tools (name TEXT PRIMARY KEY); -- of 0002_access: 0011 adds to it`); err != nil {
+CREATE TABLE tools (name TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 indexes it`); err != nil {
 		t.Fatal(err)
 	}
 	prev := domain.GenesisHash

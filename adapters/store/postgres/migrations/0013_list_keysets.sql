@@ -18,3 +18,13 @@ CREATE INDEX tool_calls_session_created_id ON tool_calls (session, created_at, i
 
 DROP INDEX IF EXISTS agents_session;
 CREATE INDEX agents_session_created_id ON agents (session, created_at, id COLLATE "C");
+
+-- Projects, servers, tools, policies and managed API keys: the same order
+-- (servers and tools are keyed by their name).
+CREATE INDEX projects_created_id ON projects (created_at, id COLLATE "C");
+CREATE INDEX servers_created_name ON servers (created_at, name COLLATE "C");
+CREATE INDEX tools_created_name ON tools (created_at, name COLLATE "C");
+CREATE INDEX policies_created_id ON policies (created_at, id COLLATE "C");
+DROP INDEX IF EXISTS api_keys_owner;
+CREATE INDEX api_keys_created_id ON api_keys (created_at, id COLLATE "C");
+CREATE INDEX api_keys_owner_created_id ON api_keys (owner, created_at, id COLLATE "C");
