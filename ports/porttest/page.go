@@ -93,6 +93,9 @@ func testSessionPages(t *testing.T, newStore Factory[ports.SessionStore]) {
 		{"project", ports.SessionFilter{Projects: []string{"p-x"}}, []string{"c0", "a1", "b0"}},
 		{"owner or projects, overlapping", ports.SessionFilter{Owner: "alice", Projects: []string{"p-x", "p-b1"}},
 			[]string{"a3", "c0", "b1", "a2", "a1", "b0", "a0"}},
+		{"owner or a hundred projects", ports.SessionFilter{Owner: "alice", Projects: append(projectsNamed(98), "p-x", "p-b1")},
+			[]string{"a3", "c0", "b1", "a2", "a1", "b0", "a0"}},
+		{"a hundred projects", ports.SessionFilter{Projects: append(projectsNamed(99), "p-x")}, []string{"c0", "a1", "b0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +119,15 @@ func testSessionPages(t *testing.T, newStore Factory[ports.SessionStore]) {
 			checkWalk(t, "ListSessions", tt.want, list, func(s domain.Session) ports.Cursor { return ports.CursorOf(s.CreatedAt, s.ID) }, insert)
 		})
 	}
+}
+
+// projectsNamed is n projects that hold no session.
+func projectsNamed(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("p-empty-%02d", i)
+	}
+	return out
 }
 
 func fillForPages(t *testing.T, st ports.SessionStore) {

@@ -53,6 +53,11 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 	return out, nil
 }
 
+// maxMergedSources bounds the pages ListSessions merges, as in SQLite:
+// past it, one query matches the owner's and the projects' sessions and
+// sorts them, work in proportion to those sessions rather than to the page.
+const maxMergedSources = 64
+
 // sessionsQuery is the query of ListSessions.
 func sessionsQuery(f ports.SessionFilter) (string, []any) {
 	type source struct{ col, val string }
@@ -67,12 +72,22 @@ func sessionsQuery(f ports.SessionFilter) (string, []any) {
 		query, tail string
 		args        []any
 	)
-	switch len(sources) {
-	case 0:
+	switch n := len(sources); {
+	case n == 0:
 		tail, args = keyset(nil, nil, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
-	case 1:
+	case n == 1:
 		tail, args = keyset([]string{sources[0].col + " = $1"}, []any{sources[0].val}, f.Page, "id")
+		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
+	case n > maxMergedSources:
+		var or []string
+		if f.Owner != "" {
+			args = append(args, f.Owner)
+			or = append(or, "owner = $1")
+		}
+		args = append(args, f.Projects)
+		or = append(or, "project = ANY($"+strconv.Itoa(len(args))+")")
+		tail, args = keyset([]string{"(" + strings.Join(or, " OR ") + ")"}, args, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
 	default:
 		parts := make([]string, len(sources))

@@ -53,6 +53,12 @@ func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]doma
 	return out, rows.Err()
 }
 
+// maxMergedSources bounds the pages ListSessions merges (SQLite caps a
+// compound SELECT at 500 terms): past it, one query matches the owner's and
+// the projects' sessions and sorts them, work in proportion to those
+// sessions rather than to the page.
+const maxMergedSources = 64
+
 // sessionsQuery is the query of ListSessions.
 func sessionsQuery(f ports.SessionFilter) (string, []any) {
 	type source struct{ col, val string }
@@ -67,14 +73,26 @@ func sessionsQuery(f ports.SessionFilter) (string, []any) {
 		query string
 		args  []any
 	)
-	switch len(sources) {
-	case 0:
+	switch n := len(sources); {
+	case n == 0:
 		var tail string
 		tail, args = keyset(nil, nil, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
-	case 1:
+	case n == 1:
 		var tail string
 		tail, args = keyset([]string{sources[0].col + " = ?"}, []any{sources[0].val}, f.Page, "id")
+		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
+	case n > maxMergedSources:
+		var or []string
+		if f.Owner != "" {
+			or, args = append(or, "owner = ?"), append(args, f.Owner)
+		}
+		or = append(or, "project IN (?"+strings.Repeat(",?", len(f.Projects)-1)+")")
+		for _, p := range f.Projects {
+			args = append(args, p)
+		}
+		var tail string
+		tail, args = keyset([]string{"(" + strings.Join(or, " OR ") + ")"}, args, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
 	default:
 		parts := make([]string, len(sources))
