@@ -304,9 +304,18 @@ func validServiceName(name string) bool {
 	return true
 }
 
-// ServiceAccounts lists the service accounts.
-func (k *APIKeys) ServiceAccounts(ctx context.Context) ([]domain.KeyOwner, error) {
-	return k.store.ListKeyOwners(ctx, true)
+// ServiceAccounts lists a page of the service accounts, by name (they
+// have no creation time).
+func (k *APIKeys) ServiceAccounts(ctx context.Context, req PageRequest) (Page[domain.KeyOwner], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.KeyOwner]{}, err
+	}
+	list, err := k.store.ListKeyOwners(ctx, true, page)
+	if err != nil {
+		return Page[domain.KeyOwner]{}, err
+	}
+	return pageOf(list, page, func(o domain.KeyOwner) ports.Cursor { return ports.CursorOf(time.Unix(0, 0).UTC(), o.Subject) }, nil), nil
 }
 
 // SetOwnerDisabled suspends (or, for a service account, restores) the keys

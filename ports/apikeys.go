@@ -41,8 +41,11 @@ type APIKeyStore interface {
 	// CreateKeyOwner creates o, or fails with domain.ErrConflict when the
 	// subject has a record (a service account's name is taken).
 	CreateKeyOwner(ctx context.Context, o domain.KeyOwner) error
-	// ListKeyOwners lists the service accounts (service) or the people.
-	ListKeyOwners(ctx context.Context, service bool) ([]domain.KeyOwner, error)
+	// ListKeyOwners lists a page of the service accounts (service) or the
+	// people, by subject (ascending, byte-wise): owners have no creation
+	// time, and their update time moves. page.After.Key is the last
+	// subject of the previous page; its time is not used.
+	ListKeyOwners(ctx context.Context, service bool, page Page) ([]domain.KeyOwner, error)
 }
 
 // What a LoginSessionWatcher reports for managed keys, apart from login

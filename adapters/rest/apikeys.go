@@ -188,15 +188,15 @@ func (s *Server) createServiceAccount(c *fiber.Ctx) error {
 }
 
 func (s *Server) listServiceAccounts(c *fiber.Ctx) error {
-	list, err := s.cfg.Keys.ServiceAccounts(c.UserContext())
+	req, err := pageRequest(c)
 	if err != nil {
 		return err
 	}
-	out := make([]serviceAccountJSON, len(list))
-	for i, o := range list {
-		out[i] = toServiceAccountJSON(o)
+	page, err := s.cfg.Keys.ServiceAccounts(c.UserContext(), req)
+	if err != nil {
+		return err
 	}
-	return c.JSON(fiber.Map{"service_accounts": out})
+	return writePage(c, "service_accounts", page, toServiceAccountJSON)
 }
 
 type keyOwnerRequest struct {

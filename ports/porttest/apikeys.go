@@ -160,7 +160,7 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 			service bool
 			want    string
 		}{{true, svc.Subject}, {false, "alice"}} {
-			list, err := st.ListKeyOwners(ctx, tc.service)
+			list, err := st.ListKeyOwners(ctx, tc.service, ports.Page{})
 			if err != nil || len(list) != 1 || list[0].Subject != tc.want {
 				t.Errorf("ListKeyOwners(%v) = %+v, %v; want %s", tc.service, list, err, tc.want)
 			}

@@ -276,5 +276,25 @@ func testAPIKeyPages(t *testing.T, st APIKeyStore) {
 	at := func(k domain.APIKey) ports.Cursor { return ports.CursorOf(k.CreatedAt, k.ID) }
 	checkWalk(t, "ListAPIKeys(alice)", []string{"aaaaa0000004", "aaaaa0000003", "aaaaa0000002", "aaaaa0000001", "aaaaa0000000"},
 		func(p ports.Page) ([]domain.APIKey, error) { return st.ListAPIKeys(ctx, "alice", p) }, at, insert)
+	for i := range 5 {
+		o := domain.KeyOwner{Subject: domain.ServiceAccountSubject(fmt.Sprintf("m%d", i)), Roles: []domain.Role{"OPS"}, Service: true, UpdatedAt: base}
+		if err := st.CreateKeyOwner(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutKeyOwner(ctx, domain.KeyOwner{Subject: fmt.Sprintf("person-%d", i), UpdatedAt: base}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Owners page by subject, ascending: each new account sorts before
+	// every other, so before any cursor, and is never on a later page.
+	checkWalk(t, "ListKeyOwners(service)", []string{"service:m0", "service:m1", "service:m2", "service:m3", "service:m4"},
+		func(p ports.Page) ([]domain.KeyOwner, error) { return st.ListKeyOwners(ctx, true, p) },
+		func(o domain.KeyOwner) ports.Cursor { return ports.CursorOf(base, o.Subject) }, func() {
+			n++
+			o := domain.KeyOwner{Subject: domain.ServiceAccountSubject(fmt.Sprintf("a%03d", 999-n)), Service: true, UpdatedAt: base}
+			if err := st.CreateKeyOwner(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		})
 	checkWalk(t, "ListAPIKeys", nil, func(p ports.Page) ([]domain.APIKey, error) { return st.ListAPIKeys(ctx, "", p) }, at, insert)
 }

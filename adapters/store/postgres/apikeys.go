@@ -157,9 +157,21 @@ func (s *Store) GetKeyOwner(ctx context.Context, subject string) (domain.KeyOwne
 	return list[0], nil
 }
 
-// ListKeyOwners lists the service accounts or the people.
-func (s *Store) ListKeyOwners(ctx context.Context, service bool) ([]domain.KeyOwner, error) {
-	return s.queryKeyOwners(ctx, `SELECT `+keyOwnerColumns+` FROM api_key_owners WHERE service = $1 ORDER BY subject`, service)
+// ListKeyOwners lists a page of the service accounts or the people.
+func (s *Store) ListKeyOwners(ctx context.Context, service bool, page ports.Page) ([]domain.KeyOwner, error) {
+	query, args := keyOwnersQuery(service, page)
+	return s.queryKeyOwners(ctx, query, args...)
+}
+
+// keyOwnersQuery is the query of ListKeyOwners: a range of the index on
+// (service, subject COLLATE "C"), subjects compared byte-wise as in SQLite.
+func keyOwnersQuery(service bool, page ports.Page) (string, []any) {
+	var limit *int // NULL: no limit
+	if page.Limit > 0 {
+		limit = &page.Limit
+	}
+	return `SELECT ` + keyOwnerColumns + ` FROM api_key_owners WHERE service = $1 AND subject COLLATE "C" > $2 ORDER BY subject COLLATE "C" LIMIT $3`,
+		[]any{service, page.After.Key, limit}
 }
 
 func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) ([]domain.KeyOwner, error) {

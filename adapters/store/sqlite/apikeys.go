@@ -156,9 +156,17 @@ func (s *Store) GetKeyOwner(ctx context.Context, subject string) (domain.KeyOwne
 	return list[0], nil
 }
 
-// ListKeyOwners lists the service accounts or the people.
-func (s *Store) ListKeyOwners(ctx context.Context, service bool) ([]domain.KeyOwner, error) {
-	return s.queryKeyOwners(ctx, `SELECT `+keyOwnerColumns+` FROM api_key_owners WHERE service = ? ORDER BY subject`, boolInt(service))
+// ListKeyOwners lists a page of the service accounts or the people.
+func (s *Store) ListKeyOwners(ctx context.Context, service bool, page ports.Page) ([]domain.KeyOwner, error) {
+	query, args := keyOwnersQuery(service, page)
+	return s.queryKeyOwners(ctx, query, args...)
+}
+
+// keyOwnersQuery is the query of ListKeyOwners: a range of the index on
+// (service, subject).
+func keyOwnersQuery(service bool, page ports.Page) (string, []any) {
+	return `SELECT ` + keyOwnerColumns + ` FROM api_key_owners WHERE service = ? AND subject > ? ORDER BY subject LIMIT ?`,
+		[]any{boolInt(service), page.After.Key, limitArg(page.Limit)}
 }
 
 func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) ([]domain.KeyOwner, error) {

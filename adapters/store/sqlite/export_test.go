@@ -46,6 +46,7 @@ func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
 		"policies":            func() (string, []any) { return policiesQuery(page) },
 		"api keys, all":       func() (string, []any) { return apiKeysQuery("", page) },
 		"api keys, owner":     func() (string, []any) { return apiKeysQuery("alice", page) },
+		"service accounts":    func() (string, []any) { return keyOwnersQuery(true, page) },
 	}
 	out := map[string]string{}
 	for name, q := range queries {

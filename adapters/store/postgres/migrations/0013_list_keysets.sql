@@ -28,3 +28,7 @@ CREATE INDEX policies_created_id ON policies (created_at, id COLLATE "C");
 DROP INDEX IF EXISTS api_keys_owner;
 CREATE INDEX api_keys_created_id ON api_keys (created_at, id COLLATE "C");
 CREATE INDEX api_keys_owner_created_id ON api_keys (owner, created_at, id COLLATE "C");
+
+-- Service accounts and people page by subject (owners have no creation
+-- time; their update time moves).
+CREATE INDEX api_key_owners_service_subject ON api_key_owners (service, subject COLLATE "C");
