@@ -38,8 +38,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 
 // ListSessions returns a page of sessions newest first. Owner and each of
 // Projects are read as separate pages of their own index and merged, so a
-// LEAD's page costs (1 + projects) × limit rows at most, never a sort of
-// every session it may see.
+// LEAD's page costs (1 + projects) × limit rows at most (up to
+// maxMergedSources), never a sort of every session it may see.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
 	query, args := sessionsQuery(f)
 	rows, _ := s.pool.Query(ctx, query, args...)

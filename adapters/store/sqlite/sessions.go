@@ -33,8 +33,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (domain.Session, erro
 
 // ListSessions returns a page of sessions newest first. Owner and each of
 // Projects are read as separate pages of their own index and merged, so a
-// LEAD's page costs (1 + projects) × limit rows at most, never a sort of
-// every session it may see.
+// LEAD's page costs (1 + projects) × limit rows at most (up to
+// maxMergedSources), never a sort of every session it may see.
 func (s *Store) ListSessions(ctx context.Context, f ports.SessionFilter) ([]domain.Session, error) {
 	query, args := sessionsQuery(f)
 	rows, err := s.queryRows(ctx, query, args...)
@@ -70,16 +70,14 @@ func sessionsQuery(f ports.SessionFilter) (string, []any) {
 		sources = append(sources, source{"project", p})
 	}
 	var (
-		query string
-		args  []any
+		query, tail string
+		args        []any
 	)
 	switch n := len(sources); {
 	case n == 0:
-		var tail string
 		tail, args = keyset(nil, nil, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
 	case n == 1:
-		var tail string
 		tail, args = keyset([]string{sources[0].col + " = ?"}, []any{sources[0].val}, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
 	case n > maxMergedSources:
@@ -91,17 +89,14 @@ func sessionsQuery(f ports.SessionFilter) (string, []any) {
 		for _, p := range f.Projects {
 			args = append(args, p)
 		}
-		var tail string
 		tail, args = keyset([]string{"(" + strings.Join(or, " OR ") + ")"}, args, f.Page, "id")
 		query = `SELECT ` + sessionColumns + ` FROM sessions` + tail
 	default:
 		parts := make([]string, len(sources))
 		for i, src := range sources {
-			var tail string
 			tail, args = keyset([]string{src.col + " = ?"}, append(args, src.val), f.Page, "id")
 			parts[i] = `SELECT * FROM (SELECT ` + sessionColumns + ` FROM sessions` + tail + `)`
 		}
-		var tail string
 		tail, args = keyset(nil, args, ports.Page{Limit: f.Limit}, "id")
 		query = `SELECT * FROM (` + strings.Join(parts, " UNION ") + `)` + tail
 	}
