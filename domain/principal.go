@@ -32,6 +32,11 @@ type Principal struct {
 	// gateway admits a provider token only when it names the gateway
 	// resource called (RFC 8707).
 	Audience []string
+	// ResourceOnly marks a provider access token admitted only because its
+	// audience names gateway resources ({gateway base}/mcp/{server}), not
+	// this service's client: it opens the gateway endpoint of those servers
+	// and nothing else (ReasonTokenGatewayOnly).
+	ResourceOnly bool
 	// Key is set when the caller presented a managed API key: the key's
 	// scope, which narrows every decision made for the principal (its
 	// Roles are the owner's at this moment).
