@@ -21,8 +21,9 @@ import (
 
 // gwIdP stands in for the identity provider's authenticator beside the
 // harness's API keys: each Bearer token below is uma's access token with
-// the aud it names (as the OIDC adapter reports it), and the cookie is
-// uma's login session (no aud).
+// the aud it names (as the OIDC adapter reports it: resource-only when
+// the aud does not name the client), and the cookie is uma's login
+// session (no aud).
 type gwIdP struct{ keys ports.Authenticator }
 
 const gwCookie = "uma-login-session"
@@ -31,13 +32,14 @@ var gwIdPTokens = map[string][]string{
 	"idp-token-for-resource": {"agentauth", gwResourceBase + "/mcp/fs"},
 	"idp-token-for-client":   {"agentauth"},
 	"idp-token-for-other":    {gwResourceBase + "/mcp/other"},
+	"idp-token-fs-only":      {gwResourceBase + "/mcp/fs"},
 }
 
 func (a gwIdP) Authenticate(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
 	uma := domain.Principal{Subject: "uma", Roles: []domain.Role{domain.RoleUser}, Method: domain.MethodOIDC, RoleSource: "test idp"}
 	switch aud, ok := gwIdPTokens[cred.Value]; {
 	case cred.Kind == ports.CredentialBearer && ok:
-		uma.Audience = aud
+		uma.Audience, uma.ResourceOnly = aud, !slices.Contains(aud, "agentauth")
 		return uma, nil
 	case cred.Kind == ports.CredentialCookie && cred.Value == gwCookie:
 		return uma, nil
@@ -106,7 +108,8 @@ func TestGatewayCallers(t *testing.T) {
 		{"agent token for another server", bearerOf(otherToken), 403, ReasonGatewayOtherServer},
 		{"provider token for the resource", and(bearerOf("idp-token-for-resource"), named), 200, ""},
 		{"provider token for the client only", and(bearerOf("idp-token-for-client"), named), 403, ReasonGatewayResource},
-		{"provider token for another resource", and(bearerOf("idp-token-for-other"), named), 403, ReasonGatewayResource},
+		{"provider token for another resource", and(bearerOf("idp-token-for-other"), named), 403, domain.ReasonTokenGatewayOnly},
+		{"provider token for the resource only", and(bearerOf("idp-token-fs-only"), named), 200, ""},
 		{"managed key", and(bearerOf(managed), named), 200, ""},
 		{"managed key without toolcalls:write", and(bearerOf(narrow), named), 403, domain.ReasonKeyLacksPermission},
 		{"managed key naming no agent", bearerOf(managed), 403, ReasonGatewayAgentNamed},

@@ -59,7 +59,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	app.Get(jwksPath, s.serveJWKS)
 	app.Use(s.audit, s.recoverPanic)
 	app.Post(tokenEndpoint, s.public, s.exchangeToken)
-	app.Use(s.authenticate)
+	app.Use(s.authenticate, s.gatewayOnly)
 	app.Post(introspectionEndpoint, s.require(domain.PermTokensIntrospect), s.introspect)
 	return app
 }

@@ -209,7 +209,7 @@ func (s *Server) routes() {
 	s.app.Use(s.audit, s.recoverPanic)
 	s.loginRoutes() // public, but audited: logins and CSRF refusals are access decisions
 	s.tokenEndpoints()
-	s.app.Use(s.authenticate)
+	s.app.Use(s.authenticate, s.gatewayOnly)
 	for _, r := range s.apiRoutes() {
 		s.app.Add(r.method, r.path, s.require(r.need), r.handler)
 	}
