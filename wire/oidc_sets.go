@@ -67,6 +67,9 @@ func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
 		Skew:             o.ClockSkew,
 		HTTPTimeout:      o.HTTPTimeout,
 		CacheSize:        o.TokenCacheSize,
+
+		// A token for a gateway resource only opens that resource.
+		GatewayResourceBase: cfg.GatewayResourceURL(),
 	}, nil
 }
 

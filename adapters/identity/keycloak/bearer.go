@@ -18,7 +18,8 @@ import (
 )
 
 // Authenticator accepts Bearer access tokens of the realm issued to our
-// client, and of each additional issuer issued to its client id: a token
+// client, and of each additional issuer issued to its client id, or
+// issued for a gateway resource only (domain.Principal.ResourceOnly): a token
 // is verified by exactly the issuer its iss claim names (that issuer's
 // keys, iss, audience), and a token naming an issuer not configured is
 // refused. Verified tokens are cached under their SHA-256 until they expire
@@ -96,7 +97,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 				refuse(ReasonUntrustedIssuer, "issuer %q is not trusted (auth.oidc.issuer, auth.oidc.additionalIssuers)", iss))
 		}
 	}
-	v, err := q.verify(ctx, cred.Value, kindAccess, "")
+	v, err := q.verify(ctx, cred.Value, kindBearer, "")
 	if err != nil {
 		return domain.Principal{}, err
 	}
@@ -105,7 +106,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	if err != nil {
 		return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w", err)
 	}
-	p := domain.Principal{Subject: subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, Audience: audience(v.claims["aud"])}
+	p := domain.Principal{Subject: subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, Audience: audience(v.claims["aud"]),
+		ResourceOnly: v.resourceOnly}
 	if q == a.p {
 		// Back-channel logouts come from the primary issuer only.
 		p.SessionID, _ = v.claims["sid"].(string)

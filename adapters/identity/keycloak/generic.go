@@ -265,8 +265,7 @@ func (p *Provider) introspect(ctx context.Context, token string) (domain.Claims,
 
 // introspectedPrincipal checks an introspection answer as a Bearer
 // token's claims: active, not expired, of our issuer when it says one,
-// naming a subject, and issued to this client (client_id, aud or azp) or
-// the configured audience. It returns the principal and until when the
+// naming a subject, and admitted as a Bearer token's audience (admit). It returns the principal and until when the
 // answer holds (its exp, else now plus IntrospectionCacheMax).
 func (p *Provider) introspectedPrincipal(c domain.Claims) (domain.Principal, time.Time, error) {
 	fail := func(code, format string, args ...any) (domain.Principal, time.Time, error) {
@@ -299,10 +298,12 @@ func (p *Provider) introspectedPrincipal(c domain.Claims) (domain.Principal, tim
 	aud := audience(c["aud"])
 	clientID, _ := c["client_id"].(string)
 	azp, _ := c["azp"].(string)
-	if clientID != p.cfg.ClientID && azp != p.cfg.ClientID && !contains(aud, p.cfg.ClientID) && (p.cfg.Audience == "" || !contains(aud, p.cfg.Audience)) {
-		return fail(ReasonAudience, "issued to %q (aud %q), not to client %q%s", clientID, aud, p.cfg.ClientID, p.audienceNote())
+	resourceOnly, err := p.admit(aud, azp, clientID, true)
+	if err != nil {
+		return domain.Principal{}, time.Time{}, fmt.Errorf("keycloak: access_token (introspected): %w", err)
 	}
 	ex := p.roles([]domain.ClaimSource{{Token: domain.TokenIntrospection, Claims: c}})
 	sid, _ := c["sid"].(string)
-	return domain.Principal{Subject: sub, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid, Audience: aud}, until, nil
+	return domain.Principal{Subject: sub, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid, Audience: aud,
+		ResourceOnly: resourceOnly}, until, nil
 }

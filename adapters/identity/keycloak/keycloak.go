@@ -93,6 +93,11 @@ type Config struct {
 	// Audience is a further aud value that marks a Bearer access token as
 	// meant for this service (an API identifier), besides the client id.
 	Audience string
+	// GatewayResourceBase is the MCP gateway's resource base URL: a Bearer
+	// access token whose aud names {GatewayResourceBase}/mcp/{server}
+	// (RFC 8707) is admitted, though issued to another client, as
+	// resource-only (domain.Principal.ResourceOnly). Empty: none.
+	GatewayResourceBase string
 	// IntrospectionURL, when set, is the RFC 7662 endpoint used instead of
 	// the discovery document's, which may list none (Ory Hydra keeps it on
 	// its admin API).
@@ -283,7 +288,7 @@ func New(cfg Config, log *zap.Logger) (*Provider, error) {
 	p.keys = &keySet{cache: cache}
 	for _, t := range cfg.Additional {
 		q, err := New(Config{Issuer: t.Issuer, DiscoveryURL: t.DiscoveryURL, ClientID: t.ClientID, CAFiles: append(slices.Clone(cfg.CAFiles), t.CAFiles...),
-			RoleMap: cfg.RoleMap, RolesClaim: cfg.RolesClaim, SubjectClaim: cfg.SubjectClaim, Audience: cfg.Audience, Generic: cfg.Generic, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
+			RoleMap: cfg.RoleMap, RolesClaim: cfg.RolesClaim, SubjectClaim: cfg.SubjectClaim, Audience: cfg.Audience, GatewayResourceBase: cfg.GatewayResourceBase, Generic: cfg.Generic, Skew: cfg.Skew, HTTPTimeout: cfg.HTTPTimeout, KeyRefetch: cfg.KeyRefetch, CacheSize: cfg.CacheSize, Now: cfg.Now,
 			bearerOnly: true}, log)
 		if err != nil {
 			return nil, fmt.Errorf("additional issuer %s: %w", t.Issuer, err)

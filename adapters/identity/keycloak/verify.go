@@ -22,6 +22,9 @@ type tokenKind int
 const (
 	kindAccess tokenKind = iota
 	kindID
+	// kindBearer is an access token presented as a Bearer credential: it
+	// may also be one for gateway resources only (verified.resourceOnly).
+	kindBearer
 )
 
 func (k tokenKind) String() string {
@@ -36,6 +39,9 @@ type verified struct {
 	claims  domain.Claims
 	subject string
 	expiry  time.Time
+	// resourceOnly: a Bearer token admitted because its audience names a
+	// gateway resource, not because it was issued to this client.
+	resourceOnly bool
 	// id is go-oidc's view of the token, for at_hash (id tokens).
 	id *oidc.IDToken
 }
@@ -132,15 +138,16 @@ func (p *Provider) checkClaims(c domain.Claims, headerTyp string, kind tokenKind
 	aud := audience(c["aud"])
 	azp, _ := c["azp"].(string)
 	typ, hasTyp := c["typ"].(string)
+	v := verified{claims: c, subject: sub, expiry: exp}
 	switch kind {
-	case kindAccess:
+	case kindAccess, kindBearer:
 		if err := p.accessTokenType(c, typ, hasTyp, headerTyp); err != nil {
 			return verified{}, err
 		}
 		clientID, _ := c["client_id"].(string) // RFC 9068
-		if azp != p.cfg.ClientID && clientID != p.cfg.ClientID && !contains(aud, p.cfg.ClientID) &&
-			(p.cfg.Audience == "" || !contains(aud, p.cfg.Audience)) {
-			return verified{}, refuse(ReasonAudience, "issued to %q (aud %q, client_id %q), not to client %q%s", azp, aud, clientID, p.cfg.ClientID, p.audienceNote())
+		var err error
+		if v.resourceOnly, err = p.admit(aud, azp, clientID, kind == kindBearer); err != nil {
+			return verified{}, err
 		}
 	case kindID:
 		if hasTyp && typ != "ID" {
@@ -162,7 +169,30 @@ func (p *Provider) checkClaims(c domain.Claims, headerTyp string, kind tokenKind
 			}
 		}
 	}
-	return verified{claims: c, subject: sub, expiry: exp}, nil
+	return v, nil
+}
+
+// admit decides whether an access token is meant for this service: issued
+// to the client (azp, client_id or aud) or naming the configured
+// audience. Else, for a Bearer credential (gateway), an aud value naming
+// a gateway resource (RFC 8707) admits it as resource-only; a login's
+// tokens must be the client's.
+func (p *Provider) admit(aud []string, azp, clientID string, gateway bool) (resourceOnly bool, err error) {
+	if azp == p.cfg.ClientID || clientID == p.cfg.ClientID || contains(aud, p.cfg.ClientID) || p.cfg.Audience != "" && contains(aud, p.cfg.Audience) {
+		return false, nil
+	}
+	if gateway && p.cfg.GatewayResourceBase != "" {
+		for _, a := range aud {
+			if _, ok := domain.GatewayServerOf(p.cfg.GatewayResourceBase, a); ok {
+				return true, nil
+			}
+		}
+	}
+	note := p.audienceNote()
+	if gateway && p.cfg.GatewayResourceBase != "" {
+		note += " or a gateway resource " + strings.TrimSuffix(p.cfg.GatewayResourceBase, "/") + "/mcp/{server}"
+	}
+	return false, refuse(ReasonAudience, "issued to %q (aud %q, client_id %q), not to client %q%s", azp, aud, clientID, p.cfg.ClientID, note)
 }
 
 func (p *Provider) audienceNote() string {
