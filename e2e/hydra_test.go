@@ -182,12 +182,20 @@ func (op *hydraOP) loginConsent(t *testing.T) func(http.ResponseWriter, *http.Re
 // is a plain form) and redeems the code, as a client of the provider would.
 func (op *hydraOP) codeFlow(t *testing.T, servicePort int, user string) *oauth2.Token {
 	t.Helper()
-	conf := oauth2.Config{ClientID: hydraClient, ClientSecret: hydraSecret, Scopes: []string{"openid", "profile"},
+	return op.codeFlowOf(t, hydraClient, hydraSecret, servicePort, user)
+}
+
+// codeFlowOf is codeFlow for another client of Hydra (redirect URI: the
+// service's callback, never followed), with extra authorization-request
+// parameters.
+func (op *hydraOP) codeFlowOf(t *testing.T, client, secret string, servicePort int, user string, opts ...oauth2.AuthCodeOption) *oauth2.Token {
+	t.Helper()
+	conf := oauth2.Config{ClientID: client, ClientSecret: secret, Scopes: []string{"openid", "profile"},
 		Endpoint:    oauth2.Endpoint{AuthURL: op.issuer + "oauth2/auth", TokenURL: op.issuer + "oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
 		RedirectURL: fmt.Sprintf("http://127.0.0.1:%d/auth/callback", servicePort)}
 	verifier := oauth2.GenerateVerifier()
 	c := noRedirects(newJar(t))
-	next := conf.AuthCodeURL("state-hydra-1", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", "nonce-hydra-1"))
+	next := conf.AuthCodeURL("state-hydra-1", append(opts, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", "nonce-hydra-1"))...)
 	for range 10 {
 		var resp *http.Response
 		var err error
