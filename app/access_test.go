@@ -59,7 +59,7 @@ func newFixture(t *testing.T) fixture {
 }
 
 func (f fixture) sessionsUC() *app.Sessions {
-	return app.NewSessions(f.sessions, f.settings, f.authz, now).WithTeams(f.projects, f.modes)
+	return app.NewSessions(f.sessions, f.settings, f.projects, f.modes, f.authz, now)
 }
 
 func (f fixture) memberships(subject string, projects ...domain.Project) {

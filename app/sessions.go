@@ -17,23 +17,17 @@ type Sessions struct {
 	settings ports.SettingsStore
 	authz    *domain.Authorizer
 	clock    ports.Clock
-	// projects and modes are set by WithTeams; without them every caller
-	// is in no project and modes cannot change.
+	// projects make the use case project-aware: a USER creates sessions
+	// only in its projects, a LEAD reads and manages those of projects it
+	// leads; modes change a session's mode.
 	projects ports.ProjectStore
 	modes    ports.SessionModeStore
 }
 
 // NewSessions wires the use case.
-func NewSessions(store ports.SessionStore, settings ports.SettingsStore, authz *domain.Authorizer, clock ports.Clock) *Sessions {
-	return &Sessions{store: store, settings: settings, authz: authz, clock: clock}
-}
-
-// WithTeams makes the use case project-aware: a USER creates sessions only
-// in its projects, a LEAD reads and manages those of projects it leads,
-// and modes can change. It returns s.
-func (s *Sessions) WithTeams(projects ports.ProjectStore, modes ports.SessionModeStore) *Sessions {
-	s.projects, s.modes = projects, modes
-	return s
+func NewSessions(store ports.SessionStore, settings ports.SettingsStore, projects ports.ProjectStore, modes ports.SessionModeStore,
+	authz *domain.Authorizer, clock ports.Clock) *Sessions {
+	return &Sessions{store: store, settings: settings, projects: projects, modes: modes, authz: authz, clock: clock}
 }
 
 // NewSession is what a caller may set when creating a session.
@@ -73,9 +67,6 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		return domain.Session{}, err
 	}
 	if project != "" {
-		if s.projects == nil {
-			return domain.Session{}, fmt.Errorf("project %s: %w", project, domain.ErrNotFound)
-		}
 		if _, err := s.projects.GetProject(ctx, project); err != nil {
 			return domain.Session{}, err
 		}
@@ -176,9 +167,6 @@ func (s *Sessions) SetMode(ctx context.Context, p domain.Principal, id, mode str
 	}
 	if err := s.authz.CheckSetMode(p, team, sess, next); err != nil {
 		return domain.Session{}, err
-	}
-	if s.modes == nil {
-		return domain.Session{}, fmt.Errorf("session modes cannot change in this deployment: %w", domain.ErrUnavailable)
 	}
 	if err := s.modes.SetSessionMode(ctx, id, next); err != nil {
 		return domain.Session{}, err

@@ -8,12 +8,8 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// teamOf looks up the projects p belongs to; with no project store (the
-// edge tests of the foundation) p belongs to none.
+// teamOf looks up the projects p belongs to.
 func teamOf(ctx context.Context, projects ports.ProjectStore, p domain.Principal) (domain.Team, error) {
-	if projects == nil {
-		return domain.Team{}, nil
-	}
 	list, err := projects.ListProjects(ctx, ports.ProjectFilter{Member: p.Subject})
 	if err != nil {
 		return domain.Team{}, fmt.Errorf("look up projects of %s: %w", p.Subject, err)

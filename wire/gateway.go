@@ -8,7 +8,6 @@ import (
 	"github.com/agentauth/agentauth/adapters/agenttoken"
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/config"
 )
 
@@ -25,13 +24,13 @@ const (
 // gatewayEdge seals the gateway's MCP session ids with a key derived from
 // the agent-token signing key, which every instance of a cluster shares:
 // a session opened on one instance goes on at any other.
-func gatewayEdge(cfg config.Config, uc *app.Gateway, keys *agenttoken.Signer) (*rest.Gateway, error) {
+func gatewayEdge(cfg config.Config, keys *agenttoken.Signer) (*rest.Gateway, error) {
 	g := cfg.Gateway
 	sessionKey, err := keys.DeriveKey("mcp gateway sessions v1")
 	if err != nil {
 		return nil, err
 	}
-	return &rest.Gateway{Use: uc, SessionKey: sessionKey, Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: g.MaxMessageBytes, MaxMessages: gatewayMaxMessages}),
+	return &rest.Gateway{SessionKey: sessionKey, Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: g.MaxMessageBytes, MaxMessages: gatewayMaxMessages}),
 		CredentialsDir: g.CredentialsDir, ResourceBase: cfg.GatewayResourceURL(), MetadataURL: cfg.GatewayMetadataURL(),
 		AuthorizationServers: cfg.GatewayAuthorizationServers(), CallTimeout: g.CallTimeout, AskTimeout: g.AskTimeout,
 		StreamTimeout: g.StreamTimeout, MaxMessageBytes: g.MaxMessageBytes, AuditArgumentBytes: g.AuditArguments,

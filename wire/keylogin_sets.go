@@ -64,14 +64,10 @@ func keyAuthenticator(keys modeKeys, login *app.Login) ports.Authenticator {
 
 // newKeyLoginEdge builds the key sign-in endpoints; the cookie is Secure
 // unless the service listens on loopback (plain http there).
-func newKeyLoginEdge(cfg config.Config, uc *app.Login, log *zap.Logger) (*rest.Login, func(), error) {
+func newKeyLoginEdge(cfg config.Config, uc *app.Login, log *zap.Logger) (*rest.Login, func()) {
 	host, _, err := net.SplitHostPort(cfg.Addr())
 	secure := err != nil || !isLoopback(host)
-	l, err := rest.NewKeyLogin(rest.KeyLoginConfig{Secure: secure, BasePath: cfg.Server.BasePath}, uc, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, sweepLoginSessions(uc, log), nil
+	return rest.NewKeyLogin(rest.KeyLoginConfig{Secure: secure, BasePath: cfg.Server.BasePath}, log), sweepLoginSessions(uc, log)
 }
 
 func isLoopback(host string) bool {
@@ -82,9 +78,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func keyRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys,
+func keyRestConfig(cfg config.Config, login *rest.Login, tokens *rest.AgentTokens,
 	gateway *rest.Gateway, ready rest.ReadyChecks, redactor *domain.TargetRedactor) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, keys, gateway, ready, redactor)
+	c, err := restConfig(cfg, tokens, gateway, ready, redactor)
 	c.Login = login
 	return c, err
 }

@@ -117,9 +117,9 @@ func restLoginConfig(cfg config.Config) rest.LoginConfig {
 	return rest.LoginConfig{RedirectURI: cfg.Auth.OIDC.RedirectURI, BasePath: cfg.Server.BasePath}
 }
 
-func oidcRestConfig(cfg config.Config, login *rest.Login, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys,
+func oidcRestConfig(cfg config.Config, login *rest.Login, tokens *rest.AgentTokens,
 	gateway *rest.Gateway, ready rest.ReadyChecks, redactor *domain.TargetRedactor) (rest.Config, error) {
-	c, err := restConfig(cfg, access, tokens, keys, gateway, ready, redactor)
+	c, err := restConfig(cfg, tokens, gateway, ready, redactor)
 	c.Login = login
 	return c, err
 }
@@ -130,7 +130,7 @@ const sweepEvery = 10 * time.Minute
 // newLoginEdge builds the login endpoints and starts the sweep of expired
 // sessions; the cleanup stops it.
 func newLoginEdge(cfg rest.LoginConfig, uc *app.Login, health rest.HealthChecker, log *zap.Logger) (*rest.Login, func(), error) {
-	l, err := rest.NewLogin(cfg, uc, health, log)
+	l, err := rest.NewLogin(cfg, health, log)
 	if err != nil {
 		return nil, nil, err
 	}

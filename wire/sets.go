@@ -13,6 +13,7 @@ package wire
 
 import (
 	"context"
+	"crypto/ed25519"
 
 	gwire "github.com/google/wire"
 
@@ -30,11 +31,11 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// appSet provides the use cases.
+// appSet provides the use cases: app.NewApplication, the constructor the
+// tests build their servers with too, from the mode's dependencies.
 var appSet = gwire.NewSet(
 	accessSet,
-	newAudit,
-	app.NewSettings,
+	app.NewApplication, gwire.Struct(new(app.Dependencies), "*"), auditKey,
 	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
 )
 
@@ -48,7 +49,7 @@ var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSe
 
 // agentTokenSet provides agent credentials: the signer, the use case and
 // their endpoints.
-var agentTokenSet = gwire.NewSet(agenttoken.Set, app.NewAgentTokens,
+var agentTokenSet = gwire.NewSet(agenttoken.Set,
 	gwire.Bind(new(rest.KeySet), new(*agenttoken.Signer)), gwire.Struct(new(rest.AgentTokens), "*"))
 
 func agentTokenSettings(cfg config.Config) (agenttoken.Settings, error) {
@@ -65,14 +66,14 @@ func agentTokenRateLimit(cfg config.Config) rest.RateLimit {
 	return rest.RateLimit{PerMinute: cfg.Auth.AgentTokens.RateLimit}
 }
 
-func restConfig(cfg config.Config, access *rest.Access, tokens *rest.AgentTokens, keys *app.APIKeys, gateway *rest.Gateway, ready rest.ReadyChecks,
+func restConfig(cfg config.Config, tokens *rest.AgentTokens, gateway *rest.Gateway, ready rest.ReadyChecks,
 	redactor *domain.TargetRedactor) (rest.Config, error) {
 	proxies, err := cfg.TrustedProxies()
 	if err != nil {
 		return rest.Config{}, err
 	}
 	return rest.Config{Addr: cfg.Addr(), ManagementAddr: cfg.ManagementAddr(), PublicAddr: cfg.PublicAddr(), Debug: cfg.Mode() == config.ModeDebug,
-		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, Access: access, AgentTokens: tokens, Keys: keys, Ready: ready,
+		ShutdownTimeout: cfg.Server.ShutdownTimeout, TrustedProxies: proxies, AgentTokens: tokens, Ready: ready,
 		BasePath: cfg.Server.BasePath, Redactor: redactor, Gateway: gateway}, nil
 }
 
@@ -106,11 +107,8 @@ func auditSignSettings(cfg config.Config) auditsign.Settings {
 		Every: cfg.Audit.CheckpointEvery, Interval: cfg.Audit.CheckpointInterval}
 }
 
-// newAudit is the audit read side, verifying checkpoints under the
-// signer's key.
-func newAudit(store ports.AuditStore, cps ports.AuditCheckpointStore, signer *auditsign.Checkpointer) *app.Audit {
-	return app.NewAudit(store).WithCheckpoints(cps, signer.PublicKey())
-}
+// auditKey verifies the audit log's checkpoints: the signer's.
+func auditKey(signer *auditsign.Checkpointer) ed25519.PublicKey { return signer.PublicKey() }
 
 func dataDir(cfg config.Config) local.DataDir { return local.DataDir(cfg.DataDir) }
 

@@ -63,8 +63,14 @@ type Stores struct {
 }
 
 // storeSet provides each store port from the configured store.
-var storeSet = gwire.NewSet(openStores, gwire.FieldsOf(new(Stores),
+var storeSet = gwire.NewSet(openStores, useCaseStores, gwire.FieldsOf(new(Stores),
 	"Sessions", "Audit", "Checkpoints", "Settings", "Projects", "Catalog", "Policies", "Agents", "ToolCalls", "SessionModes"))
+
+// useCaseStores are the ports app.NewApplication builds the use cases on.
+func useCaseStores(st Stores) app.Stores {
+	return app.Stores{Sessions: st.Sessions, Audit: st.Audit, Checkpoints: st.Checkpoints, Settings: st.Settings, Projects: st.Projects,
+		Catalog: st.Catalog, Policies: st.Policies, Agents: st.Agents, ToolCalls: st.ToolCalls, SessionModes: st.SessionModes}
+}
 
 // loginStoreFields provides the login ports from the same store, for a set
 // that includes storeSet (OIDC mode); it is kept apart so that modes without

@@ -26,111 +26,96 @@ import (
 // Hybrid serves with every caller's roles taken from the central instance at
 // auth.hybrid.remoteUrl; no role is assigned locally.
 func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	stores, cleanup, err := openStores(cfg, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	projectStore := stores.Projects
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	clock := _wireSystemClockValue
-	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
-	catalogStore := stores.Catalog
-	policyStore := stores.Policies
-	policyRules := app.NewPolicyRules(policyStore)
-	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
-	policies := app.NewPolicies(policyStore, clock)
-	agentStore := stores.Agents
-	sessionStore := stores.Sessions
-	settingsStore := stores.Settings
-	sessionModeStore := stores.SessionModes
-	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
-	agents := app.NewAgents(agentStore, sessions, clock)
-	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
-	auditStore := stores.Audit
-	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
-	access := &rest.Access{
-		Projects:  projects,
-		Catalog:   catalog,
-		Policies:  policies,
-		Agents:    agents,
-		ToolCalls: toolCalls,
-		Dashboard: dashboard,
-	}
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
 	signer, err := agenttoken.New(settings)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	rateLimit := agentTokenRateLimit(cfg)
-	restAgentTokens := &rest.AgentTokens{
-		Tokens:    agentTokens,
+	agentTokens := &rest.AgentTokens{
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	apiKeys, cleanup2, err := managedKeys(cfg, stores, domainAuthorizer, clock)
+	gateway, err := gatewayEdge(cfg, signer)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
-		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
+	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup3, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup2, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
-		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup4 := auditlog.New(auditStore, options, log)
+	committer, cleanup3 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := restConfig(cfg, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
+	config2, err := restConfig(cfg, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	appStores := useCaseStores(stores)
 	config3 := hybridConfig(cfg)
-	authenticator, cleanup5, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	domainAuthorizer, err := authorizer(cfg)
 	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	clock := _wireSystemClockValue
+	authenticator, cleanup4, err := hybrid.New(config3, domainAuthorizer, clock, log)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	auditLog, cleanup5 := recoveredAuditLog(committer, stores, cfg, log)
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	publicKey := auditKey(checkpointer)
+	apiKeys, cleanup6, err := managedKeys(cfg, stores, domainAuthorizer, clock)
+	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
-	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
-	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
+	login := noLogin()
+	dependencies := app.Dependencies{
+		Stores:           appStores,
+		Authenticator:    authenticator,
+		Authorizer:       domainAuthorizer,
+		AuditLog:         auditLog,
+		Clock:            clock,
+		Signer:           signer,
+		AgentTokenLimits: appAgentTokenLimits,
+		AuditKey:         publicKey,
+		Keys:             apiKeys,
+		Login:            login,
+	}
+	application := app.NewApplication(dependencies)
+	server := rest.New(config2, application, log)
 	return server, func() {
 		cleanup6()
 		cleanup5()
@@ -200,31 +185,6 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	projectStore := stores.Projects
-	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
-	catalogStore := stores.Catalog
-	policyStore := stores.Policies
-	policyRules := app.NewPolicyRules(policyStore)
-	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
-	policies := app.NewPolicies(policyStore, clock)
-	agentStore := stores.Agents
-	sessionStore := stores.Sessions
-	settingsStore := stores.Settings
-	sessionModeStore := stores.SessionModes
-	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
-	agents := app.NewAgents(agentStore, sessions, clock)
-	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
-	auditStore := stores.Audit
-	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
-	access := &rest.Access{
-		Projects:  projects,
-		Catalog:   catalog,
-		Policies:  policies,
-		Agents:    agents,
-		ToolCalls: toolCalls,
-		Dashboard: dashboard,
-	}
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
 		cleanup5()
@@ -243,16 +203,12 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	rateLimit := agentTokenRateLimit(cfg)
-	restAgentTokens := &rest.AgentTokens{
-		Tokens:    agentTokens,
+	agentTokens := &rest.AgentTokens{
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway, err := gatewayEdge(cfg, gateway, signer)
+	gateway, err := gatewayEdge(cfg, signer)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -261,6 +217,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
 	checkpointer, cleanup6, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
@@ -286,7 +243,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config3, err := oidcRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
+	config3, err := oidcRestConfig(cfg, restLogin, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup7()
 		cleanup6()
@@ -297,6 +254,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	appStores := useCaseStores(stores)
 	key := apiKey(cfg)
 	authenticator := keycloak.NewAuthenticator(provider)
 	portsAuthenticator, err := oidcAuthenticator(key, login, authenticator)
@@ -311,9 +269,22 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	auditLog, cleanup8 := recoveredAuditLog(committer, stores, cfg, log)
-	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
-	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config3, portsAuthenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	publicKey := auditKey(checkpointer)
+	dependencies := app.Dependencies{
+		Stores:           appStores,
+		Authenticator:    portsAuthenticator,
+		Authorizer:       domainAuthorizer,
+		AuditLog:         auditLog,
+		Clock:            clock,
+		Signer:           signer,
+		AgentTokenLimits: appAgentTokenLimits,
+		AuditKey:         publicKey,
+		Keys:             apiKeys,
+		Login:            login,
+	}
+	application := app.NewApplication(dependencies)
+	server := rest.New(config3, application, log)
 	return server, func() {
 		cleanup8()
 		cleanup7()
@@ -354,44 +325,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	restLogin, cleanup3, err := newKeyLoginEdge(cfg, login, log)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	projectStore := stores.Projects
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
-	catalogStore := stores.Catalog
-	policyStore := stores.Policies
-	policyRules := app.NewPolicyRules(policyStore)
-	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
-	policies := app.NewPolicies(policyStore, clock)
-	agentStore := stores.Agents
-	sessionStore := stores.Sessions
-	settingsStore := stores.Settings
-	sessionModeStore := stores.SessionModes
-	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
-	agents := app.NewAgents(agentStore, sessions, clock)
-	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
-	auditStore := stores.Audit
-	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
-	access := &rest.Access{
-		Projects:  projects,
-		Catalog:   catalog,
-		Policies:  policies,
-		Agents:    agents,
-		ToolCalls: toolCalls,
-		Dashboard: dashboard,
-	}
+	restLogin, cleanup3 := newKeyLoginEdge(cfg, login, log)
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
 		cleanup3()
@@ -406,46 +340,33 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	rateLimit := agentTokenRateLimit(cfg)
-	restAgentTokens := &rest.AgentTokens{
-		Tokens:    agentTokens,
+	agentTokens := &rest.AgentTokens{
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	apiKeys, cleanup4, err := managedKeys(cfg, stores, domainAuthorizer, clock)
+	gateway, err := gatewayEdge(cfg, signer)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway, err := gatewayEdge(cfg, gateway, signer)
-	if err != nil {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup6 := auditlog.New(auditStore, options, log)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -453,7 +374,30 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appStores := useCaseStores(stores)
+	authenticator := keyAuthenticator(wireModeKeys, login)
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	publicKey := auditKey(checkpointer)
+	apiKeys, cleanup7, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -463,11 +407,20 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	authenticator := keyAuthenticator(wireModeKeys, login)
-	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
-	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
-	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
+	dependencies := app.Dependencies{
+		Stores:           appStores,
+		Authenticator:    authenticator,
+		Authorizer:       domainAuthorizer,
+		AuditLog:         auditLog,
+		Clock:            clock,
+		Signer:           signer,
+		AgentTokenLimits: appAgentTokenLimits,
+		AuditKey:         publicKey,
+		Keys:             apiKeys,
+		Login:            login,
+	}
+	application := app.NewApplication(dependencies)
+	server := rest.New(config2, application, log)
 	return server, func() {
 		cleanup7()
 		cleanup6()
@@ -505,44 +458,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	restLogin, cleanup3, err := newKeyLoginEdge(cfg, login, log)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	projectStore := stores.Projects
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
-	catalogStore := stores.Catalog
-	policyStore := stores.Policies
-	policyRules := app.NewPolicyRules(policyStore)
-	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
-	policies := app.NewPolicies(policyStore, clock)
-	agentStore := stores.Agents
-	sessionStore := stores.Sessions
-	settingsStore := stores.Settings
-	sessionModeStore := stores.SessionModes
-	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
-	agents := app.NewAgents(agentStore, sessions, clock)
-	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
-	auditStore := stores.Audit
-	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
-	access := &rest.Access{
-		Projects:  projects,
-		Catalog:   catalog,
-		Policies:  policies,
-		Agents:    agents,
-		ToolCalls: toolCalls,
-		Dashboard: dashboard,
-	}
+	restLogin, cleanup3 := newKeyLoginEdge(cfg, login, log)
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
 		cleanup3()
@@ -557,46 +473,33 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	rateLimit := agentTokenRateLimit(cfg)
-	restAgentTokens := &rest.AgentTokens{
-		Tokens:    agentTokens,
+	agentTokens := &rest.AgentTokens{
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	apiKeys, cleanup4, err := managedKeys(cfg, stores, domainAuthorizer, clock)
+	gateway, err := gatewayEdge(cfg, signer)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway, err := gatewayEdge(cfg, gateway, signer)
-	if err != nil {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup6 := auditlog.New(auditStore, options, log)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -604,7 +507,30 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appStores := useCaseStores(stores)
+	authenticator := keyAuthenticator(wireModeKeys, login)
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	publicKey := auditKey(checkpointer)
+	apiKeys, cleanup7, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -614,11 +540,20 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	authenticator := keyAuthenticator(wireModeKeys, login)
-	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
-	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
-	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
+	dependencies := app.Dependencies{
+		Stores:           appStores,
+		Authenticator:    authenticator,
+		Authorizer:       domainAuthorizer,
+		AuditLog:         auditLog,
+		Clock:            clock,
+		Signer:           signer,
+		AgentTokenLimits: appAgentTokenLimits,
+		AuditKey:         publicKey,
+		Keys:             apiKeys,
+		Login:            login,
+	}
+	application := app.NewApplication(dependencies)
+	server := rest.New(config2, application, log)
 	return server, func() {
 		cleanup7()
 		cleanup6()
@@ -652,44 +587,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	restLogin, cleanup3, err := newKeyLoginEdge(cfg, login, log)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	projectStore := stores.Projects
-	domainAuthorizer, err := authorizer(cfg)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	projects := app.NewProjects(projectStore, domainAuthorizer, clock)
-	catalogStore := stores.Catalog
-	policyStore := stores.Policies
-	policyRules := app.NewPolicyRules(policyStore)
-	catalog := app.NewCatalog(catalogStore, policyRules, projectStore, domainAuthorizer, clock)
-	policies := app.NewPolicies(policyStore, clock)
-	agentStore := stores.Agents
-	sessionStore := stores.Sessions
-	settingsStore := stores.Settings
-	sessionModeStore := stores.SessionModes
-	sessions := sessionsUseCase(sessionStore, settingsStore, domainAuthorizer, clock, projectStore, sessionModeStore)
-	agents := app.NewAgents(agentStore, sessions, clock)
-	toolCallStore := stores.ToolCalls
-	toolCalls := app.NewToolCalls(toolCallStore, agentStore, catalogStore, policyRules, settingsStore, sessions, domainAuthorizer, clock)
-	auditStore := stores.Audit
-	dashboard := app.NewDashboard(sessionStore, projectStore, auditStore, domainAuthorizer)
-	access := &rest.Access{
-		Projects:  projects,
-		Catalog:   catalog,
-		Policies:  policies,
-		Agents:    agents,
-		ToolCalls: toolCalls,
-		Dashboard: dashboard,
-	}
+	restLogin, cleanup3 := newKeyLoginEdge(cfg, login, log)
 	settings, err := agentTokenSettings(cfg)
 	if err != nil {
 		cleanup3()
@@ -704,46 +602,33 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	appAgentTokenLimits := agentTokenLimits(cfg)
-	agentTokens := app.NewAgentTokens(sessions, sessionStore, agents, agentStore, catalogStore, policyRules, domainAuthorizer, signer, clock, appAgentTokenLimits)
 	rateLimit := agentTokenRateLimit(cfg)
-	restAgentTokens := &rest.AgentTokens{
-		Tokens:    agentTokens,
+	agentTokens := &rest.AgentTokens{
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	apiKeys, cleanup4, err := managedKeys(cfg, stores, domainAuthorizer, clock)
+	gateway, err := gatewayEdge(cfg, signer)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	gateway := app.NewGateway(toolCalls, catalogStore, clock)
-	restGateway, err := gatewayEdge(cfg, gateway, signer)
-	if err != nil {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
-	checkpointer, cleanup5, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
+	checkpointer, cleanup4, err := auditsign.New(auditCheckpointStore, auditsignSettings, log)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := auditOptions(cfg, checkpointer)
-	committer, cleanup6 := auditlog.New(auditStore, options, log)
+	committer, cleanup5 := auditlog.New(auditStore, options, log)
 	restReadyChecks := readyChecks(stores, committer)
 	domainTargetRedactor, err := targetRedactor(cfg, checkpointer)
 	if err != nil {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -751,7 +636,30 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config2, err := keyRestConfig(cfg, restLogin, access, restAgentTokens, apiKeys, restGateway, restReadyChecks, domainTargetRedactor)
+	config2, err := keyRestConfig(cfg, restLogin, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appStores := useCaseStores(stores)
+	authenticator := keyAuthenticator(wireModeKeys, login)
+	domainAuthorizer, err := authorizer(cfg)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	auditLog, cleanup6 := recoveredAuditLog(committer, stores, cfg, log)
+	appAgentTokenLimits := agentTokenLimits(cfg)
+	publicKey := auditKey(checkpointer)
+	apiKeys, cleanup7, err := managedKeys(cfg, stores, domainAuthorizer, clock)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -761,11 +669,20 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	authenticator := keyAuthenticator(wireModeKeys, login)
-	auditLog, cleanup7 := recoveredAuditLog(committer, stores, cfg, log)
-	audit := newAudit(auditStore, auditCheckpointStore, checkpointer)
-	appSettings := app.NewSettings(settingsStore)
-	server := rest.New(config2, authenticator, domainAuthorizer, auditLog, sessions, audit, appSettings, log)
+	dependencies := app.Dependencies{
+		Stores:           appStores,
+		Authenticator:    authenticator,
+		Authorizer:       domainAuthorizer,
+		AuditLog:         auditLog,
+		Clock:            clock,
+		Signer:           signer,
+		AgentTokenLimits: appAgentTokenLimits,
+		AuditKey:         publicKey,
+		Keys:             apiKeys,
+		Login:            login,
+	}
+	application := app.NewApplication(dependencies)
+	server := rest.New(config2, application, log)
 	return server, func() {
 		cleanup7()
 		cleanup6()

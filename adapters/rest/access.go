@@ -4,34 +4,16 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/wire"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
 
-// Access holds the use cases of the access model. Its endpoints are served
-// when Config.Access is set.
-type Access struct {
-	Projects  *app.Projects
-	Catalog   *app.Catalog
-	Policies  *app.Policies
-	Agents    *app.Agents
-	ToolCalls *app.ToolCalls
-	Dashboard *app.Dashboard
-}
-
-// AccessSet provides Access from its use cases.
-var AccessSet = wire.NewSet(wire.Struct(new(Access), "*"))
-
 // accessRoutes lists the access-model endpoints, each with the permission
 // its role must grant; resource-level rules (ownership, project leads) are
 // applied by the use cases.
 func (s *Server) accessRoutes() []route {
-	if s.cfg.Access == nil {
-		return nil
-	}
 	return []route{
 		{fiber.MethodPatch, "/api/v2/sessions/:id", domain.PermSessionsWrite, s.patchSession},
 
@@ -82,7 +64,7 @@ func (s *Server) patchSession(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sess, err := s.sessions.SetMode(c.UserContext(), principalOf(c), c.Params("id"), req.Mode)
+	sess, err := s.uc.Sessions.SetMode(c.UserContext(), principalOf(c), c.Params("id"), req.Mode)
 	if err != nil {
 		return err
 	}
@@ -126,7 +108,7 @@ func (s *Server) listProjects(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Access.Projects.List(c.UserContext(), principalOf(c), req)
+	page, err := s.uc.Projects.List(c.UserContext(), principalOf(c), req)
 	if err != nil {
 		return err
 	}
@@ -143,7 +125,7 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	p, err := s.cfg.Access.Projects.Create(c.UserContext(), principalOf(c), req.Name, fromMembers(req.Members))
+	p, err := s.uc.Projects.Create(c.UserContext(), principalOf(c), req.Name, fromMembers(req.Members))
 	if err != nil {
 		return err
 	}
@@ -152,7 +134,7 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 }
 
 func (s *Server) getProject(c *fiber.Ctx) error {
-	p, err := s.cfg.Access.Projects.Get(c.UserContext(), principalOf(c), c.Params("id"))
+	p, err := s.uc.Projects.Get(c.UserContext(), principalOf(c), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -168,7 +150,7 @@ func (s *Server) putMembers(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	p, err := s.cfg.Access.Projects.SetMembers(c.UserContext(), principalOf(c), c.Params("id"), fromMembers(req.Members))
+	p, err := s.uc.Projects.SetMembers(c.UserContext(), principalOf(c), c.Params("id"), fromMembers(req.Members))
 	if err != nil {
 		return err
 	}
@@ -192,7 +174,7 @@ func (s *Server) listServers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Access.Catalog.ListServers(c.UserContext(), req)
+	page, err := s.uc.Catalog.ListServers(c.UserContext(), req)
 	if err != nil {
 		return err
 	}
@@ -211,7 +193,7 @@ func (s *Server) createServer(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sv, err := s.cfg.Access.Catalog.CreateServer(c.UserContext(), domain.Server{Name: req.Name, URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential})
+	sv, err := s.uc.Catalog.CreateServer(c.UserContext(), domain.Server{Name: req.Name, URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential})
 	if err != nil {
 		return err
 	}
@@ -233,7 +215,7 @@ func (s *Server) listTools(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Access.Catalog.ListTools(c.UserContext(), principalOf(c), req)
+	page, err := s.uc.Catalog.ListTools(c.UserContext(), principalOf(c), req)
 	if err != nil {
 		return err
 	}
@@ -252,7 +234,7 @@ func (s *Server) createTool(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	t, err := s.cfg.Access.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly,
+	t, err := s.uc.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly,
 		SecondApprover: req.SecondApprover})
 	if err != nil {
 		return err
@@ -281,7 +263,7 @@ func (s *Server) listPolicies(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Access.Policies.List(c.UserContext(), req)
+	page, err := s.uc.Policies.List(c.UserContext(), req)
 	if err != nil {
 		return err
 	}
@@ -300,7 +282,7 @@ func (s *Server) createPolicy(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	r, err := s.cfg.Access.Policies.Create(c.UserContext(), principalOf(c), domain.PolicyRule{
+	r, err := s.uc.Policies.Create(c.UserContext(), principalOf(c), domain.PolicyRule{
 		Effect: domain.Effect(req.Effect), Tool: req.Tool, Scope: domain.ScopeKind(req.Scope), Value: req.Value})
 	if err != nil {
 		return err
@@ -310,7 +292,7 @@ func (s *Server) createPolicy(c *fiber.Ctx) error {
 }
 
 func (s *Server) deletePolicy(c *fiber.Ctx) error {
-	if err := s.cfg.Access.Policies.Delete(c.UserContext(), c.Params("id")); err != nil {
+	if err := s.uc.Policies.Delete(c.UserContext(), c.Params("id")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -340,7 +322,7 @@ func (s *Server) listAgents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Access.Agents.List(c.UserContext(), principalOf(c), c.Params("id"), req)
+	page, err := s.uc.Agents.List(c.UserContext(), principalOf(c), c.Params("id"), req)
 	if err != nil {
 		return err
 	}
@@ -361,7 +343,7 @@ func (s *Server) createAgent(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	a, err := s.cfg.Access.Agents.Create(c.UserContext(), principalOf(c), c.Params("id"), app.NewAgent(req))
+	a, err := s.uc.Agents.Create(c.UserContext(), principalOf(c), c.Params("id"), app.NewAgent(req))
 	if err != nil {
 		return err
 	}
@@ -410,7 +392,7 @@ func (s *Server) listToolCalls(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Access.ToolCalls.List(c.UserContext(), principalOf(c), c.Params("id"), req)
+	page, err := s.uc.ToolCalls.List(c.UserContext(), principalOf(c), c.Params("id"), req)
 	if err != nil {
 		return err
 	}
@@ -430,9 +412,9 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 	var tc domain.ToolCall
 	var err error
 	if g := stateOf(c).agent; g != nil {
-		tc, err = s.cfg.Access.ToolCalls.DecideWithToken(c.UserContext(), *g, c.Params("id"), req.Agent, req.Tool)
+		tc, err = s.uc.ToolCalls.DecideWithToken(c.UserContext(), *g, c.Params("id"), req.Agent, req.Tool)
 	} else {
-		tc, err = s.cfg.Access.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
+		tc, err = s.uc.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
 	}
 	if err != nil {
 		return err
@@ -450,7 +432,7 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 
 func (s *Server) resolveToolCall(approve bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		tc, err := s.cfg.Access.ToolCalls.Resolve(c.UserContext(), principalOf(c), c.Params("id"), c.Params("call"), approve)
+		tc, err := s.uc.ToolCalls.Resolve(c.UserContext(), principalOf(c), c.Params("id"), c.Params("call"), approve)
 		if err != nil {
 			return err
 		}
@@ -462,7 +444,7 @@ func (s *Server) resolveToolCall(approve bool) fiber.Handler {
 // --- dashboard ---
 
 func (s *Server) dashboard(c *fiber.Ctx) error {
-	v, err := s.cfg.Access.Dashboard.Get(c.UserContext(), principalOf(c))
+	v, err := s.uc.Dashboard.Get(c.UserContext(), principalOf(c))
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ type axOptions struct {
 	issuer, basePath string
 	public           net.Listener
 	// gateway adds the MCP gateway to the configuration.
-	gateway func(cfg *Config, store *sqlite.Store)
+	gateway func(cfg *Config)
 	// authn wraps the API keys' authenticator (other credentials).
 	authn func(ports.Authenticator) ports.Authenticator
 }
@@ -106,17 +106,6 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	for _, c := range axCallers {
 		entries = append(entries, apikey.Entry{Key: c.key, Principal: domain.Principal{Subject: c.subject, Roles: []domain.Role{c.role}, Method: domain.MethodAPIKey, RoleSource: "test"}})
 	}
-	clock := app.SystemClock{}
-	sessions := app.NewSessions(store, store, authz, clock).WithTeams(store, store)
-	rules := app.NewPolicyRules(store)
-	access := &Access{
-		Projects:  app.NewProjects(store, authz, clock),
-		Catalog:   app.NewCatalog(store, rules, store, authz, clock),
-		Policies:  app.NewPolicies(store, clock),
-		Agents:    app.NewAgents(store, sessions, clock),
-		ToolCalls: app.NewToolCalls(store, store, store, rules, store, sessions, authz, clock),
-		Dashboard: app.NewDashboard(store, store, store, authz),
-	}
 	var opt axOptions
 	if len(opts) > 0 {
 		opt = opts[0]
@@ -137,22 +126,24 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	if opt.rate > 0 {
 		rate.PerMinute = opt.rate
 	}
-	tokens := &AgentTokens{Keys: keys, Tokens: app.NewAgentTokens(sessions, store, access.Agents, store, store, rules, authz, keys, clock, limits), RateLimit: rate}
+	clock := app.SystemClock{}
 	managed, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: 90 * 24 * time.Hour, MaxPerOwner: 5}, store, store, authz, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hub, stopHub := app.NewWatchHub(store)
 	stopKeys := managed.KeepInMemory(hub)
-	cfg := Config{Access: access, AgentTokens: tokens, Keys: managed, BasePath: opt.basePath}
-	if opt.gateway != nil {
-		opt.gateway(&cfg, store)
-	}
 	var authn ports.Authenticator = apikey.NewKeyring(entries)
 	if opt.authn != nil {
 		authn = opt.authn(authn)
 	}
-	srv := New(cfg, authn, authz, audit, sessions, app.NewAudit(store).WithCheckpoints(store, signer.PublicKey()), app.NewSettings(store), log)
+	uc := app.NewApplication(app.Dependencies{Stores: StoresOf(store), Authenticator: authn, Authorizer: authz,
+		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed})
+	cfg := Config{AgentTokens: &AgentTokens{Keys: keys, RateLimit: rate}, BasePath: opt.basePath}
+	if opt.gateway != nil {
+		opt.gateway(&cfg)
+	}
+	srv := New(cfg, uc, log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

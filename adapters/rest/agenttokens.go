@@ -21,11 +21,10 @@ import (
 )
 
 // AgentTokens serves agent credentials: minting tokens for a session's
-// agents, and the key set and metadata tool servers verify them with.
-// Config.AgentTokens nil leaves them out.
+// agents (the Application's AgentTokens), and the key set and metadata
+// tool servers verify them with. Config.AgentTokens nil leaves them out.
 type AgentTokens struct {
-	Tokens *app.AgentTokens
-	Keys   KeySet
+	Keys KeySet
 	// RateLimit bounds each caller's requests to /oauth2/token (by client
 	// address) and /oauth2/introspect (by authenticated subject).
 	RateLimit RateLimit
@@ -82,7 +81,7 @@ func (s *Server) mintAgentToken(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	m, err := s.cfg.AgentTokens.Tokens.Mint(c.UserContext(), principalOf(c), c.Params("id"), c.Params("agent"), app.MintRequest(req))
+	m, err := s.uc.AgentTokens.Mint(c.UserContext(), principalOf(c), c.Params("id"), c.Params("agent"), app.MintRequest(req))
 	if err != nil {
 		return tokenRefused(c, err)
 	}
@@ -149,7 +148,7 @@ func (s *Server) isAgentToken(cred ports.Credential) bool {
 // authenticateAgent accepts an agent token: valid, and naming a session
 // and agent chain that still stand.
 func (s *Server) authenticateAgent(c *fiber.Ctx, token string) error {
-	g, err := s.cfg.AgentTokens.Tokens.Authenticate(c.UserContext(), token)
+	g, err := s.uc.AgentTokens.Authenticate(c.UserContext(), token)
 	st := stateOf(c)
 	if g.Subject != "" {
 		st.principal = domain.Principal{Subject: g.Subject, Method: domain.MethodAgentToken}
@@ -216,7 +215,7 @@ func (s *Server) exchangeToken(c *fiber.Ctx) error {
 		refused(c)
 		return err
 	}
-	x, err := s.cfg.AgentTokens.Tokens.Exchange(c.UserContext(), req)
+	x, err := s.uc.AgentTokens.Exchange(c.UserContext(), req)
 	if x.Parent.Subject != "" {
 		// The audit record names whom the chain acts for.
 		stateOf(c).principal = domain.Principal{Subject: x.Parent.Subject, Method: domain.MethodAgentToken}
@@ -368,7 +367,7 @@ func (s *Server) introspect(c *fiber.Ctx) error {
 	if token == "" {
 		return badOAuthRequest("token is required")
 	}
-	in, err := s.cfg.AgentTokens.Tokens.Introspect(c.UserContext(), token)
+	in, err := s.uc.AgentTokens.Introspect(c.UserContext(), token)
 	if err != nil {
 		return err
 	}

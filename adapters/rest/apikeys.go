@@ -16,7 +16,7 @@ import (
 // keyRoutes are the managed API keys' endpoints; none without the use case
 // (hybrid mode: keys are the centre's).
 func (s *Server) keyRoutes() []route {
-	if s.cfg.Keys == nil {
+	if s.uc.Keys == nil {
 		return nil
 	}
 	return []route{
@@ -32,7 +32,7 @@ func (s *Server) keyRoutes() []route {
 // authenticateKey accepts a managed key (aak_…), decided by the managed
 // keys alone: such a credential never reaches another authenticator.
 func (s *Server) authenticateKey(c *fiber.Ctx, text string) error {
-	p, err := s.cfg.Keys.Authenticate(c.UserContext(), text)
+	p, err := s.uc.Keys.Authenticate(c.UserContext(), text)
 	if err != nil {
 		return err
 	}
@@ -47,10 +47,10 @@ func (s *Server) authenticateKey(c *fiber.Ctx, text string) error {
 // with the roles it authenticated with now; a change is named in the
 // request's audit record.
 func (s *Server) observeOwner(c *fiber.Ctx, p domain.Principal) error {
-	if s.cfg.Keys == nil {
+	if s.uc.Keys == nil {
 		return nil
 	}
-	changed, err := s.cfg.Keys.Observe(c.UserContext(), p)
+	changed, err := s.uc.Keys.Observe(c.UserContext(), p)
 	if changed && err == nil {
 		stateOf(c).keyOwnerChange = "the managed keys of " + p.Subject + " now follow roles [" + domain.JoinRoles(p.Roles) + "]"
 	}
@@ -59,7 +59,7 @@ func (s *Server) observeOwner(c *fiber.Ctx, p domain.Principal) error {
 
 // isManagedKey reports whether a credential is for the managed keys.
 func (s *Server) isManagedKey(cred ports.Credential) bool {
-	return s.cfg.Keys != nil && cred.Kind == ports.CredentialBearer && domain.LooksLikeManagedKey(cred.Value)
+	return s.uc.Keys != nil && cred.Kind == ports.CredentialBearer && domain.LooksLikeManagedKey(cred.Value)
 }
 
 type keyJSON struct {
@@ -112,7 +112,7 @@ func (s *Server) createKey(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	k, err := s.cfg.Keys.Create(c.UserContext(), principalOf(c), app.KeyRequest{Name: req.Name, Permissions: req.Permissions,
+	k, err := s.uc.Keys.Create(c.UserContext(), principalOf(c), app.KeyRequest{Name: req.Name, Permissions: req.Permissions,
 		Projects: req.Projects, Tools: req.Tools, ExpiresAt: req.ExpiresAt, ServiceAccount: req.ServiceAccount})
 	if err != nil {
 		return err
@@ -137,7 +137,7 @@ func (s *Server) listKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Keys.List(c.UserContext(), principalOf(c), req)
+	page, err := s.uc.Keys.List(c.UserContext(), principalOf(c), req)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (s *Server) revokeKey(c *fiber.Ctx) error {
 	if !domain.ValidKeyID(id) {
 		return fmt.Errorf("key %q: %w", id, domain.ErrNotFound)
 	}
-	confirmed, err := s.cfg.Keys.Revoke(c.UserContext(), principalOf(c), id)
+	confirmed, err := s.uc.Keys.Revoke(c.UserContext(), principalOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s *Server) createServiceAccount(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	o, err := s.cfg.Keys.CreateServiceAccount(c.UserContext(), req.Name, req.Role)
+	o, err := s.uc.Keys.CreateServiceAccount(c.UserContext(), req.Name, req.Role)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (s *Server) listServiceAccounts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Keys.ServiceAccounts(c.UserContext(), req)
+	page, err := s.uc.Keys.ServiceAccounts(c.UserContext(), req)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (s *Server) putKeyOwner(c *fiber.Ctx) error {
 	if req.Disabled == nil {
 		return fmt.Errorf("disabled (true or false) is required: %w", domain.ErrInvalidInput)
 	}
-	confirmed, err := s.cfg.Keys.SetOwnerDisabled(c.UserContext(), subject, *req.Disabled)
+	confirmed, err := s.uc.Keys.SetOwnerDisabled(c.UserContext(), subject, *req.Disabled)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (s *Server) listAudit(c *fiber.Ctx) error {
 		return err
 	}
 	q.Before = int64(cursor)
-	page, err := s.audits.Query(c.UserContext(), q)
+	page, err := s.uc.Audit.Query(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (s *Server) exportAudit(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "application/x-ndjson")
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		enc := json.NewEncoder(w)
-		err := s.audits.Export(ctx, int64(after), func(r domain.AuditRecord) error {
+		err := s.uc.Audit.Export(ctx, int64(after), func(r domain.AuditRecord) error {
 			if err := enc.Encode(auditjson.FromRecord(r)); err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ func (s *Server) verifyAudit(c *fiber.Ctx) error {
 	if req.Limit, err = queryInt(c, "limit"); err != nil {
 		return err
 	}
-	step, err := s.audits.VerifyStep(c.UserContext(), req)
+	step, err := s.uc.Audit.VerifyStep(c.UserContext(), req)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *Server) listCheckpoints(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	cps, next, err := s.audits.Checkpoints(c.UserContext(), int64(after), limit)
+	cps, next, err := s.uc.Audit.Checkpoints(c.UserContext(), int64(after), limit)
 	if err != nil {
 		return err
 	}

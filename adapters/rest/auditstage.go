@@ -44,7 +44,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		public: st.public, decided: st.decided, decision: st.decision, err: err, refused: st.refused,
 		note: st.note, keyOwnerChange: st.keyOwnerChange, method: c.Method(), path: c.Path(),
 	})
-	if aerr := s.auditLog.Record(c.UserContext(), rec); aerr != nil {
+	if aerr := s.uc.AuditLog.Record(c.UserContext(), rec); aerr != nil {
 		s.log.Error("audit record not committed; answering 503", zap.String("request_id", st.id), zap.Error(aerr))
 		c.Response().ResetBody()
 		return fmt.Errorf("audit log: %w", errors.Join(aerr, domain.ErrUnavailable))

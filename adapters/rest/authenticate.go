@@ -64,7 +64,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if s.isManagedKey(cred) {
 		return s.authenticateKey(c, cred.Value)
 	}
-	p, err := s.authn.Authenticate(c.UserContext(), cred)
+	p, err := s.uc.Authenticator.Authenticate(c.UserContext(), cred)
 	if err != nil {
 		return err
 	}

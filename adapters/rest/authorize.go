@@ -13,7 +13,7 @@ func (s *Server) require(need domain.Permission) fiber.Handler {
 		if st.agent != nil {
 			return s.requireAgent(c, need)
 		}
-		st.decision = s.authz.Allow(st.principal, need)
+		st.decision = s.uc.Authorizer.Allow(st.principal, need)
 		st.decided = true
 		if !st.decision.Allowed {
 			return &domain.AccessDenied{Decision: st.decision}

@@ -43,8 +43,8 @@ func benchServerAt(b *testing.B, path string) (*fasthttp.Client, *sqlite.Store, 
 	}
 	hub, stopHub := app.NewWatchHub(store)
 	stopKeys := keys.KeepInMemory(hub)
-	srv := rest.New(rest.Config{Keys: keys}, testKeyring(), authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}),
-		app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store), Authenticator: testKeyring(), Authorizer: authz,
+		AuditLog: audit, Clock: app.SystemClock{}, Keys: keys}), log)
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

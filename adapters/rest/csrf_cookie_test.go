@@ -42,7 +42,8 @@ func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	t.Cleanup(closeAudit)
 	authz, _ := domain.NewAuthorizer(nil)
-	srv := rest.New(rest.Config{}, cookieAuthn{}, authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}), app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store), Authenticator: cookieAuthn{}, Authorizer: authz,
+		AuditLog: audit, Clock: app.SystemClock{}}), log)
 	tests := []struct {
 		name    string
 		method  string

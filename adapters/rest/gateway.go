@@ -22,9 +22,8 @@ import (
 // endpoint. Every message is decided (see docs/gateway.md for the rule of
 // each method), every request audited; the caller's credential never goes
 // upstream, the server's own credential (a file in CredentialsDir) does.
-// Config.Gateway nil leaves it out.
+// It calls the Application's Gateway; Config.Gateway nil leaves it out.
 type Gateway struct {
-	Use      *app.Gateway
 	Upstream *mcpproxy.Upstream
 	// CredentialsDir holds the servers' upstream credentials by name.
 	CredentialsDir string
@@ -109,7 +108,7 @@ func (s *Server) requireGateway(c *fiber.Ctx) error {
 		st.decision, st.decided = domain.Decision{Allowed: true, Permission: domain.PermToolCallsWrite, Role: roleAgentToken}, true
 		return c.Next()
 	}
-	st.decision, st.decided = s.authz.Allow(st.principal, domain.PermToolCallsWrite), true
+	st.decision, st.decided = s.uc.Authorizer.Allow(st.principal, domain.PermToolCallsWrite), true
 	if !st.decision.Allowed {
 		return &domain.AccessDenied{Decision: st.decision}
 	}
@@ -200,7 +199,7 @@ func mcpError(c *fiber.Ctx, status int, id json.RawMessage, code int, reason, ms
 // (and audited as a denial) by the caller.
 func (s *Server) gatewayTarget(c *fiber.Ctx) (domain.Server, app.Caller, error) {
 	gw := s.cfg.Gateway
-	sv, err := gw.Use.Server(c.UserContext(), c.Params("server"))
+	sv, err := s.uc.Gateway.Server(c.UserContext(), c.Params("server"))
 	if err != nil {
 		refused(c)
 		return sv, app.Caller{}, err
@@ -220,7 +219,7 @@ func (s *Server) gatewayTarget(c *fiber.Ctx) (domain.Server, app.Caller, error) 
 			Message: fmt.Sprintf("the access token's audience %q does not name the gateway resource %s (RFC 8707: ask the provider for a token with resource=%s)",
 				st.principal.Audience, gw.resourceURL(sv.Name), gw.resourceURL(sv.Name))}
 	}
-	cl, err := gw.Use.PrincipalCaller(c.UserContext(), st.principal, c.Get(HeaderGatewaySession), c.Get(HeaderGatewayAgent))
+	cl, err := s.uc.Gateway.PrincipalCaller(c.UserContext(), st.principal, c.Get(HeaderGatewaySession), c.Get(HeaderGatewayAgent))
 	if err != nil {
 		refused(c)
 	}
@@ -441,7 +440,7 @@ func (s *Server) callableTools(c *fiber.Ctx, sv domain.Server, cl app.Caller, re
 		_ = json.Unmarshal(t, &named) // an unnamed tool is never callable
 		names[i] = named.Name
 	}
-	ok, err := s.cfg.Gateway.Use.Callable(c.UserContext(), cl, sv.Name, names)
+	ok, err := s.uc.Gateway.Callable(c.UserContext(), cl, sv.Name, names)
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +485,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms 
 	if gw := s.cfg.Gateway; gw.AuditArgumentBytes > 0 {
 		n.ArgsText = bounded(string(canonical), gw.AuditArgumentBytes)
 	}
-	call, err := s.cfg.Gateway.Use.DecideCall(c.UserContext(), cl, sv.Name, p.Name, n.Args)
+	call, err := s.uc.Gateway.DecideCall(c.UserContext(), cl, sv.Name, p.Name, n.Args)
 	if errors.Is(err, domain.ErrInvalidInput) {
 		// A name outside the tool-name charset: no such tool is registered.
 		refused(c)

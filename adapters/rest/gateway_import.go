@@ -39,7 +39,7 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 		}
 	}
 	gw := s.cfg.Gateway
-	sv, err := gw.Use.Server(c.UserContext(), c.Params("name"))
+	sv, err := s.uc.Gateway.Server(c.UserContext(), c.Params("name"))
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 	for i, l := range listed {
 		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint}
 	}
-	d, err := gw.Use.ImportTools(c.UserContext(), sv.Name, tools, req.Apply)
+	d, err := s.uc.Gateway.ImportTools(c.UserContext(), sv.Name, tools, req.Apply)
 	if err != nil {
 		return err
 	}

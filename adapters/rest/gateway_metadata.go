@@ -69,7 +69,7 @@ func (s *Server) resourceMetadata(ctx context.Context, path string) (protectedRe
 	if !found || strings.Contains(server, "/") {
 		return protectedResource{}, false
 	}
-	sv, err := gw.Use.Server(ctx, server)
+	sv, err := s.uc.Gateway.Server(ctx, server)
 	if err != nil {
 		return protectedResource{}, false
 	}

@@ -65,7 +65,7 @@ func (s *Server) releaseHeld(w *bufio.Writer, conn net.Conn, h heldCall) {
 	}
 	resolved := make(chan result, 1)
 	go func() {
-		call, err := gw.Use.AwaitResolution(ctx, h.call.ID, gw.Poll)
+		call, err := s.uc.Gateway.AwaitResolution(ctx, h.call.ID, gw.Poll)
 		resolved <- result{call, err}
 	}()
 	write := func(format string, args ...any) bool {
@@ -116,7 +116,7 @@ func (s *Server) releaseHeld(w *bufio.Writer, conn net.Conn, h heldCall) {
 	rec := domain.AuditRecord{Time: time.Now(), RequestID: h.requestID, Subject: h.principal.Subject, AuthMethod: h.principal.Method,
 		Method: fiber.MethodPost, Path: h.path, Client: h.client, IntentKey: intent.Key, Decision: decision, Status: fiber.StatusOK,
 		Reason: "held tool call released: " + n.String()}
-	if err := s.auditLog.Record(context.Background(), rec); err != nil {
+	if err := s.uc.AuditLog.Record(context.Background(), rec); err != nil {
 		s.log.Error("audit record of a released tool call not committed", zap.String("request_id", h.requestID), zap.Error(err))
 	}
 }
@@ -126,7 +126,7 @@ func (s *Server) releaseHeld(w *bufio.Writer, conn net.Conn, h heldCall) {
 func (s *Server) releaseApproved(actx context.Context, call domain.ToolCall, h heldCall, n *gatewayCall) ([]byte, domain.AuditDecision) {
 	gw := s.cfg.Gateway
 	n.Decision = "approved by " + call.ResolvedBy
-	if err := gw.Use.UseApproval(actx, call, h.note.Args); err != nil {
+	if err := s.uc.Gateway.UseApproval(actx, call, h.note.Args); err != nil {
 		n.Reason = "approval_used"
 		return mcpproxy.ErrorResponse(h.id, mcpproxy.ErrorObject{Code: mcpproxy.CodeNotApproved, Message: "the approval of tool call " + call.ID + " cannot be used: " + err.Error(),
 			Data: map[string]string{"reason_code": n.Reason, "call": call.ID}}), domain.AuditDeny

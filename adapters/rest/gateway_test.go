@@ -21,8 +21,6 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
-	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -99,9 +97,8 @@ func gwStart(t testing.TB, ax axOptions, callTimeout time.Duration, opts ...func
 	if err := os.WriteFile(filepath.Join(dir, "fs-token"), []byte(gwUpstreamSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ax.gateway = func(cfg *Config, store *sqlite.Store) {
-		cfg.Gateway = &Gateway{Use: app.NewGateway(cfg.Access.ToolCalls, store, app.SystemClock{}),
-			Upstream:       mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: 1 << 20, MaxMessages: 64}),
+	ax.gateway = func(cfg *Config) {
+		cfg.Gateway = &Gateway{Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: 1 << 20, MaxMessages: 64}),
 			CredentialsDir: dir, ResourceBase: gwResourceBase, MetadataURL: "http://metadata.test",
 			AuthorizationServers: []string{"https://idp.test/realms/agentauth", axIssuer},
 			CallTimeout:          callTimeout, AskTimeout: time.Minute, StreamTimeout: time.Minute, MaxMessageBytes: 64 << 10,
@@ -301,7 +298,7 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	} else if code, reason := gwRPCError(t, o.err); code != mcpproxy.CodeNotApproved || reason != ReasonGatewayRejected {
 		t.Errorf("rejected call: error %d %s, want %d %s", code, reason, mcpproxy.CodeNotApproved, ReasonGatewayRejected)
 	}
-	if err := h.cfgGateway().Use.UseApproval(auditCtx(), stored, stored.ArgsHash); !errors.Is(err, domain.ErrConflict) {
+	if err := h.srv.uc.Gateway.UseApproval(auditCtx(), stored, stored.ArgsHash); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("second use of the approval: %v, want ErrConflict", err)
 	}
 

@@ -38,7 +38,7 @@ func (s *Server) me(c *fiber.Ctx) error {
 		Roles:       p.Roles,
 		Method:      p.Method,
 		RoleSource:  p.RoleSource,
-		Permissions: s.authz.PermissionsFor(p),
+		Permissions: s.uc.Authorizer.PermissionsFor(p),
 	}
 	if p.Key != nil {
 		// The key's scope is already within its owner's roles: what the

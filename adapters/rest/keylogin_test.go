@@ -38,13 +38,9 @@ func startKeyLogin(t *testing.T) (string, *sqlite.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	login, err := rest.NewKeyLogin(rest.KeyLoginConfig{}, uc, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	srv := rest.New(rest.Config{Login: login}, authn, authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}),
-		app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{Login: rest.NewKeyLogin(rest.KeyLoginConfig{}, log)}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store),
+		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

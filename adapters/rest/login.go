@@ -36,7 +36,8 @@ type LoginConfig struct {
 
 // Login serves the sign-in endpoints: in OIDC mode the provider's (code
 // flow, password, back-channel logout), in local, API-key and debug modes
-// the API-key sign-in; sign-out in both.
+// the API-key sign-in; sign-out in both. New joins it to the
+// Application's Login use case.
 type Login struct {
 	uc     *app.Login
 	health HealthChecker
@@ -53,7 +54,7 @@ type Login struct {
 }
 
 // NewLogin builds the login endpoints.
-func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Logger) (*Login, error) {
+func NewLogin(cfg LoginConfig, health HealthChecker, log *zap.Logger) (*Login, error) {
 	u, err := url.Parse(cfg.RedirectURI)
 	origin, ok := publicOrigin(cfg.RedirectURI)
 	if err != nil || !ok {
@@ -66,7 +67,7 @@ func NewLogin(cfg LoginConfig, uc *app.Login, health HealthChecker, log *zap.Log
 	if callbackPath == "" {
 		callbackPath = "/"
 	}
-	return &Login{uc: uc, health: health, origin: origin, secure: secure, callbackPath: callbackPath, basePath: cfg.BasePath, log: log.Named("login")}, nil
+	return &Login{health: health, origin: origin, secure: secure, callbackPath: callbackPath, basePath: cfg.BasePath, log: log.Named("login")}, nil
 }
 
 // KeyLoginConfig is what the key sign-in endpoints need to know.
@@ -79,11 +80,8 @@ type KeyLoginConfig struct {
 
 // NewKeyLogin builds the sign-in endpoints of local, API-key and debug
 // modes, where a browser exchanges an API key for a session cookie.
-func NewKeyLogin(cfg KeyLoginConfig, uc *app.Login, log *zap.Logger) (*Login, error) {
-	if !uc.KeySignInEnabled() {
-		return nil, fmt.Errorf("rest: the login use case does not sign in with keys: %w", domain.ErrInvalidInput)
-	}
-	return &Login{uc: uc, secure: cfg.Secure, basePath: cfg.BasePath, log: log.Named("login")}, nil
+func NewKeyLogin(cfg KeyLoginConfig, log *zap.Logger) *Login {
+	return &Login{secure: cfg.Secure, basePath: cfg.BasePath, log: log.Named("login")}
 }
 
 func isLoopbackHost(h string) bool {

@@ -77,14 +77,14 @@ func startOIDCBehind(t *testing.T, redirect string, cfg app.LoginConfig, proxies
 		t.Fatal(err)
 	}
 	h := &checks{m: map[string]string{"oidc_discovery": "ok", "oidc_jwks": "ok"}}
-	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: redirect}, uc, h, log)
+	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: redirect}, h, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
 	ready := rest.ReadyChecks{{Name: "database", Probe: store.Ping}, {Name: "audit_log", Probe: audit.Ready}}
-	srv := rest.New(rest.Config{Login: login, Ready: ready, TrustedProxies: proxies}, authn, authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{Login: login, Ready: ready, TrustedProxies: proxies}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store),
+		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -539,12 +539,13 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 	if err != nil {
 		f.Fatal(err)
 	}
-	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: "http://127.0.0.1:1/auth/callback"}, uc, &checks{m: map[string]string{"oidc_discovery": "ok"}}, log)
+	login, err := rest.NewLogin(rest.LoginConfig{RedirectURI: "http://127.0.0.1:1/auth/callback"}, &checks{m: map[string]string{"oidc_discovery": "ok"}}, log)
 	if err != nil {
 		f.Fatal(err)
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	h.srv = rest.New(rest.Config{Login: login}, authn, authz, audit, app.NewSessions(store, store, authz, app.SystemClock{}), app.NewAudit(store), app.NewSettings(store), log)
+	h.srv = rest.New(rest.Config{Login: login}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store), Authenticator: authn,
+		Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	return h
 }
 

@@ -52,7 +52,7 @@ func newHTTPMetrics(s *Server) *httpMetrics {
 		}, []string{"method", "outcome"}),
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.decisions)
-	if d, ok := s.auditLog.(depther); ok {
+	if d, ok := s.uc.AuditLog.(depther); ok {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "agentauth_audit_queue_depth",
 			Help: "Audit records handed to the audit log and not yet committed.",

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
+	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -30,7 +31,7 @@ func TestObservingAllocatesNothing(t *testing.T) {
 	}
 	const key = "metrics-alloc-test-key-000000001"
 	ring := apikey.NewKeyring([]apikey.Entry{{Key: key, Principal: domain.Principal{Subject: "admin", Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodAPIKey}}})
-	s := New(Config{}, ring, authz, discardAudit{}, nil, nil, nil, zap.NewNop())
+	s := New(Config{}, app.Application{Authenticator: ring, Authorizer: authz, AuditLog: discardAudit{}}, zap.NewNop())
 	handler := s.app.Handler()
 	tests := []struct {
 		name, method, path, auth string

@@ -18,7 +18,6 @@ import (
 	"github.com/agentauth/agentauth/adapters/rest/console"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
-	"github.com/agentauth/agentauth/ports"
 )
 
 // Config is what the edge needs to know about its deployment.
@@ -38,16 +37,11 @@ type Config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client (server.trustedProxies); empty: the socket peer is the client.
 	TrustedProxies []netip.Prefix
-	// Login serves the OIDC login endpoints; nil outside OIDC mode.
+	// Login serves the sign-in endpoints (OIDC logins, key sign-in) with
+	// the Application's Login; nil leaves them out (hybrid mode).
 	Login *Login
-	// Access serves the access-model endpoints (projects, tools, policies,
-	// agents, tool calls, dashboard); nil leaves them out.
-	Access *Access
 	// AgentTokens serves agent credentials; nil leaves them out.
 	AgentTokens *AgentTokens
-	// Keys serves managed API keys (aak_…); nil leaves them out (hybrid
-	// mode: the centre's keys reach the centre).
-	Keys *app.APIKeys
 	// Gateway serves the MCP gateway (/mcp/{server}); nil leaves it out.
 	Gateway *Gateway
 	// Ready are the readiness checks (database, audit log); the identity
@@ -64,16 +58,12 @@ type Config struct {
 
 // Server is the Fiber application with its dependencies.
 type Server struct {
-	cfg      Config
-	app      *fiber.App
-	log      *zap.Logger
-	authn    ports.Authenticator
-	authz    *domain.Authorizer
-	auditLog ports.AuditLog
-	sessions *app.Sessions
-	audits   *app.Audit
-	settings *app.Settings
-	metrics  *httpMetrics
+	cfg Config
+	// uc are the use cases the handlers call.
+	uc      app.Application
+	app     *fiber.App
+	log     *zap.Logger
+	metrics *httpMetrics
 	// requestLog writes the access log: without the caller, which is
 	// always the access-log stage and cost a stack walk per request.
 	requestLog *zap.Logger
@@ -103,11 +93,18 @@ var Set = wire.NewSet(New)
 // roles exceed fasthttp's 4 KiB default, so room is made for them on purpose.
 const readBufferSize = 32 << 10
 
-// New builds the application and registers every route.
-func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditLog ports.AuditLog,
-	sessions *app.Sessions, audits *app.Audit, settings *app.Settings, log *zap.Logger) *Server {
-	s := &Server{cfg: cfg, log: log.Named("http"), authn: authn, authz: authz, auditLog: auditLog,
-		sessions: sessions, audits: audits, settings: settings}
+// New builds the application over the use cases of a and registers every
+// route.
+func New(cfg Config, a app.Application, log *zap.Logger) *Server {
+	if cfg.Login != nil {
+		if a.Login == nil {
+			panic("rest: Config.Login without the Application's Login use case")
+		}
+		l := *cfg.Login
+		l.uc = a.Login
+		cfg.Login = &l
+	}
+	s := &Server{cfg: cfg, uc: a, log: log.Named("http")}
 	s.requestLog = s.log.WithOptions(zap.WithCaller(false))
 	s.ready = &readiness{checks: cfg.Ready}
 	s.redactor = cfg.Redactor
@@ -121,7 +118,7 @@ func New(cfg Config, authn ports.Authenticator, authz *domain.Authorizer, auditL
 		s.exchangeLimit, s.introspectLimit = newWindowLimiter(cfg.AgentTokens.RateLimit), newWindowLimiter(cfg.AgentTokens.RateLimit)
 	}
 	s.metrics = newHTTPMetrics(s)
-	s.console = console.New(s.consoleUseCases(), console.Env{Principal: principalOf, RequestID: requestID, BasePath: cfg.BasePath})
+	s.console = console.New(a, console.Env{Principal: principalOf, RequestID: requestID, BasePath: cfg.BasePath})
 	s.app = fiber.New(s.fiberConfig())
 	s.routes()
 	if cfg.AgentTokens != nil {
@@ -170,25 +167,11 @@ func (s *Server) apiRoutes() []route {
 	)
 }
 
-// consoleUseCases are the use cases the console's pages call: the same
-// instances the JSON endpoints use.
-func (s *Server) consoleUseCases() console.UseCases {
-	uc := console.UseCases{Authz: s.authz, Sessions: s.sessions, Settings: s.settings, Audit: s.audits}
-	if a := s.cfg.Access; a != nil {
-		uc.Projects, uc.Catalog, uc.Policies, uc.Agents, uc.ToolCalls, uc.Dashboard = a.Projects, a.Catalog, a.Policies, a.Agents, a.ToolCalls, a.Dashboard
-	}
-	if t := s.cfg.AgentTokens; t != nil {
-		uc.AgentTokens = t.Tokens
-	}
-	uc.Keys = s.cfg.Keys
-	return uc
-}
-
 // consoleRoutes are the console's pages and forms, behind the same
 // authentication, permission check and audit record as the API. They are
-// served when the access model is (every mode of the binary).
+// served with agent credentials (every mode of the binary).
 func (s *Server) consoleRoutes() []route {
-	if s.cfg.Access == nil || s.cfg.AgentTokens == nil {
+	if s.cfg.AgentTokens == nil {
 		return nil
 	}
 	var out []route

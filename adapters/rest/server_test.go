@@ -92,8 +92,8 @@ func start(t *testing.T, opt options) harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessions := app.NewSessions(store, store, authz, app.SystemClock{})
-	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies, Redactor: opt.redactor}, testKeyring(), authz, audit, sessions, app.NewAudit(store), app.NewSettings(store), log)
+	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies, Redactor: opt.redactor}, app.NewApplication(app.Dependencies{
+		Stores: rest.StoresOf(store), Authenticator: testKeyring(), Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}}), log)
 	if opt.routes != nil {
 		opt.routes(srv.App())
 	}

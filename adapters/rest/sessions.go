@@ -37,7 +37,7 @@ func (s *Server) listSessions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.sessions.List(c.UserContext(), principalOf(c), req)
+	page, err := s.uc.Sessions.List(c.UserContext(), principalOf(c), req)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sess, err := s.sessions.Create(c.UserContext(), principalOf(c), app.NewSession(req))
+	sess, err := s.uc.Sessions.Create(c.UserContext(), principalOf(c), app.NewSession(req))
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 }
 
 func (s *Server) getSession(c *fiber.Ctx) error {
-	sess, err := s.sessions.Get(c.UserContext(), principalOf(c), c.Params("id"))
+	sess, err := s.uc.Sessions.Get(c.UserContext(), principalOf(c), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *Server) getSession(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteSession(c *fiber.Ctx) error {
-	if err := s.sessions.Delete(c.UserContext(), principalOf(c), c.Params("id")); err != nil {
+	if err := s.uc.Sessions.Delete(c.UserContext(), principalOf(c), c.Params("id")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -21,7 +21,7 @@ type settingsJSON struct {
 }
 
 func (s *Server) getSettings(c *fiber.Ctx) error {
-	st, err := s.settings.Get(c.UserContext())
+	st, err := s.uc.Settings.Get(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (s *Server) putSettings(c *fiber.Ctx) error {
 		return fmt.Errorf("settings: security_gateway and default_session_mode are both required: %w", domain.ErrInvalidInput)
 	}
 	next := domain.Settings{SecurityGateway: *req.SecurityGateway, DefaultSessionMode: domain.SessionMode(*req.DefaultSessionMode)}
-	if err := s.settings.Put(c.UserContext(), next); err != nil {
+	if err := s.uc.Settings.Put(c.UserContext(), next); err != nil {
 		return err
 	}
 	return s.getSettings(c)

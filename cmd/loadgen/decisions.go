@@ -132,7 +132,7 @@ func decideInProcess(n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	sessions := app.NewSessions(store, store, authz, app.SystemClock{}).WithTeams(store, store)
+	sessions := app.NewSessions(store, store, store, store, authz, app.SystemClock{})
 	calls := app.NewToolCalls(store, store, store, app.NewPolicyRules(store), store, sessions, authz, app.SystemClock{})
 	admin := domain.Principal{Subject: "adm", Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodAPIKey}
 	decide := func() error {

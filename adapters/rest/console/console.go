@@ -52,24 +52,6 @@ var CSP = func() string {
 		"'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 }()
 
-// UseCases are the application's use cases the pages call, the same the
-// JSON API calls.
-type UseCases struct {
-	Authz       *domain.Authorizer
-	Sessions    *app.Sessions
-	Settings    *app.Settings
-	Audit       *app.Audit
-	Projects    *app.Projects
-	Catalog     *app.Catalog
-	Policies    *app.Policies
-	Agents      *app.Agents
-	ToolCalls   *app.ToolCalls
-	Dashboard   *app.Dashboard
-	AgentTokens *app.AgentTokens
-	// Keys are the managed API keys; nil in hybrid mode (the centre's).
-	Keys *app.APIKeys
-}
-
 // Env is what the console needs from the HTTP edge it is served by.
 type Env struct {
 	// Principal is the authenticated caller of a request.
@@ -82,7 +64,7 @@ type Env struct {
 
 // Console renders the pages.
 type Console struct {
-	uc    UseCases
+	uc    app.Application
 	env   Env
 	pages map[string]*template.Template
 	bufs  sync.Pool
@@ -90,7 +72,7 @@ type Console struct {
 
 // New parses the templates; a template that does not parse is a bug of
 // the build and panics at start.
-func New(uc UseCases, env Env) *Console {
+func New(uc app.Application, env Env) *Console {
 	c := &Console{uc: uc, env: env, pages: map[string]*template.Template{}, bufs: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
 	funcs := template.FuncMap{
 		"path": func(p string) string { return env.BasePath + p },
@@ -176,7 +158,7 @@ func (c *Console) render(ctx *fiber.Ctx, status int, name, title string, data an
 	v := view{Title: title, Style: template.CSS(style), Current: ctx.Path(), Principal: p, Data: data,
 		Can: map[string]bool{}, Flash: ctx.Query("done")}
 	if len(p.Roles) > 0 {
-		for _, perm := range c.uc.Authz.Permissions(p.Roles) {
+		for _, perm := range c.uc.Authorizer.Permissions(p.Roles) {
 			v.Can[string(perm)] = true
 		}
 		for _, s := range sections {
@@ -262,7 +244,7 @@ func IsConsolePath(path string) bool {
 
 // has reports whether the caller holds perm.
 func (c *Console) has(ctx *fiber.Ctx, perm domain.Permission) bool {
-	return slices.Contains(c.uc.Authz.Permissions(c.env.Principal(ctx).Roles), perm)
+	return slices.Contains(c.uc.Authorizer.Permissions(c.env.Principal(ctx).Roles), perm)
 }
 
 // done redirects after a form post (POST-redirect-GET) to path with the

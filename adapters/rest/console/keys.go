@@ -37,7 +37,7 @@ func (c *Console) renderKeys(ctx *fiber.Ctx, status int, made *app.NewKey) error
 		return err
 	}
 	now := time.Now()
-	d := keysData{Next: list.Next, Grantable: c.uc.Authz.Permissions(p.Roles), Made: made}
+	d := keysData{Next: list.Next, Grantable: c.uc.Authorizer.Permissions(p.Roles), Made: made}
 	for _, k := range list.Items {
 		d.Keys = append(d.Keys, keyRow{k, keyStatus(k, now)})
 	}

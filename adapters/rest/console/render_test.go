@@ -25,7 +25,7 @@ func testConsole(t testing.TB) *Console {
 		t.Fatal(err)
 	}
 	admin := domain.Principal{Subject: hostile, Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodDebug, RoleSource: hostile}
-	return New(UseCases{Authz: authz}, Env{Principal: func(*fiber.Ctx) domain.Principal { return admin }, RequestID: func(*fiber.Ctx) string { return hostile },
+	return New(app.Application{Authorizer: authz}, Env{Principal: func(*fiber.Ctx) domain.Principal { return admin }, RequestID: func(*fiber.Ctx) string { return hostile },
 		BasePath: "/base"})
 }
 

@@ -94,7 +94,7 @@ type permissionRow struct {
 func (c *Console) me(ctx *fiber.Ctx) error {
 	p := c.principal(ctx)
 	d := meData{Method: p.Method, RoleSource: p.RoleSource}
-	for _, perm := range c.uc.Authz.Permissions(p.Roles) {
+	for _, perm := range c.uc.Authorizer.Permissions(p.Roles) {
 		d.Permissions = append(d.Permissions, permissionRow{perm, perm.Describe()})
 	}
 	return c.render(ctx, fiber.StatusOK, "me", "Who am I", d)
@@ -408,12 +408,12 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := policiesData{Rules: rules, Roles: c.uc.Authz.Roles(), Perms: domain.AllPermissions()}
+	d := policiesData{Rules: rules, Roles: c.uc.Authorizer.Roles(), Perms: domain.AllPermissions()}
 	if role := ctx.Query("role"); role != "" {
 		a := canAnswer{Role: role, Action: ctx.Query("action"), Resource: ctx.Query("resource")}
 		r := domain.Role(strings.ToUpper(strings.TrimSpace(role)))
-		if !c.uc.Authz.Knows(r) {
-			return fmt.Errorf("unknown role %q; known roles: %s: %w", role, domain.JoinRoles(c.uc.Authz.Roles()), domain.ErrInvalidInput)
+		if !c.uc.Authorizer.Knows(r) {
+			return fmt.Errorf("unknown role %q; known roles: %s: %w", role, domain.JoinRoles(c.uc.Authorizer.Roles()), domain.ErrInvalidInput)
 		}
 		text, err := domain.PermissionOf(a.Action, a.Resource, "Action", "Resource")
 		if err != nil {
@@ -423,7 +423,7 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		dec := c.uc.Authz.Decide([]domain.Role{r}, perm)
+		dec := c.uc.Authorizer.Decide([]domain.Role{r}, perm)
 		a.Allowed = dec.Allowed
 		if dec.Allowed {
 			a.Answer = "allow: " + dec.Reason() + " (" + perm.Describe() + ")"
@@ -494,8 +494,8 @@ type roleRow struct {
 
 func (c *Console) roles(ctx *fiber.Ctx) error {
 	var rows []roleRow
-	for _, r := range c.uc.Authz.Roles() {
-		rows = append(rows, roleRow{r, r.IsBuiltin(), c.uc.Authz.Permissions([]domain.Role{r})})
+	for _, r := range c.uc.Authorizer.Roles() {
+		rows = append(rows, roleRow{r, r.IsBuiltin(), c.uc.Authorizer.Permissions([]domain.Role{r})})
 	}
 	return c.render(ctx, fiber.StatusOK, "roles", "Roles", rows)
 }

@@ -106,7 +106,7 @@ func BenchmarkDecideToolCall(b *testing.B) {
 				}
 			}
 			authz, _ := domain.NewAuthorizer(nil)
-			sessions := app.NewSessions(store, store, authz, app.SystemClock{}).WithTeams(store, store)
+			sessions := app.NewSessions(store, store, store, store, authz, app.SystemClock{})
 			calls := app.NewToolCalls(store, store, store, app.NewPolicyRules(store), store, sessions, authz, app.SystemClock{})
 			if _, err := calls.Decide(ctx, admin, "s1", "a0", "tool7.exec"); err != nil { // compiles the rules
 				b.Fatal(err)

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"crypto/ed25519"
+
+	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
+)
+
+// Application is every use case the edge serves, and the ports it records
+// and decides with: the one value the REST adapter is built from.
+// NewApplication builds it, for the service (wire) and for tests alike.
+type Application struct {
+	// Authenticator resolves a request's credential (cookie, Bearer key
+	// or token) to a principal.
+	Authenticator ports.Authenticator
+	// Authorizer decides what a principal's roles allow.
+	Authorizer *domain.Authorizer
+	// AuditLog records every access decision.
+	AuditLog ports.AuditLog
+
+	Sessions    *Sessions
+	Audit       *Audit
+	Settings    *Settings
+	Projects    *Projects
+	Catalog     *Catalog
+	Policies    *Policies
+	Agents      *Agents
+	ToolCalls   *ToolCalls
+	Dashboard   *Dashboard
+	AgentTokens *AgentTokens
+	Gateway     *Gateway
+	// Keys are the managed API keys; nil in hybrid mode, where keys are
+	// the centre's.
+	Keys *APIKeys
+	// Login keeps cookie sessions (OIDC logins, key sign-in); nil in
+	// hybrid mode.
+	Login *Login
+}
+
+// Stores are the store ports the use cases are built on.
+type Stores struct {
+	Sessions     ports.SessionStore
+	Audit        ports.AuditStore
+	Checkpoints  ports.AuditCheckpointStore
+	Settings     ports.SettingsStore
+	Projects     ports.ProjectStore
+	Catalog      ports.CatalogStore
+	Policies     ports.PolicyStore
+	Agents       ports.AgentStore
+	ToolCalls    ports.ToolCallStore
+	SessionModes ports.SessionModeStore
+}
+
+// Dependencies are what NewApplication builds the use cases from: the
+// stores, and what each deployment mode provides itself.
+type Dependencies struct {
+	Stores        Stores
+	Authenticator ports.Authenticator
+	Authorizer    *domain.Authorizer
+	AuditLog      ports.AuditLog
+	Clock         ports.Clock
+	// Signer signs agent tokens; AgentTokenLimits bound them.
+	Signer           ports.AgentTokenSigner
+	AgentTokenLimits AgentTokenLimits
+	// AuditKey verifies the audit log's signed checkpoints.
+	AuditKey ed25519.PublicKey
+	// Keys and Login are built by the mode (either may be nil, see
+	// Application).
+	Keys  *APIKeys
+	Login *Login
+}
+
+// NewApplication builds every use case from d.
+func NewApplication(d Dependencies) Application {
+	st := d.Stores
+	sessions := NewSessions(st.Sessions, st.Settings, st.Projects, st.SessionModes, d.Authorizer, d.Clock)
+	rules := NewPolicyRules(st.Policies)
+	agents := NewAgents(st.Agents, sessions, d.Clock)
+	calls := NewToolCalls(st.ToolCalls, st.Agents, st.Catalog, rules, st.Settings, sessions, d.Authorizer, d.Clock)
+	return Application{
+		Authenticator: d.Authenticator,
+		Authorizer:    d.Authorizer,
+		AuditLog:      d.AuditLog,
+		Sessions:      sessions,
+		Audit:         NewAudit(st.Audit).WithCheckpoints(st.Checkpoints, d.AuditKey),
+		Settings:      NewSettings(st.Settings),
+		Projects:      NewProjects(st.Projects, d.Authorizer, d.Clock),
+		Catalog:       NewCatalog(st.Catalog, rules, st.Projects, d.Authorizer, d.Clock),
+		Policies:      NewPolicies(st.Policies, d.Clock),
+		Agents:        agents,
+		ToolCalls:     calls,
+		Dashboard:     NewDashboard(st.Sessions, st.Projects, st.Audit, d.Authorizer),
+		AgentTokens:   NewAgentTokens(sessions, st.Sessions, agents, st.Agents, st.Catalog, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits),
+		Gateway:       NewGateway(calls, st.Catalog, d.Clock),
+		Keys:          d.Keys,
+		Login:         d.Login,
+	}
+}
