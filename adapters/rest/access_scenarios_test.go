@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -339,7 +340,8 @@ func TestDashboard(t *testing.T) {
 }
 
 func TestAuditExportAndVerify(t *testing.T) {
-	h := axNew(t)
+	// The records in the store's table, where the test edits one.
+	h := axStart(t, filepath.Join(t.TempDir(), "agentauth.db"), axOptions{auditTable: true})
 	for i := 0; i < 5; i++ {
 		h.do(t, "uma", "GET", "/api/v2/sessions", "")
 	}

@@ -141,7 +141,7 @@ func TestAuditTamperingIsNamed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "agentauth.db")
-			h := axStart(t, path)
+			h := axStart(t, path, axOptions{auditTable: true})
 			for range 12 {
 				h.must(t, 200, "uma", "GET", "/api/v2/sessions", "")
 			}
@@ -155,7 +155,7 @@ func TestAuditTamperingIsNamed(t *testing.T) {
 			// verify call is audited) must not fill the truncated tail.
 			walkPath := copyDatabase(t, path)
 
-			h = axStart(t, path)
+			h = axStart(t, path, axOptions{auditTable: true})
 			if got := breakList(h.must(t, 200, "aud", "GET", "/api/v2/audit/verify", "")); !slices.Equal(got, tt.defaultCall) {
 				t.Errorf("default verify breaks = %v, want %v", got, tt.defaultCall)
 			}
@@ -166,7 +166,7 @@ func TestAuditTamperingIsNamed(t *testing.T) {
 			if tt.name == "truncated tail" {
 				limit = 100
 			}
-			if got, want := verifyWalk(t, axStart(t, walkPath), limit), tt.walk(cps); !slices.Equal(got, want) {
+			if got, want := verifyWalk(t, axStart(t, walkPath, axOptions{auditTable: true}), limit), tt.walk(cps); !slices.Equal(got, want) {
 				t.Errorf("verify walk breaks = %v, want %v (checkpoints at %v)", got, want, cps)
 			}
 		})

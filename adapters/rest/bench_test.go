@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports/porttest"
@@ -22,16 +21,16 @@ import (
 
 // benchServer serves on an in-memory listener, so the figures are the
 // server's own cost without the kernel's loopback.
-func benchServer(b *testing.B) (*fasthttp.Client, *sqlite.Store, *app.APIKeys) {
+func benchServer(b *testing.B) (*fasthttp.Client, *rest.SQLite, *app.APIKeys) {
 	b.Helper()
 	return benchServerAt(b, filepath.Join(b.TempDir(), "bench.db"))
 }
 
 // benchServerAt is benchServer on the database file path.
-func benchServerAt(b *testing.B, path string) (*fasthttp.Client, *sqlite.Store, *app.APIKeys) {
+func benchServerAt(b *testing.B, path string) (*fasthttp.Client, *rest.SQLite, *app.APIKeys) {
 	b.Helper()
 	log := zap.NewNop()
-	store, closeStore, err := sqlite.Open(sqlite.Path(path), log)
+	store, closeStore, err := rest.OpenSQLite(path, log)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func benchServerAt(b *testing.B, path string) (*fasthttp.Client, *sqlite.Store, 
 	}
 	hub, stopHub := app.NewWatchHub(store)
 	stopKeys := keys.KeepInMemory(hub)
-	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store), Authenticator: testKeyring(), Authorizer: authz,
+	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: testKeyring(), Authorizer: authz,
 		AuditLog: audit, Clock: app.SystemClock{}, Keys: keys}), log)
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -34,7 +33,7 @@ func (cookieAuthn) Authenticate(_ context.Context, cred ports.Credential) (domai
 // must come from this origin too.
 func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 	log := zap.NewNop()
-	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
+	store, closeStore, err := rest.OpenSQLite(filepath.Join(t.TempDir(), "agentauth.db"), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	t.Cleanup(closeAudit)
 	authz, _ := domain.NewAuthorizer(nil)
-	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store), Authenticator: cookieAuthn{}, Authorizer: authz,
+	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: cookieAuthn{}, Authorizer: authz,
 		AuditLog: audit, Clock: app.SystemClock{}}), log)
 	tests := []struct {
 		name    string

@@ -51,6 +51,11 @@ func TestChangeCarriesTheRequestsIntent(t *testing.T) {
 			if r.status != tt.status {
 				t.Fatalf("POST /api/v2/sessions = %d, want %d: %s", r.status, tt.status, r.body)
 			}
+			// A record settles its intent when the log's index takes it;
+			// a query waits for the index.
+			if _, err := h.store.QueryAudit(t.Context(), ports.AuditQuery{Limit: 1}); err != nil {
+				t.Fatal(err)
+			}
 			if n, err := store.PendingIntents(t.Context()); err != nil || n != tt.wantIntent {
 				t.Fatalf("PendingIntents = %d, %v; want %d", n, err, tt.wantIntent)
 			}

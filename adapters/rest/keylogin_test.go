@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -23,10 +22,10 @@ import (
 // startKeyLogin serves as local, API-key and debug modes do: the ring
 // checks Bearer keys and the keys exchanged at POST /auth/key, and the
 // cookie goes to the login sessions.
-func startKeyLogin(t *testing.T) (string, *sqlite.Store) {
+func startKeyLogin(t *testing.T) (string, *rest.SQLite) {
 	t.Helper()
 	log := zap.NewNop()
-	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
+	store, closeStore, err := rest.OpenSQLite(filepath.Join(t.TempDir(), "agentauth.db"), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func startKeyLogin(t *testing.T) (string, *sqlite.Store) {
 		t.Fatal(err)
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	srv := rest.New(rest.Config{Login: rest.NewKeyLogin(rest.KeyLoginConfig{}, log)}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store),
+	srv := rest.New(rest.Config{Login: rest.NewKeyLogin(rest.KeyLoginConfig{}, log)}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
 		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -46,7 +45,7 @@ type oidcHarness struct {
 	idp    *mocks.MockIdentityProvider
 	health *checks
 	srv    *rest.Server
-	store  *sqlite.Store
+	store  *rest.SQLite
 }
 
 // startOIDC runs a real server in OIDC mode on 127.0.0.1 with a real SQLite
@@ -60,7 +59,7 @@ func startOIDC(t *testing.T, redirect string, cfg app.LoginConfig) oidcHarness {
 func startOIDCBehind(t *testing.T, redirect string, cfg app.LoginConfig, proxies []netip.Prefix) oidcHarness {
 	t.Helper()
 	log := zap.NewNop()
-	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(t.TempDir(), "agentauth.db")), log)
+	store, closeStore, err := rest.OpenSQLite(filepath.Join(t.TempDir(), "agentauth.db"), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func startOIDCBehind(t *testing.T, redirect string, cfg app.LoginConfig, proxies
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
 	ready := rest.ReadyChecks{{Name: "database", Probe: store.Ping}, {Name: "audit_log", Probe: audit.Ready}}
-	srv := rest.New(rest.Config{Login: login, Ready: ready, TrustedProxies: proxies}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store),
+	srv := rest.New(rest.Config{Login: login, Ready: ready, TrustedProxies: proxies}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
 		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -527,7 +526,7 @@ func presentsTestKey(authorization string) bool {
 func startOIDCForFuzz(f *testing.F) oidcHarness {
 	var h oidcHarness
 	log := zap.NewNop()
-	store, closeStore, err := sqlite.Open(sqlite.Path(filepath.Join(f.TempDir(), "agentauth.db")), log)
+	store, closeStore, err := rest.OpenSQLite(filepath.Join(f.TempDir(), "agentauth.db"), log)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -544,7 +543,7 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 		f.Fatal(err)
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	h.srv = rest.New(rest.Config{Login: login}, app.NewApplication(app.Dependencies{Stores: rest.StoresOf(store), Authenticator: authn,
+	h.srv = rest.New(rest.Config{Login: login}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn,
 		Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	return h
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/agentauth/agentauth/adapters/auditlog"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/rest"
-	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -48,7 +47,7 @@ func testKeyring() *apikey.Keyring {
 
 type harness struct {
 	url    string
-	store  *sqlite.Store
+	store  *rest.SQLite
 	srv    *rest.Server
 	dbPath string // the store's file
 }
@@ -77,7 +76,7 @@ func start(t *testing.T, opt options) harness {
 		log = zap.NewNop()
 	}
 	dbPath := filepath.Join(t.TempDir(), "agentauth.db")
-	store, closeStore, err := sqlite.Open(sqlite.Path(dbPath), log)
+	store, closeStore, err := rest.OpenSQLite(dbPath, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +92,7 @@ func start(t *testing.T, opt options) harness {
 		t.Fatal(err)
 	}
 	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies, Redactor: opt.redactor}, app.NewApplication(app.Dependencies{
-		Stores: rest.StoresOf(store), Authenticator: testKeyring(), Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}}), log)
+		Stores: store.Stores(), Authenticator: testKeyring(), Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}}), log)
 	if opt.routes != nil {
 		opt.routes(srv.App())
 	}
