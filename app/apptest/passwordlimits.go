@@ -1,4 +1,7 @@
-package porttest
+// Package apptest holds suites that check a use case over each store
+// adapter (the stores' own ports are checked by ports/porttest): every
+// store runs them from its conformance tests.
+package apptest
 
 import (
 	"context"
@@ -15,13 +18,14 @@ import (
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
+	"github.com/agentauth/agentauth/ports/porttest"
 )
 
 // RunPasswordLimits checks the password-login limits of app.Login over
 // instances that share a store: two Login use cases, one per handle, as two
 // service instances would run them, against one identity provider that
 // counts the guesses reaching it.
-func RunPasswordLimits(t *testing.T, open SharedFactory[LoginStore]) {
+func RunPasswordLimits(t *testing.T, open porttest.SharedFactory[porttest.LoginStore]) {
 	t.Run("ConcurrentGuessesAcrossInstances", func(t *testing.T) { testConcurrentGuesses(t, open) })
 	t.Run("StrangerCannotLockOutTheUser", func(t *testing.T) { testNoLockOutFromElsewhere(t, open) })
 }
@@ -48,7 +52,7 @@ func newProvider(t *testing.T, delay time.Duration) *provider {
 	return p
 }
 
-func logins(t *testing.T, stores []LoginStore, idp ports.IdentityProvider, failures int) []*app.Login {
+func logins(t *testing.T, stores []porttest.LoginStore, idp ports.IdentityProvider, failures int) []*app.Login {
 	cfg := app.LoginConfig{PasswordLogin: true, SessionIdle: time.Hour, SessionMax: time.Hour, RefreshBefore: time.Minute,
 		LoginFailures: failures, LoginWindow: 15 * time.Minute}
 	out := make([]*app.Login, len(stores))
@@ -67,7 +71,7 @@ func logins(t *testing.T, stores []LoginStore, idp ports.IdentityProvider, failu
 // limits allow: from one address the per-address-and-username limit (5),
 // from 30 addresses the per-username ceiling. Attempts waiting for the
 // provider count, in the shared store, on every instance.
-func testConcurrentGuesses(t *testing.T, open SharedFactory[LoginStore]) {
+func testConcurrentGuesses(t *testing.T, open porttest.SharedFactory[porttest.LoginStore]) {
 	tests := []struct {
 		name       string
 		failures   int
@@ -87,7 +91,7 @@ func testConcurrentGuesses(t *testing.T, open SharedFactory[LoginStore]) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, err := ls[i%2].PasswordLogin(ctxFor(t), "alice", fmt.Sprint("guess-", i), tt.addr(i))
+					_, err := ls[i%2].PasswordLogin(porttest.Context(t), "alice", fmt.Sprint("guess-", i), tt.addr(i))
 					var ra *app.RetryAfter
 					switch {
 					case errors.As(err, &ra):
@@ -109,10 +113,10 @@ func testConcurrentGuesses(t *testing.T, open SharedFactory[LoginStore]) {
 // lock that address out of the user's account, not the user logging in
 // from another address; and one address's failures over many usernames
 // lock that address only.
-func testNoLockOutFromElsewhere(t *testing.T, open SharedFactory[LoginStore]) {
+func testNoLockOutFromElsewhere(t *testing.T, open porttest.SharedFactory[porttest.LoginStore]) {
 	idp := newProvider(t, 0)
 	ls := logins(t, open(t, 2), idp, 5)
-	ctx := ctxFor(t)
+	ctx := porttest.Context(t)
 	for i := range 5 {
 		if _, err := ls[i%2].PasswordLogin(ctx, "alice", "wrong", "203.0.113.66"); !errors.Is(err, app.ErrBadCredentials) {
 			t.Fatalf("stranger's guess %d: got %v, want bad credentials", i, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/store/postgres"
 	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
+	"github.com/agentauth/agentauth/app/apptest"
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/porttest"
 )
@@ -80,7 +81,7 @@ func sharedStores[T any](t *testing.T, n int) []T {
 }
 
 func TestPasswordLimits(t *testing.T) {
-	porttest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
+	apptest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
 }
 
 func TestIntentStore(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/app/apptest"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/porttest"
@@ -83,7 +84,7 @@ func sharedStores[T any](t *testing.T, n int) []T {
 }
 
 func TestPasswordLimits(t *testing.T) {
-	porttest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
+	apptest.RunPasswordLimits(t, sharedStores[porttest.LoginStore])
 }
 
 // intentStore is the store with the recovery SQLite mode uses
