@@ -7,8 +7,8 @@ import (
 	"github.com/agentauth/agentauth/domain"
 )
 
-// The store ports of the access model. Every store (SQLite now, PostgreSQL
-// later) implements them with the same semantics: IDs and names are
+// The store ports of the access model. Every store (SQLite and PostgreSQL)
+// implements them with the same semantics: IDs and names are
 // unique (a duplicate fails with domain.ErrConflict), a missing row fails
 // with domain.ErrNotFound, lists come in a stable order.
 

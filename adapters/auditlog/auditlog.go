@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/wire"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/telemetry"
@@ -83,9 +82,6 @@ type pending struct {
 }
 
 var _ ports.AuditLog = (*Committer)(nil)
-
-// Set provides the committer as the service's AuditLog.
-var Set = wire.NewSet(New, wire.Bind(new(ports.AuditLog), new(*Committer)))
 
 // New starts the writer. The returned cleanup commits what is pending and
 // stops it; call it after the HTTP server has drained.

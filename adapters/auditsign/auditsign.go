@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/wire"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
@@ -46,9 +45,6 @@ type Settings struct {
 	// Out receives each checkpoint's log line (os.Stdout when nil).
 	Out io.Writer
 }
-
-// Set provides the signer as the audit log's observer.
-var Set = wire.NewSet(New, wire.Bind(new(ports.AuditObserver), new(*Checkpointer)))
 
 // DefaultKeyPath is where the key is created when none is configured.
 func DefaultKeyPath(dataDir string) string {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/wire"
-
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -18,13 +16,6 @@ var (
 	_ ports.LoginSessionStore = (*Store)(nil)
 	_ ports.AuthRequestStore  = (*Store)(nil)
 	_ ports.LoginThrottle     = (*Store)(nil)
-)
-
-// LoginSet binds the store to the login ports (OIDC mode).
-var LoginSet = wire.NewSet(
-	wire.Bind(new(ports.LoginSessionStore), new(*Store)),
-	wire.Bind(new(ports.AuthRequestStore), new(*Store)),
-	wire.Bind(new(ports.LoginThrottle), new(*Store)),
 )
 
 // nanos stores a time as Unix nanoseconds; the zero time is stored as 0,

@@ -1,7 +1,9 @@
 // Package sqlite is the embedded store of agentauth: one SQLite file under
 // the data directory, opened with the pure-Go modernc.org/sqlite driver (no
-// cgo), in WAL mode with synchronous=FULL so that a committed audit record
-// survives a crash. Schema migrations are applied at open.
+// cgo), in WAL mode with synchronous=FULL so that a committed change
+// survives a crash. The audit chain's durable copy is the append-only log
+// of adapters/auditlog; this store is its index (auditindex.go). Schema
+// migrations are applied at open.
 package sqlite
 
 import (
@@ -21,7 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/wire"
 	"go.uber.org/zap"
 	sqlitedriver "modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
@@ -56,14 +57,6 @@ var (
 	_ ports.SessionStore  = (*Store)(nil)
 	_ ports.AuditStore    = (*Store)(nil)
 	_ ports.SettingsStore = (*Store)(nil)
-)
-
-// Set provides the store for every store port.
-var Set = wire.NewSet(
-	Open,
-	wire.Bind(new(ports.SessionStore), new(*Store)),
-	wire.Bind(new(ports.AuditStore), new(*Store)),
-	wire.Bind(new(ports.SettingsStore), new(*Store)),
 )
 
 // Open opens (creating if needed) the database at path and migrates it.
