@@ -315,9 +315,9 @@ func TestLastUsedOncePerMinute(t *testing.T) {
 			t.Errorf("after +%s: %d writes of the last use, want %d", step.after, got, step.want)
 		}
 	}
-	list, err := f.keys.List(ctx, alice)
-	if err != nil || len(list) != 1 || !list[0].LastUsed.Equal(keyStart.Add(61*time.Second)) || list[0].Hash != nil {
-		t.Errorf("List = %+v, %v; want last used %v and no hash", list, err, keyStart.Add(61*time.Second))
+	page, err := f.keys.List(ctx, alice, app.PageRequest{})
+	if list := page.Items; err != nil || len(list) != 1 || !list[0].LastUsed.Equal(keyStart.Add(61*time.Second)) || list[0].Hash != nil {
+		t.Errorf("List = %+v, %v; want last used %v and no hash", page, err, keyStart.Add(61*time.Second))
 	}
 }
 
