@@ -25,6 +25,12 @@ type ProjectStore interface {
 	GetProject(ctx context.Context, id string) (domain.Project, error)
 	// ListProjects returns projects newest first (creation time, then ID).
 	ListProjects(ctx context.Context, f ProjectFilter) ([]domain.Project, error)
+	// ListMembers returns a page of the project's members by subject
+	// (ascending, byte-wise: members have no creation time); page.After.Key
+	// is the last subject of the previous page, its time is not used. A
+	// project with no members, or none at all, has an empty list: callers
+	// check the project first.
+	ListMembers(ctx context.Context, project string, page Page) ([]domain.Member, error)
 	// SetMembers replaces the project's members.
 	SetMembers(ctx context.Context, id string, members []domain.Member) error
 }

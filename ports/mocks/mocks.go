@@ -499,6 +499,21 @@ func (mr *MockProjectStoreMockRecorder) GetProject(arg0, arg1 interface{}) *gomo
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetProject", reflect.TypeOf((*MockProjectStore)(nil).GetProject), arg0, arg1)
 }
 
+// ListMembers mocks base method.
+func (m *MockProjectStore) ListMembers(arg0 context.Context, arg1 string, arg2 ports.Page) ([]domain.Member, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListMembers", arg0, arg1, arg2)
+	ret0, _ := ret[0].([]domain.Member)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ListMembers indicates an expected call of ListMembers.
+func (mr *MockProjectStoreMockRecorder) ListMembers(arg0, arg1, arg2 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListMembers", reflect.TypeOf((*MockProjectStore)(nil).ListMembers), arg0, arg1, arg2)
+}
+
 // ListProjects mocks base method.
 func (m *MockProjectStore) ListProjects(arg0 context.Context, arg1 ports.ProjectFilter) ([]domain.Project, error) {
 	m.ctrl.T.Helper()

@@ -233,6 +233,29 @@ func testCatalogPages(t *testing.T, st AccessStore) {
 		func(p ports.Page) ([]domain.Project, error) {
 			return st.ListProjects(ctx, ports.ProjectFilter{Page: p})
 		}, projectAt, newProject)
+	// A project's members page by subject (ascending; members have no
+	// creation time): a member added while a client pages sorts before
+	// every other, so before any cursor, and is never on a later page.
+	members := []domain.Member{{Subject: "m3"}, {Subject: "m1", Lead: true}, {Subject: "m2"}, {Subject: "m0"}, {Subject: "m4"}}
+	if err := st.SetMembers(ctx, "x0", members); err != nil {
+		t.Fatal(err)
+	}
+	checkWalk(t, "ListMembers(x0)", []string{"m0", "m1", "m2", "m3", "m4"},
+		func(p ports.Page) ([]domain.Member, error) { return st.ListMembers(ctx, "x0", p) },
+		func(m domain.Member) ports.Cursor { return ports.CursorOf(t0, m.Subject) }, func() {
+			n++
+			members = append(members, domain.Member{Subject: fmt.Sprintf("a%03d", 999-n)})
+			if err := st.SetMembers(ctx, "x0", members); err != nil {
+				t.Fatal(err)
+			}
+		})
+	if page, err := st.ListMembers(ctx, "x0", ports.Page{Limit: 2, After: ports.CursorOf(t0, "m0")}); err != nil ||
+		len(page) != 2 || page[0] != (domain.Member{Subject: "m1", Lead: true}) || page[1].Subject != "m2" {
+		t.Errorf("ListMembers(x0, 2 after m0) = %+v, %v; want m1 (lead), m2", page, err)
+	}
+	if page, err := st.ListMembers(ctx, "other", ports.Page{Limit: 50}); err != nil || len(page) != 1 || page[0].Subject != "bob" {
+		t.Errorf("ListMembers(other) = %+v, %v; want bob alone", page, err)
+	}
 	checkWalk(t, "ListServers", want, func(p ports.Page) ([]domain.Server, error) { return st.ListServers(ctx, p) },
 		func(sv domain.Server) ports.Cursor { return ports.CursorOf(sv.CreatedAt, sv.Name) }, func() {
 			if err := st.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("new%03d", n), URL: "http://127.0.0.1:9/new", CreatedAt: newer()}); err != nil {

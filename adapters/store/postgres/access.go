@@ -126,6 +126,32 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 	return out, nil
 }
 
+// ListMembers returns a page of a project's members by subject.
+func (s *Store) ListMembers(ctx context.Context, project string, page ports.Page) ([]domain.Member, error) {
+	query, args := membersQuery(project, page)
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Member, error) {
+		var m domain.Member
+		err := row.Scan(&m.Subject, &m.Lead)
+		return m, err
+	})
+	if err != nil {
+		return nil, storeErr("list project members", err)
+	}
+	return out, nil
+}
+
+// membersQuery is the query of ListMembers: a range of the index on
+// (project, subject COLLATE "C"), subjects compared byte-wise as in SQLite.
+func membersQuery(project string, page ports.Page) (string, []any) {
+	var limit *int // NULL: no limit
+	if page.Limit > 0 {
+		limit = &page.Limit
+	}
+	return `SELECT subject, lead FROM project_members WHERE project = $1 AND subject COLLATE "C" > $2 ORDER BY subject COLLATE "C" LIMIT $3`,
+		[]any{project, page.After.Key, limit}
+}
+
 // SetMembers replaces the members of a project.
 func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
 	return s.change(ctx, "set the members of project "+id, func(tx pgx.Tx) error {

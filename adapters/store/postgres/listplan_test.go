@@ -15,14 +15,15 @@ import (
 // list sorts nothing. A LEAD's sessions merge one such page per source;
 // only those pages, at most (1 + projects) × limit rows, are sorted. A
 // member's projects are also matched with its memberships
-// (project_members_subject).
+// (project_members_subject); a project's members page by subject
+// (project_members_project_subject).
 func TestListPlansUseIndexes(t *testing.T) {
 	plans, err := postgres.ListQueryPlans(context.Background(), newStore(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	indexScan := regexp.MustCompile(`Index (?:Only )?Scan (?:Backward )?using (\w+)`)
-	ours := regexp.MustCompile(`^(\w+_created_(id|name)|project_members_subject|api_key_owners_service_subject)$`)
+	ours := regexp.MustCompile(`^(\w+_created_(id|name)|project_members_subject|api_key_owners_service_subject|project_members_project_subject)$`)
 	for name, plan := range plans {
 		merged := name == "sessions, owner or projects"
 		if strings.Contains(plan, "Seq Scan") {

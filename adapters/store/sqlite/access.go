@@ -146,6 +146,36 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 	return out, mrows.Err()
 }
 
+// ListMembers returns a page of a project's members by subject.
+func (s *Store) ListMembers(ctx context.Context, project string, page ports.Page) ([]domain.Member, error) {
+	query, args := membersQuery(project, page)
+	rows, err := s.queryRows(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list project members: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Member{}
+	for rows.Next() {
+		var (
+			m    domain.Member
+			lead int
+		)
+		if err := rows.Scan(&m.Subject, &lead); err != nil {
+			return nil, fmt.Errorf("sqlite: scan project member: %w", err)
+		}
+		m.Lead = lead != 0
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// membersQuery is the query of ListMembers: a range of the primary key
+// (project, subject).
+func membersQuery(project string, page ports.Page) (string, []any) {
+	return `SELECT subject, lead FROM project_members WHERE project = ? AND subject > ? ORDER BY subject LIMIT ?`,
+		[]any{project, page.After.Key, limitArg(page.Limit)}
+}
+
 // SetMembers replaces the members of a project.
 func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
 	return s.change(ctx, "set the members of project "+id, func(tx *sql.Tx) error {
