@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -81,6 +82,23 @@ func (s *Projects) Get(ctx context.Context, p domain.Principal, id string) (doma
 		return domain.Project{}, fmt.Errorf("project %s: %w", id, domain.ErrNotVisible)
 	}
 	return pr, nil
+}
+
+// Members returns a page of the members of a project the caller may see,
+// by subject (members have no creation time).
+func (s *Projects) Members(ctx context.Context, p domain.Principal, id string, req PageRequest) (Page[domain.Member], error) {
+	page, err := req.store()
+	if err != nil {
+		return Page[domain.Member]{}, err
+	}
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return Page[domain.Member]{}, err
+	}
+	list, err := s.store.ListMembers(ctx, id, page)
+	if err != nil {
+		return Page[domain.Member]{}, err
+	}
+	return pageOf(list, page, func(m domain.Member) ports.Cursor { return ports.CursorOf(time.Unix(0, 0).UTC(), m.Subject) }, nil), nil
 }
 
 // SetMembers replaces the members of a project the caller leads (or any,

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,6 +22,7 @@ func (s *Server) accessRoutes() []route {
 		{fiber.MethodGet, "/api/v2/projects", domain.PermProjectsRead, s.listProjects},
 		{fiber.MethodPost, "/api/v2/projects", domain.PermProjectsCreate, s.createProject},
 		{fiber.MethodGet, "/api/v2/projects/:id", domain.PermProjectsRead, s.getProject},
+		{fiber.MethodGet, "/api/v2/projects/:id/members", domain.PermProjectsRead, s.listMembers},
 		{fiber.MethodPut, "/api/v2/projects/:id/members", domain.PermProjectsWrite, s.putMembers},
 
 		{fiber.MethodGet, "/api/v2/servers", domain.PermServersRead, s.listServers},
@@ -79,17 +82,24 @@ type memberJSON struct {
 	Lead    bool   `json:"lead"`
 }
 
+// EmbeddedMembers bounds the members a project's JSON carries: the first
+// ones by subject; members_more says there are others, which
+// GET /api/v2/projects/{id}/members pages.
+const EmbeddedMembers = 50
+
 type projectJSON struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name"`
-	Members   []memberJSON `json:"members"`
-	CreatedBy string       `json:"created_by"`
-	CreatedAt time.Time    `json:"created_at"`
+	ID          string       `json:"id"`
+	Name        string       `json:"name"`
+	Members     []memberJSON `json:"members"`
+	MembersMore bool         `json:"members_more"`
+	CreatedBy   string       `json:"created_by"`
+	CreatedAt   time.Time    `json:"created_at"`
 }
 
 func toProjectJSON(p domain.Project) projectJSON {
-	out := projectJSON{ID: p.ID, Name: p.Name, Members: []memberJSON{}, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt}
-	for _, m := range p.Members {
+	members := slices.SortedFunc(slices.Values(p.Members), func(a, b domain.Member) int { return strings.Compare(a.Subject, b.Subject) })
+	out := projectJSON{ID: p.ID, Name: p.Name, Members: []memberJSON{}, MembersMore: len(members) > EmbeddedMembers, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt}
+	for _, m := range members[:min(len(members), EmbeddedMembers)] {
 		out.Members = append(out.Members, memberJSON(m))
 	}
 	return out
@@ -139,6 +149,18 @@ func (s *Server) getProject(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(toProjectJSON(p))
+}
+
+func (s *Server) listMembers(c *fiber.Ctx) error {
+	req, err := pageRequest(c)
+	if err != nil {
+		return err
+	}
+	page, err := s.uc.Projects.Members(c.UserContext(), principalOf(c), c.Params("id"), req)
+	if err != nil {
+		return err
+	}
+	return writePage(c, "members", page, func(m domain.Member) memberJSON { return memberJSON(m) })
 }
 
 type membersRequest struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/app"
 )
 
 // BulkSessions (exported for the tests of rest_test) adds sessions from up to total-1 to the store's file in one
@@ -151,5 +153,80 @@ func TestListCursors(t *testing.T) {
 	page = h.do(t, "uma", "GET", html.UnescapeString(string(m[1])), "")
 	if page.status != 200 || !bytes.Contains(page.body, []byte("sess_00000000")) || next.Match(page.body) {
 		t.Errorf("console's older sessions = %d, want 200 with the oldest session and no further link:\n%s", page.status, page.body)
+	}
+}
+
+// TestProjectMembersPaged: a project of 600 members comes back, in the
+// project's own answer and in the list of projects, with the first
+// EmbeddedMembers of them by subject and members_more; its members are
+// paged by GET /api/v2/projects/{id}/members (by subject, default 50,
+// ?limit= clamped to 500, next_cursor) to the callers who may see the
+// project, and to no one else.
+func TestProjectMembersPaged(t *testing.T) {
+	h := axNew(t)
+	subjects := []string{"lea", "uma"}
+	for i := range 598 {
+		subjects = append(subjects, fmt.Sprintf("m%03d", i))
+	}
+	body := `{"name":"big","members":[{"subject":"lea","lead":true}`
+	for _, s := range subjects[1:] {
+		body += `,{"subject":"` + s + `"}`
+	}
+	id := h.must(t, 201, "adm", "POST", "/api/v2/projects", body+"]}")["id"].(string)
+	slices.Sort(subjects)
+
+	embedded := func(p map[string]any) {
+		t.Helper()
+		var got []string
+		for _, m := range p["members"].([]any) {
+			got = append(got, m.(map[string]any)["subject"].(string))
+		}
+		if !slices.Equal(got, subjects[:EmbeddedMembers]) || p["members_more"] != true {
+			t.Errorf("project %s embeds %d members %v…, members_more %v; want the first %d by subject and true",
+				p["id"], len(got), got[:min(3, len(got))], p["members_more"], EmbeddedMembers)
+		}
+	}
+	embedded(h.must(t, 200, "uma", "GET", "/api/v2/projects/"+id, ""))
+	embedded(h.must(t, 200, "adm", "GET", "/api/v2/projects", "")["projects"].([]any)[0].(map[string]any))
+
+	members := func(subject, query string) ([]string, any) {
+		t.Helper()
+		out := h.must(t, 200, subject, "GET", "/api/v2/projects/"+id+"/members"+query, "")
+		var got []string
+		for _, m := range out["members"].([]any) {
+			got = append(got, m.(map[string]any)["subject"].(string))
+		}
+		return got, out["next_cursor"]
+	}
+	for _, tt := range []struct {
+		query string
+		want  int
+	}{{"", app.DefaultPageSize}, {"?limit=7", 7}, {"?limit=100000", app.MaxPageSize}} {
+		got, next := members("lea", tt.query)
+		if !slices.Equal(got, subjects[:tt.want]) || next == nil {
+			t.Errorf("members%s = %d (%v…), next %v; want the first %d and a next cursor", tt.query, len(got), got[:min(3, len(got))], next, tt.want)
+		}
+	}
+	var walked []string
+	query := "?limit=250"
+	for range 5 {
+		got, next := members("uma", query)
+		walked = append(walked, got...)
+		if next == nil {
+			break
+		}
+		query = "?limit=250&cursor=" + url.QueryEscape(next.(string))
+	}
+	if !slices.Equal(walked, subjects) {
+		t.Errorf("walked %d members, want the %d by subject", len(walked), len(subjects))
+	}
+
+	// bob is in no project: the members are as hidden as the project.
+	hidden := h.do(t, "bob", "GET", "/api/v2/projects/"+id, "")
+	if r := h.do(t, "bob", "GET", "/api/v2/projects/"+id+"/members", ""); r.status != hidden.status || r.status != 404 {
+		t.Errorf("bob: members %d, project %d; want 404 for both", r.status, hidden.status)
+	}
+	if r := h.do(t, "adm", "GET", "/api/v2/projects/"+id+"/members?cursor=x", ""); r.status != 400 {
+		t.Errorf("bad cursor: %d %s, want 400", r.status, r.body)
 	}
 }
