@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -426,10 +427,13 @@ func TestDashboardScope(t *testing.T) {
 		{Seq: 1, Subject: "uma", Path: "/API/V2/SESSIONS/s1"},            // not spelt as the routes are
 		{Seq: 0, Subject: "uma", Path: "/api/v2/sessions/s2?limit=5"},    // with a query
 	}
+	// The sessions are read one bounded page at a time: one more than
+	// counted tells there are others.
+	window := ports.Page{Limit: app.DashboardSessions + 1}
 	t.Run("lead sees its projects", func(t *testing.T) {
 		f := newFixture(t)
 		f.memberships("lea", apollo)
-		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{Projects: []string{"p1"}}).Return([]domain.Session{
+		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{Projects: []string{"p1"}, Page: window}).Return([]domain.Session{
 			{ID: "s1", Owner: "uma", State: domain.SessionActive}, {ID: "s2", Owner: "uma", State: domain.SessionClosed}}, nil)
 		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
 		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), lea)
@@ -447,11 +451,26 @@ func TestDashboardScope(t *testing.T) {
 	})
 	t.Run("admin sees all", func(t *testing.T) {
 		f := newFixture(t)
-		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{}).Return(nil, nil)
+		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{Page: window}).Return(nil, nil)
 		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(denials, nil)
 		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), admin)
 		if err != nil || len(v.RecentDenials) != len(denials) || v.Projects != nil {
 			t.Errorf("got %+v, %v", v, err)
+		}
+	})
+	t.Run("past the window, counts are capped and say so", func(t *testing.T) {
+		f := newFixture(t)
+		many := make([]domain.Session, app.DashboardSessions+1)
+		for i := range many {
+			many[i] = domain.Session{ID: fmt.Sprintf("s%d", i), Owner: fmt.Sprintf("o%03d", i%(app.DashboardOwners+1)), State: domain.SessionActive}
+		}
+		f.sessions.EXPECT().ListSessions(gomock.Any(), ports.SessionFilter{Page: window}).Return(many, nil)
+		f.audit.EXPECT().QueryAudit(gomock.Any(), gomock.Any()).Return(nil, nil)
+		v, err := app.NewDashboard(f.sessions, f.projects, f.audit, f.authz).Get(context.Background(), admin)
+		if err != nil || v.SessionsTotal != app.DashboardSessions || !v.SessionsCapped || v.ByState[domain.SessionActive] != app.DashboardSessions ||
+			len(v.ByOwner) != app.DashboardOwners || !v.OwnersCapped {
+			t.Errorf("total %d (capped %v), by state %v, %d owners (capped %v), %v; want %d capped, %d owners capped",
+				v.SessionsTotal, v.SessionsCapped, v.ByState, len(v.ByOwner), v.OwnersCapped, err, app.DashboardSessions, app.DashboardOwners)
 		}
 	})
 }

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -27,16 +29,32 @@ func NewDashboard(sessions ports.SessionStore, projects ports.ProjectStore, audi
 // DashboardView is what the dashboard shows.
 type DashboardView struct {
 	// Projects are the projects covered; nil for the whole service.
-	Projects      []string
-	SessionsTotal int
-	ByState       map[domain.SessionState]int
-	ByOwner       map[string]int
+	Projects []string
+	// SessionsTotal, ByState and ByOwner count the newest
+	// DashboardSessions sessions covered; SessionsCapped says there are
+	// older ones, not counted.
+	SessionsTotal  int
+	SessionsCapped bool
+	ByState        map[domain.SessionState]int
+	// ByOwner names at most DashboardOwners owners, those with the most
+	// sessions counted (ties by subject); OwnersCapped says others had
+	// sessions too.
+	ByOwner      map[string]int
+	OwnersCapped bool
 	// RecentDenials are the latest refused requests, newest first: all of
 	// them for an ADMIN; for a LEAD those about the resources of the
 	// projects it leads (the projects and their sessions), whoever made
 	// them, and nothing else, not even other requests of its members.
 	RecentDenials []domain.AuditRecord
 }
+
+// The dashboard's bounds: however many sessions it covers, a request reads
+// at most DashboardSessions+1 of them (one page of the store's index) and
+// answers at most DashboardOwners owners.
+const (
+	DashboardSessions = 10_000
+	DashboardOwners   = 50
+)
 
 // recentDenials bounds the denials shown, and how far back they are sought.
 const (
@@ -64,9 +82,12 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 			return v, nil // leads nothing: nothing to show, and never everything
 		}
 	}
-	list, err := d.sessions.ListSessions(ctx, ports.SessionFilter{Projects: v.Projects})
+	list, err := d.sessions.ListSessions(ctx, ports.SessionFilter{Projects: v.Projects, Page: ports.Page{Limit: DashboardSessions + 1}})
 	if err != nil {
 		return DashboardView{}, err
+	}
+	if len(list) > DashboardSessions {
+		list, v.SessionsCapped = list[:DashboardSessions], true
 	}
 	sessionIDs := make(map[string]bool, len(list))
 	for _, s := range list {
@@ -75,6 +96,7 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 		v.ByState[s.State]++
 		v.ByOwner[s.Owner]++
 	}
+	v.ByOwner, v.OwnersCapped = topOwners(v.ByOwner)
 	recs, err := d.audit.QueryAudit(ctx, ports.AuditQuery{Decision: domain.AuditDeny, Limit: denialScan})
 	if err != nil {
 		return DashboardView{}, err
@@ -88,6 +110,25 @@ func (d *Dashboard) Get(ctx context.Context, p domain.Principal) (DashboardView,
 		}
 	}
 	return v, nil
+}
+
+// topOwners keeps the DashboardOwners owners with the most sessions (ties
+// by subject) and reports whether it dropped any.
+func topOwners(by map[string]int) (map[string]int, bool) {
+	if len(by) <= DashboardOwners {
+		return by, false
+	}
+	owners := slices.SortedFunc(maps.Keys(by), func(a, b string) int {
+		if c := cmp.Compare(by[b], by[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	top := make(map[string]int, DashboardOwners)
+	for _, o := range owners[:DashboardOwners] {
+		top[o] = by[o]
+	}
+	return top, true
 }
 
 // concerns reports whether an audited request path is about one of the

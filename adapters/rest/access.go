@@ -475,10 +475,12 @@ func (s *Server) dashboard(c *fiber.Ctx) error {
 		denials[i] = auditjson.FromRecord(r)
 	}
 	return c.JSON(fiber.Map{
-		"projects":       v.Projects,
-		"sessions_total": v.SessionsTotal,
-		"by_state":       v.ByState,
-		"by_owner":       v.ByOwner,
-		"recent_denials": denials,
+		"projects":        v.Projects,
+		"sessions_total":  v.SessionsTotal,
+		"sessions_capped": v.SessionsCapped,
+		"by_state":        v.ByState,
+		"by_owner":        v.ByOwner,
+		"owners_capped":   v.OwnersCapped,
+		"recent_denials":  denials,
 	})
 }

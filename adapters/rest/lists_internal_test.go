@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +24,12 @@ import (
 // so every session's JSON has the same length.
 func BulkSessions(tb testing.TB, dbPath, owner string, from, total int) {
 	tb.Helper()
+	bulkSessionsOf(tb, dbPath, func(int) string { return owner }, from, total)
+}
+
+// bulkSessionsOf is BulkSessions with session i owned by owner(i).
+func bulkSessionsOf(tb testing.TB, dbPath string, owner func(i int) string, from, total int) {
+	tb.Helper()
 	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(20000)")
 	if err != nil {
 		tb.Fatal(err)
@@ -38,7 +45,7 @@ func BulkSessions(tb testing.TB, dbPath, owner string, from, total int) {
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 123456789, time.UTC)
 	for i := from; i < total; i++ {
-		if _, err := ins.Exec(fmt.Sprintf("sess_%08d", i), owner, start.Add(time.Duration(i)*time.Second).UnixNano()); err != nil {
+		if _, err := ins.Exec(fmt.Sprintf("sess_%08d", i), owner(i), start.Add(time.Duration(i)*time.Second).UnixNano()); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -229,4 +236,63 @@ func TestProjectMembersPaged(t *testing.T) {
 	if r := h.do(t, "adm", "GET", "/api/v2/projects/"+id+"/members?cursor=x", ""); r.status != 400 {
 		t.Errorf("bad cursor: %d %s, want 400", r.status, r.body)
 	}
+}
+
+// TestDashboardStaysBoundedAsTheTableGrows: as the sessions an ADMIN's
+// dashboard covers grow from 1,000 to 30,000 (200 owners), it counts at
+// most the newest app.DashboardSessions of them, says so with
+// sessions_capped, and names at most app.DashboardOwners owners (the most
+// sessions first) with owners_capped: past the cap its answer is the same,
+// byte for byte, however many sessions are stored.
+func TestDashboardStaysBoundedAsTheTableGrows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30,000 sessions")
+	}
+	path := filepath.Join(t.TempDir(), "agentauth.db")
+	h := axStart(t, path)
+	owner := func(i int) string { return fmt.Sprintf("owner%03d", i%200) }
+	type view struct {
+		Total        int            `json:"sessions_total"`
+		Capped       bool           `json:"sessions_capped"`
+		ByState      map[string]int `json:"by_state"`
+		ByOwner      map[string]int `json:"by_owner"`
+		OwnersCapped bool           `json:"owners_capped"`
+	}
+	sizes := map[int]int{}
+	have := 0
+	for _, tt := range []struct {
+		stored, total int
+		capped        bool
+	}{
+		{1_000, 1_000, false},
+		{app.DashboardSessions, app.DashboardSessions, false},
+		{app.DashboardSessions + 1, app.DashboardSessions, true},
+		{12_000, app.DashboardSessions, true},
+		{30_000, app.DashboardSessions, true},
+	} {
+		bulkSessionsOf(t, path, owner, have, tt.stored)
+		have = tt.stored
+		r := h.do(t, "adm", "GET", "/api/v2/dashboard", "")
+		if r.status != 200 {
+			t.Fatalf("%d stored: %d %s", tt.stored, r.status, r.body)
+		}
+		var v view
+		r.decode(t, &v)
+		sizes[tt.stored] = len(r.body)
+		if v.Total != tt.total || v.Capped != tt.capped || v.ByState["active"] != tt.total {
+			t.Errorf("%d stored: total %d, capped %v, by_state %v; want %d, %v, all active", tt.stored, v.Total, v.Capped, v.ByState, tt.total, tt.capped)
+		}
+		counted := 0
+		for _, n := range v.ByOwner {
+			counted += n
+		}
+		if len(v.ByOwner) != app.DashboardOwners || !v.OwnersCapped || counted != tt.total*app.DashboardOwners/200 {
+			t.Errorf("%d stored: %d owners counting %d sessions, owners_capped %v; want %d owners of %d sessions and true",
+				tt.stored, len(v.ByOwner), counted, v.OwnersCapped, app.DashboardOwners, tt.total*app.DashboardOwners/200)
+		}
+	}
+	if sizes[12_000] != sizes[30_000] || sizes[app.DashboardSessions+1] != sizes[30_000] {
+		t.Errorf("answer bytes by sessions stored = %v, want one size past the cap", sizes)
+	}
+	t.Logf("dashboard answer bytes by sessions stored: %v", sizes)
 }
