@@ -296,3 +296,25 @@ func TestDashboardStaysBoundedAsTheTableGrows(t *testing.T) {
 	}
 	t.Logf("dashboard answer bytes by sessions stored: %v", sizes)
 }
+
+// BenchmarkDashboardStored: GET /api/v2/dashboard of an ADMIN with 1,000,
+// 10,000 and 50,000 sessions stored (200 owners): past 10,000 its cost
+// stays that of counting the newest 10,000.
+func BenchmarkDashboardStored(b *testing.B) {
+	for _, rows := range []int{1_000, 10_000, 50_000} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "agentauth.db")
+			h := axStart(b, path)
+			bulkSessionsOf(b, path, func(i int) string { return fmt.Sprintf("owner%03d", i%200) }, 0, rows)
+			size := 0
+			for b.Loop() {
+				r := h.do(b, "adm", "GET", "/api/v2/dashboard", "")
+				if r.status != 200 {
+					b.Fatalf("GET = %d %s", r.status, r.body)
+				}
+				size = len(r.body)
+			}
+			b.ReportMetric(float64(size), "bytes/answer")
+		})
+	}
+}
