@@ -19,11 +19,20 @@ type ProjectFilter struct {
 	Page
 }
 
+// EmbeddedMembers bounds the members a page of projects carries of each
+// (see ProjectStore.ListProjects).
+const EmbeddedMembers = 50
+
 // ProjectStore keeps projects and their members.
 type ProjectStore interface {
 	CreateProject(ctx context.Context, p domain.Project) error
 	GetProject(ctx context.Context, id string) (domain.Project, error)
 	// ListProjects returns projects newest first (creation time, then ID).
+	// A paged list (f.Limit > 0) carries at most EmbeddedMembers+1 members
+	// of each project, the first by subject (byte-wise): one more than a
+	// caller shows tells it there are others, which ListMembers pages. An
+	// unpaged list, for the readers inside the process that need every
+	// membership, and GetProject carry them all.
 	ListProjects(ctx context.Context, f ProjectFilter) ([]domain.Project, error)
 	// ListMembers returns a page of the project's members by subject
 	// (ascending, byte-wise: members have no creation time); page.After.Key

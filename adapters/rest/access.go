@@ -10,6 +10,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // accessRoutes lists the access-model endpoints, each with the permission
@@ -82,11 +83,6 @@ type memberJSON struct {
 	Lead    bool   `json:"lead"`
 }
 
-// EmbeddedMembers bounds the members a project's JSON carries: the first
-// ones by subject; members_more says there are others, which
-// GET /api/v2/projects/{id}/members pages.
-const EmbeddedMembers = 50
-
 type projectJSON struct {
 	ID          string       `json:"id"`
 	Name        string       `json:"name"`
@@ -96,10 +92,13 @@ type projectJSON struct {
 	CreatedAt   time.Time    `json:"created_at"`
 }
 
+// toProjectJSON shows at most ports.EmbeddedMembers of a project's members,
+// the first by subject; members_more says there are others, which
+// GET /api/v2/projects/{id}/members pages.
 func toProjectJSON(p domain.Project) projectJSON {
 	members := slices.SortedFunc(slices.Values(p.Members), func(a, b domain.Member) int { return strings.Compare(a.Subject, b.Subject) })
-	out := projectJSON{ID: p.ID, Name: p.Name, Members: []memberJSON{}, MembersMore: len(members) > EmbeddedMembers, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt}
-	for _, m := range members[:min(len(members), EmbeddedMembers)] {
+	out := projectJSON{ID: p.ID, Name: p.Name, Members: []memberJSON{}, MembersMore: len(members) > ports.EmbeddedMembers, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt}
+	for _, m := range members[:min(len(members), ports.EmbeddedMembers)] {
 		out.Members = append(out.Members, memberJSON(m))
 	}
 	return out

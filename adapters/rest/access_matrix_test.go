@@ -200,6 +200,7 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /api/v2/projects":                                domain.PermProjectsRead,
 		"POST /api/v2/projects":                               domain.PermProjectsCreate,
 		"GET /api/v2/projects/:id":                            domain.PermProjectsRead,
+		"GET /api/v2/projects/:id/members":                    domain.PermProjectsRead,
 		"PUT /api/v2/projects/:id/members":                    domain.PermProjectsWrite,
 		"GET /api/v2/servers":                                 domain.PermServersRead,
 		"POST /api/v2/servers":                                domain.PermServersWrite,

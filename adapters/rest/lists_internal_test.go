@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // BulkSessions (exported for the tests of rest_test) adds sessions from up to total-1 to the store's file in one
@@ -165,7 +166,7 @@ func TestListCursors(t *testing.T) {
 
 // TestProjectMembersPaged: a project of 600 members comes back, in the
 // project's own answer and in the list of projects, with the first
-// EmbeddedMembers of them by subject and members_more; its members are
+// ports.EmbeddedMembers of them by subject and members_more; its members are
 // paged by GET /api/v2/projects/{id}/members (by subject, default 50,
 // ?limit= clamped to 500, next_cursor) to the callers who may see the
 // project, and to no one else.
@@ -188,9 +189,9 @@ func TestProjectMembersPaged(t *testing.T) {
 		for _, m := range p["members"].([]any) {
 			got = append(got, m.(map[string]any)["subject"].(string))
 		}
-		if !slices.Equal(got, subjects[:EmbeddedMembers]) || p["members_more"] != true {
+		if !slices.Equal(got, subjects[:ports.EmbeddedMembers]) || p["members_more"] != true {
 			t.Errorf("project %s embeds %d members %v…, members_more %v; want the first %d by subject and true",
-				p["id"], len(got), got[:min(3, len(got))], p["members_more"], EmbeddedMembers)
+				p["id"], len(got), got[:min(3, len(got))], p["members_more"], ports.EmbeddedMembers)
 		}
 	}
 	embedded(h.must(t, 200, "uma", "GET", "/api/v2/projects/"+id, ""))

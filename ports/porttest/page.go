@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,6 +256,41 @@ func testCatalogPages(t *testing.T, st AccessStore) {
 	}
 	if page, err := st.ListMembers(ctx, "other", ports.Page{Limit: 50}); err != nil || len(page) != 1 || page[0].Subject != "bob" {
 		t.Errorf("ListMembers(other) = %+v, %v; want bob alone", page, err)
+	}
+	// A page of projects carries at most EmbeddedMembers+1 members of each,
+	// the first by subject; the project itself, and an unpaged list, all.
+	many := make([]domain.Member, ports.EmbeddedMembers+10)
+	for i := range many {
+		many[i] = domain.Member{Subject: fmt.Sprintf("b%03d", len(many)-1-i), Lead: i == 0}
+	}
+	if err := st.SetMembers(ctx, "x4", many); err != nil {
+		t.Fatal(err)
+	}
+	subjects := func(ms []domain.Member) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = m.Subject
+		}
+		return out
+	}
+	whole := subjects(many)
+	slices.Sort(whole)
+	for _, tt := range []struct {
+		what string
+		page ports.Page
+		want []string
+	}{
+		{"a page", ports.Page{Limit: 2, After: ports.CursorOf(t0.Add(3*time.Second), "x5")}, whole[:ports.EmbeddedMembers+1]},
+		{"unpaged", ports.Page{}, whole},
+	} {
+		list, err := st.ListProjects(ctx, ports.ProjectFilter{Page: tt.page})
+		i := slices.IndexFunc(list, func(p domain.Project) bool { return p.ID == "x4" })
+		if err != nil || i < 0 || !slices.Equal(subjects(list[i].Members), tt.want) {
+			t.Errorf("ListProjects, %s: %v; want x4 with %d members, the first by subject", tt.what, err, len(tt.want))
+		}
+	}
+	if p, err := st.GetProject(ctx, "x4"); err != nil || len(p.Members) != len(many) || !p.IsLead("b059") {
+		t.Errorf("GetProject(x4): %d members, %v; want all %d, b059 leading", len(p.Members), err, len(many))
 	}
 	checkWalk(t, "ListServers", want, func(p ports.Page) ([]domain.Server, error) { return st.ListServers(ctx, p) },
 		func(sv domain.Server) ports.Cursor { return ports.CursorOf(sv.CreatedAt, sv.Name) }, func() {

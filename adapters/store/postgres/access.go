@@ -59,7 +59,7 @@ func insertMembers(ctx context.Context, tx pgx.Tx, project string, members []dom
 
 // GetProject reads one project.
 func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, error) {
-	list, err := s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects WHERE id = $1`, id)
+	list, err := s.queryProjects(ctx, 0, `SELECT id, name, created_by, created_at FROM projects WHERE id = $1`, id)
 	if err != nil {
 		return domain.Project{}, err
 	}
@@ -72,7 +72,11 @@ func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, erro
 // ListProjects returns a page of projects newest first.
 func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
 	query, args := projectsQuery(f)
-	return s.queryProjects(ctx, query, args...)
+	members := 0
+	if f.Limit > 0 {
+		members = ports.EmbeddedMembers + 1
+	}
+	return s.queryProjects(ctx, members, query, args...)
 }
 
 // projectsQuery is the query of ListProjects.
@@ -88,7 +92,9 @@ func projectsQuery(f ports.ProjectFilter) (string, []any) {
 	return `SELECT id, name, created_by, created_at FROM projects` + tail, args
 }
 
-func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
+// queryProjects reads the projects of query with their members: all of
+// them, or when members > 0 the first members of each by subject.
+func (s *Store) queryProjects(ctx context.Context, members int, query string, args ...any) ([]domain.Project, error) {
 	rows, _ := s.pool.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Project, error) {
 		var (
@@ -110,7 +116,11 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 	for i, p := range out {
 		index[p.ID], ids[i] = i, p.ID
 	}
-	mrows, _ := s.pool.Query(ctx, `SELECT project, subject, lead FROM project_members WHERE project = ANY($1) ORDER BY project, subject`, ids)
+	mquery, margs := `SELECT project, subject, lead FROM project_members WHERE project = ANY($1) ORDER BY project, subject`, []any{ids}
+	if members > 0 {
+		mquery, margs = firstMembersQuery(ids, members)
+	}
+	mrows, _ := s.pool.Query(ctx, mquery, margs...)
 	var (
 		project string
 		m       domain.Member
@@ -124,6 +134,15 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 		return nil, storeErr("query project members", err)
 	}
 	return out, nil
+}
+
+// firstMembersQuery reads the first n members of each project by subject
+// (byte-wise, as ListMembers pages them): a range of at most n rows of
+// project_members_project_subject per project.
+func firstMembersQuery(projects []string, n int) (string, []any) {
+	return `SELECT p.id, m.subject, m.lead FROM unnest($1::text[]) AS p (id) CROSS JOIN LATERAL (` +
+			`SELECT subject, lead FROM project_members WHERE project = p.id ORDER BY subject COLLATE "C" LIMIT $2) AS m`,
+		[]any{projects, n}
 }
 
 // ListMembers returns a page of a project's members by subject.

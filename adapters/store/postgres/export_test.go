@@ -30,18 +30,19 @@ func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
 		"sessions, owner or projects": func() (string, []any) {
 			return sessionsQuery(ports.SessionFilter{Owner: "alice", Projects: []string{"p1", "p2"}, Page: page})
 		},
-		"tool calls, session": func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Session: "s1", Page: page}) },
-		"tool calls, all":     func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Page: page}) },
-		"agents, session":     func() (string, []any) { return agentsQuery("s1", page) },
-		"projects, all":       func() (string, []any) { return projectsQuery(ports.ProjectFilter{Page: page}) },
-		"projects, member":    func() (string, []any) { return projectsQuery(ports.ProjectFilter{Member: "alice", Page: page}) },
-		"servers":             func() (string, []any) { return serversQuery(page) },
-		"tools":               func() (string, []any) { return toolsQuery(page) },
-		"policies":            func() (string, []any) { return policiesQuery(page) },
-		"api keys, all":       func() (string, []any) { return apiKeysQuery("", page) },
-		"api keys, owner":     func() (string, []any) { return apiKeysQuery("alice", page) },
-		"service accounts":    func() (string, []any) { return keyOwnersQuery(true, page) },
-		"project members":     func() (string, []any) { return membersQuery("p1", page) },
+		"tool calls, session":              func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Session: "s1", Page: page}) },
+		"tool calls, all":                  func() (string, []any) { return toolCallsQuery(ports.ToolCallFilter{Page: page}) },
+		"agents, session":                  func() (string, []any) { return agentsQuery("s1", page) },
+		"projects, all":                    func() (string, []any) { return projectsQuery(ports.ProjectFilter{Page: page}) },
+		"projects, member":                 func() (string, []any) { return projectsQuery(ports.ProjectFilter{Member: "alice", Page: page}) },
+		"servers":                          func() (string, []any) { return serversQuery(page) },
+		"tools":                            func() (string, []any) { return toolsQuery(page) },
+		"policies":                         func() (string, []any) { return policiesQuery(page) },
+		"api keys, all":                    func() (string, []any) { return apiKeysQuery("", page) },
+		"api keys, owner":                  func() (string, []any) { return apiKeysQuery("alice", page) },
+		"service accounts":                 func() (string, []any) { return keyOwnersQuery(true, page) },
+		"project members":                  func() (string, []any) { return membersQuery("p1", page) },
+		"project members, first of a page": func() (string, []any) { return firstMembersQuery([]string{"p1", "p2"}, 51) },
 	}
 	out := map[string]string{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -64,7 +64,7 @@ func insertMembers(ctx context.Context, tx *sql.Tx, project string, members []do
 
 // GetProject reads one project.
 func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, error) {
-	list, err := s.queryProjects(ctx, `SELECT id, name, created_by, created_at FROM projects WHERE id = ?`, id)
+	list, err := s.queryProjects(ctx, 0, `SELECT id, name, created_by, created_at FROM projects WHERE id = ?`, id)
 	if err != nil {
 		return domain.Project{}, err
 	}
@@ -77,7 +77,11 @@ func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, erro
 // ListProjects returns a page of projects newest first.
 func (s *Store) ListProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
 	query, args := projectsQuery(f)
-	return s.queryProjects(ctx, query, args...)
+	members := 0
+	if f.Limit > 0 {
+		members = ports.EmbeddedMembers + 1
+	}
+	return s.queryProjects(ctx, members, query, args...)
 }
 
 // projectsQuery is the query of ListProjects.
@@ -93,7 +97,9 @@ func projectsQuery(f ports.ProjectFilter) (string, []any) {
 	return `SELECT id, name, created_by, created_at FROM projects` + tail, args
 }
 
-func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([]domain.Project, error) {
+// queryProjects reads the projects of query with their members: all of
+// them, or when members > 0 the first members of each by subject.
+func (s *Store) queryProjects(ctx context.Context, members int, query string, args ...any) ([]domain.Project, error) {
 	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: query projects: %w", err)
@@ -119,6 +125,9 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 	}
 	if len(out) == 0 {
 		return out, nil
+	}
+	if members > 0 {
+		return out, s.firstMembers(ctx, out, members)
 	}
 	ids := make([]any, 0, len(out))
 	for _, p := range out {
@@ -146,9 +155,29 @@ func (s *Store) queryProjects(ctx context.Context, query string, args ...any) ([
 	return out, mrows.Err()
 }
 
+// firstMembers reads the first n members of each project by subject, a
+// range of the primary key (project, subject) each: SQLite has no LATERAL
+// join, and one query for the page's projects would read every member of
+// each to keep n.
+func (s *Store) firstMembers(ctx context.Context, projects []domain.Project, n int) error {
+	for i := range projects {
+		query, args := membersQuery(projects[i].ID, ports.Page{Limit: n})
+		list, err := s.listMembers(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		projects[i].Members = list
+	}
+	return nil
+}
+
 // ListMembers returns a page of a project's members by subject.
 func (s *Store) ListMembers(ctx context.Context, project string, page ports.Page) ([]domain.Member, error) {
 	query, args := membersQuery(project, page)
+	return s.listMembers(ctx, query, args...)
+}
+
+func (s *Store) listMembers(ctx context.Context, query string, args ...any) ([]domain.Member, error) {
 	rows, err := s.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list project members: %w", err)
