@@ -196,6 +196,9 @@ func TestProjectMembersPaged(t *testing.T) {
 	}
 	embedded(h.must(t, 200, "uma", "GET", "/api/v2/projects/"+id, ""))
 	embedded(h.must(t, 200, "adm", "GET", "/api/v2/projects", "")["projects"].([]any)[0].(map[string]any))
+	if r := h.do(t, "adm", "GET", "/console/projects", ""); r.status != 200 || !bytes.Contains(r.body, []byte("<td>50&#43;</td>")) {
+		t.Errorf("console projects: %d, want the big project's members counted 50+:\n%s", r.status, r.body)
+	}
 
 	members := func(subject, query string) ([]string, any) {
 		t.Helper()

@@ -19,6 +19,7 @@ import (
 	"html/template"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 //go:embed templates/*.html templates/style.css
@@ -82,7 +84,15 @@ func New(uc app.Application, env Env) *Console {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05Z")
 		},
-		"join":  func(s []string) string { return strings.Join(s, ", ") },
+		"join": func(s []string) string { return strings.Join(s, ", ") },
+		// memberCount counts the members a page of projects carries of a
+		// project: ports.EmbeddedMembers+1 of them means more.
+		"memberCount": func(m []domain.Member) string {
+			if len(m) > ports.EmbeddedMembers {
+				return strconv.Itoa(ports.EmbeddedMembers) + "+"
+			}
+			return strconv.Itoa(len(m))
+		},
 		"roles": func(r []domain.Role) string { return domain.JoinRoles(r) },
 		// query is a link's query string; typed as a URL, since as a
 		// string html/template escapes it whole after a "?" (its "=" and
