@@ -37,7 +37,7 @@ func conflict(err error, what, op string) error {
 
 // CreateProject inserts a project with its members.
 func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
-	return s.change(ctx, "create project "+p.ID, func(tx pgx.Tx) error {
+	return s.change(ctx, "create project "+p.ID, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES ($1, $2, $3, $4)`,
 			p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
 		if err != nil {
@@ -173,7 +173,7 @@ func membersQuery(project string, page ports.Page) (string, []any) {
 
 // SetMembers replaces the members of a project.
 func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
-	return s.change(ctx, "set the members of project "+id, func(tx pgx.Tx) error {
+	return s.change(ctx, "set the members of project "+id, func(ctx context.Context, tx pgx.Tx) error {
 		// Lock the project row: concurrent SetMembers on other instances
 		// take turns instead of interleaving their deletes and inserts.
 		var found string
@@ -247,7 +247,7 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
-	return s.change(ctx, "register tool "+t.Name, func(tx pgx.Tx) error {
+	return s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			t.Name, t.Server, t.ReadOnly, t.SecondApprover, nanos(t.CreatedAt))
 		if isForeignKey(err) {
@@ -490,7 +490,7 @@ func toolCallsQuery(f ports.ToolCallFilter) (string, []any) {
 // win, the second waits for the first's row lock and then matches nothing.
 func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
 	var c domain.ToolCall
-	err := s.change(ctx, "mark tool call "+id+" "+string(status), func(tx pgx.Tx) error {
+	err := s.change(ctx, "mark tool call "+id+" "+string(status), func(ctx context.Context, tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, `UPDATE tool_calls SET status = $1, resolved_by = $2, resolved_at = $3 WHERE id = $4 AND status = $5
 			RETURNING `+toolCallColumns, string(status), by, nanos(at), id, string(domain.CallPending))
 		var err error
@@ -517,7 +517,7 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 // makes it a compare-and-set across instances, so one approval releases
 // one call.
 func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
-	err := s.change(ctx, "use the approval of tool call "+id, func(tx pgx.Tx) error {
+	err := s.change(ctx, "use the approval of tool call "+id, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE tool_calls SET used_at = $1 WHERE id = $2 AND status = $3 AND used_at = 0`,
 			nanos(at), id, string(domain.CallApproved))
 		if err != nil {

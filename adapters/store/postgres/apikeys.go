@@ -25,7 +25,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k domain.APIKey, maxPerOwner i
 	if err != nil {
 		return err
 	}
-	return s.change(ctx, domain.KeyChange("create", k.ID, k.Owner), func(tx pgx.Tx) error {
+	return s.change(ctx, domain.KeyChange("create", k.ID, k.Owner), func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('agentauth api key owner ' || $1, 0))`, k.Owner); err != nil {
 			return storeErr("lock api key owner", err)
 		}
@@ -118,7 +118,7 @@ func (s *Store) queryAPIKeys(ctx context.Context, query string, args ...any) ([]
 
 // RevokeAPIKey marks a key revoked; the trigger announces it at commit.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
-	return s.change(ctx, domain.KeyChange("revoke", id, ""), func(tx pgx.Tx) error {
+	return s.change(ctx, domain.KeyChange("revoke", id, ""), func(ctx context.Context, tx pgx.Tx) error {
 		var revoked int64
 		err := tx.QueryRow(ctx, `SELECT revoked_at FROM api_keys WHERE id = $1 FOR UPDATE`, id).Scan(&revoked)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -16,15 +17,17 @@ var _ ports.IntentRecovery = (*Store)(nil)
 
 // change runs fn and writes the request's audit intent, naming the change
 // as what, in one transaction: the change and the note that it awaits its
-// audit record commit together or not at all. Without an intent in ctx
-// nothing is changed (fail closed).
-func (s *Store) change(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+// audit record commit together or not at all. Concurrent changes share a
+// transaction and its commit (txbatch), each in a savepoint of its own, so
+// a change that fails fails alone. Without an intent in ctx nothing is
+// changed (fail closed).
+func (s *Store) change(ctx context.Context, what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	in := ports.AuditIntentFrom(ctx)
 	if in == nil {
 		return fmt.Errorf("postgres: %s: %w", what, ports.ErrNoAuditIntent)
 	}
-	return txErr(what, pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
+	return txErr(what, s.batch.Do(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := fn(ctx, tx); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO audit_intents (key, request_id, at, subject, roles, auth_method, client, method, path, change)
@@ -37,6 +40,24 @@ func (s *Store) change(ctx context.Context, what string, fn func(tx pgx.Tx) erro
 	}))
 }
 
+// writers is how many batches commit at once: each holds one connection
+// of the pool, and while one waits for its commit the next gathers.
+const writers = 4
+
+// batchDB is the connection pool as txbatch sees it.
+type batchDB struct{ p *pgxpool.Pool }
+
+func (p batchDB) Begin(ctx context.Context) (pgx.Tx, error) { return p.p.Begin(ctx) }
+
+func (p batchDB) Exec(ctx context.Context, tx pgx.Tx, stmt string) error {
+	_, err := tx.Exec(ctx, stmt)
+	return err
+}
+
+func (p batchDB) Commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
+
+func (p batchDB) Rollback(tx pgx.Tx) { _ = tx.Rollback(context.Background()) }
+
 // text makes caller-chosen text storable: PostgreSQL refuses NUL and bytes
 // that are not UTF-8, and a change must not fail over how its intent is
 // spelt. The intent is only ever read back to reconstruct a lost record.
@@ -48,7 +69,7 @@ func text(s string) string {
 // that must change one row; none is reported as domain.ErrNotFound naming
 // missing, and changes nothing.
 func (s *Store) execOne(ctx context.Context, what, missing, query string, args ...any) error {
-	return s.change(ctx, what, func(tx pgx.Tx) error {
+	return s.change(ctx, what, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, query, args...)
 		if err != nil {
 			return storeErr(what, err)
@@ -63,7 +84,7 @@ func (s *Store) execOne(ctx context.Context, what, missing, query string, args .
 // exec makes the change what (with its audit intent) by one statement; a
 // duplicate key is domain.ErrConflict with the message dup.
 func (s *Store) exec(ctx context.Context, what, dup, query string, args ...any) error {
-	return s.change(ctx, what, func(tx pgx.Tx) error {
+	return s.change(ctx, what, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, query, args...); err != nil {
 			return conflict(err, dup, what)
 		}

@@ -143,7 +143,7 @@ func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) 
 func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (ports.PendingAuthRequest, error) {
 	r := ports.PendingAuthRequest{StateHash: stateHash}
 	var exp int64
-	err := s.change(ctx, domain.LoginChange("take code-flow login", stateHash, ""), func(tx pgx.Tx) error {
+	err := s.change(ctx, domain.LoginChange("take code-flow login", stateHash, ""), func(ctx context.Context, tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `DELETE FROM login_requests WHERE state_hash = $1 RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
 			Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -237,7 +237,7 @@ func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject 
 		q, arg, what = `DELETE FROM login_sessions WHERE subject = $1 RETURNING id_hash`, subject, "end the login sessions of "+subject
 	}
 	var out []string
-	err := s.change(ctx, what, func(tx pgx.Tx) error {
+	err := s.change(ctx, what, func(ctx context.Context, tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, q, arg)
 		if err != nil {
 			return storeErr(what, err)
@@ -259,7 +259,7 @@ func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject 
 // a row.
 func (s *Store) UseLogoutToken(ctx context.Context, idHash string, until, now time.Time) error {
 	what := "accept logout token " + idHash[:min(len(idHash), 12)]
-	return s.change(ctx, what, func(tx pgx.Tx) error {
+	return s.change(ctx, what, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO logout_tokens (id_hash, expires_at) VALUES ($1, $2)
 			ON CONFLICT (id_hash) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE logout_tokens.expires_at <= $3`,
 			idHash, nanos(until), nanos(now))

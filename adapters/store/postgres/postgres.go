@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/adapters/store/txbatch"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/pgurl"
 	"github.com/agentauth/agentauth/ports"
@@ -45,6 +46,8 @@ type URL string
 type Store struct {
 	pool *pgxpool.Pool
 	log  *zap.Logger
+	// batch commits the changes of concurrent requests together (intent.go).
+	batch *txbatch.Committer[pgx.Tx]
 }
 
 var (
@@ -87,7 +90,8 @@ func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error)
 		pool.Close()
 		return nil, nil, err
 	}
-	return s, pool.Close, nil
+	s.batch = txbatch.New[pgx.Tx](batchDB{pool}, writers)
+	return s, func() { s.batch.Close(); pool.Close() }, nil
 }
 
 // urlSetting names the setting every start problem of the database is

@@ -36,7 +36,7 @@ func boolInt(b bool) int {
 
 // CreateProject inserts a project with its members.
 func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
-	return s.change(ctx, "create project "+p.ID, func(tx *sql.Tx) error {
+	return s.change(ctx, "create project "+p.ID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`,
 			p.ID, p.Name, p.CreatedBy, nanos(p.CreatedAt))
 		if isUnique(err) {
@@ -207,7 +207,7 @@ func membersQuery(project string, page ports.Page) (string, []any) {
 
 // SetMembers replaces the members of a project.
 func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Member) error {
-	return s.change(ctx, "set the members of project "+id, func(tx *sql.Tx) error {
+	return s.change(ctx, "set the members of project "+id, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projects WHERE id = ?`, id).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: read project: %w", err)
@@ -274,7 +274,7 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
-	return s.change(ctx, "register tool "+t.Name, func(tx *sql.Tx) error {
+	return s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM servers WHERE name = ?`, t.Server).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: read server: %w", err)
@@ -549,7 +549,7 @@ func toolCallsQuery(f ports.ToolCallFilter) (string, []any) {
 // makes it a compare-and-set, so only one resolution wins.
 func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
 	var c domain.ToolCall
-	err := s.change(ctx, "mark tool call "+id+" "+string(status), func(tx *sql.Tx) error {
+	err := s.change(ctx, "mark tool call "+id+" "+string(status), func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = ?`,
 			string(status), by, nanos(at), id, string(domain.CallPending))
 		if err != nil {
@@ -577,7 +577,7 @@ func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.To
 // UseApproval marks an approved, unused call used; the WHERE clause makes
 // it a compare-and-set, so one approval releases one call.
 func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
-	return s.change(ctx, "use the approval of tool call "+id, func(tx *sql.Tx) error {
+	return s.change(ctx, "use the approval of tool call "+id, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tool_calls SET used_at = ? WHERE id = ? AND status = ? AND used_at = 0`,
 			nanos(at), id, string(domain.CallApproved))
 		if err != nil {

@@ -23,7 +23,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k domain.APIKey, maxPerOwner i
 	if err != nil {
 		return err
 	}
-	return s.change(ctx, domain.KeyChange("create", k.ID, k.Owner), func(tx *sql.Tx) error {
+	return s.change(ctx, domain.KeyChange("create", k.ID, k.Owner), func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE owner = ? AND revoked_at = 0 AND expires_at > ?`,
 			k.Owner, nanos(now)).Scan(&n); err != nil {
@@ -116,7 +116,7 @@ func (s *Store) queryAPIKeys(ctx context.Context, query string, args ...any) ([]
 
 // RevokeAPIKey marks a key revoked and tells the watcher.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
-	err := s.change(ctx, domain.KeyChange("revoke", id, ""), func(tx *sql.Tx) error {
+	err := s.change(ctx, domain.KeyChange("revoke", id, ""), func(ctx context.Context, tx *sql.Tx) error {
 		var revoked int64
 		err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM api_keys WHERE id = ?`, id).Scan(&revoked)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -15,36 +15,42 @@ var _ ports.IntentOutbox = (*Store)(nil)
 
 // change runs fn and writes the request's audit intent, naming the change
 // as what, in one transaction: the change and the note that it awaits its
-// audit record commit together or not at all. Without an intent in ctx
-// nothing is changed (fail closed).
-func (s *Store) change(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
-	return unavailable(s.changeTx(ctx, what, fn))
-}
-
-func (s *Store) changeTx(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+// audit record commit together or not at all. Concurrent changes share the
+// transaction and its sync (txbatch), each in a savepoint of its own, so a
+// change that fails fails alone. Without an intent in ctx nothing is
+// changed (fail closed).
+func (s *Store) change(ctx context.Context, what string, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	in := ports.AuditIntentFrom(ctx)
 	if in == nil {
 		return fmt.Errorf("sqlite: %s: %w", what, ports.ErrNoAuditIntent)
 	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin %s: %w", what, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO audit_intents (key, request_id, at, subject, roles, auth_method, client, method, path, change)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.EnsureKey(), in.RequestID, time.Now().UnixMicro(), in.Subject, domain.JoinRoles(in.Roles),
-		string(in.AuthMethod), in.Client, in.Method, in.Path, what)
-	if err != nil {
-		return fmt.Errorf("sqlite: record the intent of %s: %w", what, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit %s: %w", what, err)
-	}
-	return nil
+	return unavailable(s.batch.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_intents (key, request_id, at, subject, roles, auth_method, client, method, path, change)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.EnsureKey(), in.RequestID, time.Now().UnixMicro(), in.Subject, domain.JoinRoles(in.Roles),
+			string(in.AuthMethod), in.Client, in.Method, in.Path, what)
+		if err != nil {
+			return fmt.Errorf("sqlite: record the intent of %s: %w", what, err)
+		}
+		return nil
+	}))
 }
+
+// writer is the write connection as txbatch sees it.
+type writer struct{ db *sql.DB }
+
+func (w writer) Begin(ctx context.Context) (*sql.Tx, error) { return w.db.BeginTx(ctx, nil) }
+
+func (w writer) Exec(ctx context.Context, tx *sql.Tx, stmt string) error {
+	_, err := tx.ExecContext(ctx, stmt)
+	return err
+}
+
+func (w writer) Commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+
+func (w writer) Rollback(tx *sql.Tx) { _ = tx.Rollback() }
 
 // settleIntents deletes, inside tx, the intents of the requests whose
 // audit records tx stores: once the record is durable the change is

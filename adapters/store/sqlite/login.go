@@ -146,7 +146,7 @@ func (s *Store) PutAuthRequest(ctx context.Context, r ports.PendingAuthRequest) 
 func (s *Store) TakeAuthRequest(ctx context.Context, stateHash string, now time.Time) (ports.PendingAuthRequest, error) {
 	r := ports.PendingAuthRequest{StateHash: stateHash}
 	var exp int64
-	err := s.change(ctx, domain.LoginChange("take code-flow login", stateHash, ""), func(tx *sql.Tx) error {
+	err := s.change(ctx, domain.LoginChange("take code-flow login", stateHash, ""), func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `DELETE FROM login_requests WHERE state_hash = ? RETURNING nonce, code_verifier, return_to, expires_at`, stateHash).
 			Scan(&r.Request.Nonce, &r.Request.CodeVerifier, &r.ReturnTo, &exp)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -273,7 +273,7 @@ func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject 
 		q, arg, what = `DELETE FROM login_sessions WHERE subject = ? RETURNING id_hash`, subject, "end the login sessions of "+subject
 	}
 	var out []string
-	err := s.change(ctx, what, func(tx *sql.Tx) error {
+	err := s.change(ctx, what, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q, arg)
 		if err != nil {
 			return fmt.Errorf("sqlite: %s: %w", what, err)
@@ -304,7 +304,7 @@ func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject 
 // one statement: of two concurrent uses only one changes a row.
 func (s *Store) UseLogoutToken(ctx context.Context, idHash string, until, now time.Time) error {
 	what := "accept logout token " + idHash[:min(len(idHash), 12)]
-	return s.change(ctx, what, func(tx *sql.Tx) error {
+	return s.change(ctx, what, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO logout_tokens (id_hash, expires_at) VALUES (?, ?)
 			ON CONFLICT (id_hash) DO UPDATE SET expires_at = excluded.expires_at WHERE logout_tokens.expires_at <= ?`,
 			idHash, nanos(until), nanos(now))

@@ -27,6 +27,7 @@ import (
 	sqlitedriver "modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agentauth/agentauth/adapters/store/txbatch"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
@@ -43,6 +44,8 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	log   *zap.Logger
+	// batch commits the changes of concurrent requests together (intent.go).
+	batch *txbatch.Committer[*sql.Tx]
 	// The audit INSERTs, prepared once (audit.go, auditindex.go).
 	auditChunk, auditOne, auditBlock, auditPosting *sql.Stmt
 	// stmts holds the read pool's prepared statements by query text
@@ -102,7 +105,7 @@ func Open(path Path, log *zap.Logger) (*Store, func(), error) {
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 	read.SetConnMaxIdleTime(0)
-	s := &Store{write: write, read: read, log: log.Named("sqlite")}
+	s := &Store{write: write, read: read, log: log.Named("sqlite"), batch: txbatch.New[*sql.Tx](writer{write}, 1)}
 	if err := errors.Join(s.migrate(context.Background()), s.prepareAudit(context.Background())); err != nil {
 		s.close()
 		return nil, nil, err
@@ -128,8 +131,8 @@ func OpenReadOnly(path Path, log *zap.Logger) (*Store, func(), error) {
 		db.Close()
 		return nil, nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{write: db, read: db, log: log.Named("sqlite")}
-	return s, func() { db.Close() }, nil
+	s := &Store{write: db, read: db, log: log.Named("sqlite"), batch: txbatch.New[*sql.Tx](writer{db}, 1)}
+	return s, func() { s.batch.Close(); db.Close() }, nil
 }
 
 // limitClause renders a LIMIT as a literal: SQLite re-prepares a statement
@@ -200,6 +203,7 @@ func limitClause(n int) string {
 }
 
 func (s *Store) close() {
+	s.batch.Close()
 	s.stmts.Range(func(_, st any) bool {
 		st.(*sql.Stmt).Close()
 		return true
@@ -277,7 +281,7 @@ func unavailable(err error) error {
 // that must change one row; none is reported as domain.ErrNotFound naming
 // missing, and changes nothing.
 func (s *Store) execOne(ctx context.Context, what, missing, query string, args ...any) error {
-	return s.change(ctx, what, func(tx *sql.Tx) error {
+	return s.change(ctx, what, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("sqlite: %s: %w", what, err)
@@ -292,7 +296,7 @@ func (s *Store) execOne(ctx context.Context, what, missing, query string, args .
 // exec makes the change what (with its audit intent) by one statement; a
 // duplicate key is domain.ErrConflict with the message dup.
 func (s *Store) exec(ctx context.Context, what, dup, query string, args ...any) error {
-	return s.change(ctx, what, func(tx *sql.Tx) error {
+	return s.change(ctx, what, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		if isUnique(err) {
 			return fmt.Errorf("%s: %w", dup, domain.ErrConflict)
