@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -106,9 +107,9 @@ func settled(t *testing.T, l ledger) {
 }
 
 // createSessions runs concurrent POST /api/v2/sessions against url until
-// halt is closed; the result channel gets the request ids answered.
-func createSessions(t *testing.T, url string, halt <-chan struct{}) <-chan []string {
-	out := make(chan []string, 1)
+// halt is closed; the result channel gets the responses.
+func createSessions(t *testing.T, url string, halt <-chan struct{}) <-chan []answer {
+	out := make(chan []answer, 1)
 	go func() {
 		out <- loadOf(t, "POST", url+"/api/v2/sessions", `{"title":"fault","mode":"ask"}`, faultKey, 16, halt)
 	}()
@@ -221,7 +222,8 @@ func TestKill9UnderWriteLoadLeavesNoChangeUnaudited(t *testing.T) {
 			waitForRecords(t, p.URL, faultKey, 300)
 			p.Kill()
 			close(halt)
-			t.Logf("%d responses before kill -9", len(<-ids))
+			answers := <-ids
+			t.Logf("%d responses before kill -9", len(answers))
 
 			p = start(t, env, "serve")
 			if tt.name == "postgres" {
@@ -231,9 +233,36 @@ func TestKill9UnderWriteLoadLeavesNoChangeUnaudited(t *testing.T) {
 			if code := stop(t, p); code != 0 {
 				t.Fatalf("exit %d after restart\n%s", code, p.Stderr())
 			}
-			settled(t, account(t, result()))
+			st := result()
+			settled(t, account(t, st))
+			kept(t, st, answers)
 		})
 	}
+}
+
+// kept checks that every session whose creation was answered 201 before
+// the kill is in the store: a change is acknowledged only once its batch
+// is durable.
+func kept(t *testing.T, st faultStore, answers []answer) {
+	t.Helper()
+	created := 0
+	for _, a := range answers {
+		if a.status != http.StatusCreated {
+			continue
+		}
+		var s struct{ ID string }
+		if err := json.Unmarshal(a.body, &s); err != nil || s.ID == "" {
+			t.Fatalf("201 of request %s: body %q: %v", a.requestID, a.body, err)
+		}
+		created++
+		if _, err := st.sessions.GetSession(context.Background(), s.ID); err != nil {
+			t.Errorf("session %s answered 201 (request %s) is lost: %v", s.ID, a.requestID, err)
+		}
+	}
+	if created == 0 {
+		t.Fatal("no session was answered 201 before the kill")
+	}
+	t.Logf("%d sessions answered 201 before the kill, all kept", created)
 }
 
 // privatePostgres is a PostgreSQL server of the test's own, in a temporary

@@ -347,16 +347,27 @@ func auditRecords(t *testing.T, dir string) map[string]domain.AuditRecord {
 // load sends authenticated GET /api/v2/sessions from several clients until
 // halt is closed, and returns the request ids of every response received.
 func load(t *testing.T, url, key string, workers int, halt <-chan struct{}) []string {
-	return loadOf(t, "GET", url+"/api/v2/sessions", "", key, workers, halt)
+	var ids []string
+	for _, a := range loadOf(t, "GET", url+"/api/v2/sessions", "", key, workers, halt) {
+		ids = append(ids, a.requestID)
+	}
+	return ids
+}
+
+// answer is one response of loadOf.
+type answer struct {
+	requestID string
+	status    int
+	body      []byte
 }
 
 // loadOf sends the request from several clients until halt is closed, and
-// returns the request ids of every response received.
-func loadOf(t *testing.T, method, url, body, key string, workers int, halt <-chan struct{}) []string {
+// returns every response received that has a request id.
+func loadOf(t *testing.T, method, url, body, key string, workers int, halt <-chan struct{}) []answer {
 	t.Helper()
 	var (
 		mu  sync.Mutex
-		ids []string
+		ids []answer
 		wg  sync.WaitGroup
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}, Timeout: 10 * time.Second}
@@ -376,11 +387,11 @@ func loadOf(t *testing.T, method, url, body, key string, workers int, halt <-cha
 				if err != nil {
 					continue // the server is gone; the loop ends on stop
 				}
-				io.Copy(io.Discard, res.Body)
+				b, _ := io.ReadAll(res.Body)
 				res.Body.Close()
 				if id := res.Header.Get("X-Request-ID"); id != "" {
 					mu.Lock()
-					ids = append(ids, id)
+					ids = append(ids, answer{id, res.StatusCode, b})
 					mu.Unlock()
 				}
 			}
