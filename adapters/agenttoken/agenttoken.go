@@ -4,6 +4,12 @@
 // previous key keeps verifying, and stays in the published key set, until
 // a configured time, after which tokens it signed are refused everywhere
 // the set is read again.
+//
+// A token verified once is remembered, by the SHA-256 of its text, until
+// it expires (or the previous key's overlap ends, whichever is first), so a
+// busy agent's calls cost one signature check, not one each. Only what the
+// signature proves is remembered: whether the session and agents it names
+// still stand is read on every call (app.AgentTokens).
 package agenttoken
 
 import (
@@ -16,12 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/wire"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/agentverify"
@@ -69,7 +77,19 @@ type Signer struct {
 	now      func() time.Time
 	// seed is the current key's, for DeriveKey.
 	seed []byte
+	verified *lru.Cache[[sha256.Size]byte, verified]
 }
+
+// verified is a token that passed Verify, good until until.
+type verified struct {
+	grant domain.AgentGrant
+	until time.Time
+}
+
+// maxVerified bounds the tokens remembered (a few hundred bytes each); past
+// it the least recently used is forgotten, and verified again if it comes
+// back.
+const maxVerified = 8192
 
 var _ ports.AgentTokenSigner = (*Signer)(nil)
 
@@ -87,6 +107,9 @@ func New(s Settings) (*Signer, error) {
 		return nil, err
 	}
 	sg := &Signer{issuer: s.Issuer, current: cur, now: s.Now, seed: priv.Seed()}
+	if sg.verified, err = lru.New[[sha256.Size]byte, verified](maxVerified); err != nil {
+		return nil, fmt.Errorf("agent-token cache: %w", err)
+	}
 	if s.PreviousKey != "" {
 		prev, err := auditsign.ParseSeed(s.PreviousKey)
 		if err != nil {
@@ -193,6 +216,33 @@ func (s *Signer) Sign(g domain.AgentGrant) (string, error) {
 
 // Verify checks a token this service signed, for any audience.
 func (s *Signer) Verify(ctx context.Context, token string) (domain.AgentGrant, error) {
+	key := sha256.Sum256([]byte(token))
+	if v, ok := s.verified.Get(key); ok {
+		if s.now().Before(v.until) {
+			return cloneGrant(v.grant), nil
+		}
+		s.verified.Remove(key)
+	}
+	g, err := s.verify(ctx, token)
+	if err != nil {
+		return g, err
+	}
+	until := g.Expires
+	if s.previous != nil && s.until.Before(until) {
+		until = s.until // the token may be the previous key's
+	}
+	s.verified.Add(key, verified{grant: cloneGrant(g), until: until})
+	return g, nil
+}
+
+// cloneGrant copies g's slices, so that no caller shares the remembered ones.
+func cloneGrant(g domain.AgentGrant) domain.AgentGrant {
+	g.Chain, g.Tools, g.Ask = slices.Clone(g.Chain), slices.Clone(g.Tools), slices.Clone(g.Ask)
+	return g
+}
+
+// verify checks token's signature and claims.
+func (s *Signer) verify(ctx context.Context, token string) (domain.AgentGrant, error) {
 	t, err := s.verifier.Verify(ctx, token)
 	if err != nil {
 		var ve *agentverify.Error
