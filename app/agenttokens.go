@@ -314,15 +314,25 @@ func (s *AgentTokens) live(ctx context.Context, g domain.AgentGrant) (domain.Ses
 	return sess, ag, err
 }
 
+// VerifiedAgent is an authenticated agent token: its grant, and its session
+// and acting agent as they stood when the token was checked. A decision of
+// the same request takes them from here instead of reading them again.
+type VerifiedAgent struct {
+	Grant   domain.AgentGrant
+	Session domain.Session
+	Agent   domain.Agent
+}
+
 // Authenticate accepts an agent token as the credential of a request: its
-// signature and lifetime, and what it names as it stands now.
-func (s *AgentTokens) Authenticate(ctx context.Context, token string) (domain.AgentGrant, error) {
+// signature and lifetime, and what it names as it stands now. The grant is
+// returned whenever the signature holds, for the audit record.
+func (s *AgentTokens) Authenticate(ctx context.Context, token string) (VerifiedAgent, error) {
 	g, err := s.signer.Verify(ctx, token)
 	if err != nil {
-		return g, err
+		return VerifiedAgent{Grant: g}, err
 	}
-	_, _, err = s.live(ctx, g)
-	return g, err
+	sess, ag, err := s.live(ctx, g)
+	return VerifiedAgent{Grant: g, Session: sess, Agent: ag}, err
 }
 
 // Introspection is the answer of RFC 7662: the grant as it stands now, or

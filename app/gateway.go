@@ -53,7 +53,8 @@ type Caller struct {
 	Subject string
 	Chain   []string
 	Session string
-	// sess and agent are as read when a principal's caller was made.
+	// sess and agent are as read when the caller was made (an agent
+	// token's authentication, or PrincipalCaller).
 	sess  domain.Session
 	agent domain.Agent
 }
@@ -61,9 +62,13 @@ type Caller struct {
 // Agent is the acting agent: the last of the chain.
 func (c Caller) Agent() string { return c.Chain[len(c.Chain)-1] }
 
-// AgentCaller is the caller of an agent token (authenticated already).
-func AgentCaller(g *domain.AgentGrant) Caller {
-	return Caller{Grant: g, Principal: domain.Principal{Subject: g.Subject}, Subject: g.Subject, Chain: g.Chain, Session: g.Session}
+// AgentCaller is the caller of an agent token, with the session and agent
+// its authentication read (AgentTokens.Authenticate), which the decision
+// takes instead of reading them again.
+func AgentCaller(v VerifiedAgent) Caller {
+	g := &v.Grant
+	return Caller{Grant: g, Principal: domain.Principal{Subject: g.Subject}, Subject: g.Subject, Chain: g.Chain, Session: g.Session,
+		sess: v.Session, agent: v.Agent}
 }
 
 // PrincipalCaller is p acting for agent of session: p must be allowed to
@@ -165,17 +170,7 @@ func (s *Gateway) decide(in domain.ToolCallInput, c Caller) domain.ToolDecision 
 // agentInput is a decision's input for the caller's agent, without the
 // tool: the session and agent as stored, the gateway setting and policy.
 func (s *Gateway) agentInput(ctx context.Context, c Caller) (domain.ToolCallInput, error) {
-	sess, ag := c.sess, c.agent
-	if c.Grant != nil {
-		var err error
-		if sess, err = s.calls.sessions.store.GetSession(ctx, c.Session); err != nil {
-			return domain.ToolCallInput{}, err
-		}
-		if ag, err = s.calls.agents.GetAgent(ctx, c.Agent()); err != nil {
-			return domain.ToolCallInput{}, err
-		}
-	}
-	in := domain.ToolCallInput{Principal: c.Principal, Session: sess, Agent: ag}
+	in := domain.ToolCallInput{Principal: c.Principal, Session: c.sess, Agent: c.agent}
 	st, err := s.calls.settings.GetSettings(ctx)
 	if err != nil {
 		return domain.ToolCallInput{}, err

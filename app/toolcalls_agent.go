@@ -8,9 +8,10 @@ import (
 
 // DecideWithToken decides and stores one tool call asked for with an agent
 // token (see domain.DecideAgentCall): only for the token's session and
-// agent; agent "" is the token's. The caller has authenticated the token
-// (AgentTokens.Authenticate).
-func (s *ToolCalls) DecideWithToken(ctx context.Context, g domain.AgentGrant, session, agent, tool string) (domain.ToolCall, error) {
+// agent; agent "" is the token's. The session and agent are those
+// AgentTokens.Authenticate read for this request.
+func (s *ToolCalls) DecideWithToken(ctx context.Context, caller VerifiedAgent, session, agent, tool string) (domain.ToolCall, error) {
+	g := caller.Grant
 	if agent == "" {
 		agent = g.Agent()
 	}
@@ -22,15 +23,7 @@ func (s *ToolCalls) DecideWithToken(ctx context.Context, g domain.AgentGrant, se
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	sess, err := s.sessions.store.GetSession(ctx, session)
-	if err != nil {
-		return domain.ToolCall{}, err
-	}
-	ag, err := s.agents.GetAgent(ctx, agent)
-	if err != nil {
-		return domain.ToolCall{}, err
-	}
-	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Agent: ag, Tool: tool}
+	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: caller.Session, Agent: caller.Agent, Tool: tool}
 	if err := s.withCatalogAndPolicy(ctx, &in); err != nil {
 		return domain.ToolCall{}, err
 	}

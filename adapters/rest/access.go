@@ -432,8 +432,8 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 	}
 	var tc domain.ToolCall
 	var err error
-	if g := stateOf(c).agent; g != nil {
-		tc, err = s.uc.ToolCalls.DecideWithToken(c.UserContext(), *g, c.Params("id"), req.Agent, req.Tool)
+	if stateOf(c).agent != nil {
+		tc, err = s.uc.ToolCalls.DecideWithToken(c.UserContext(), verifiedAgentOf(c), c.Params("id"), req.Agent, req.Tool)
 	} else {
 		tc, err = s.uc.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
 	}

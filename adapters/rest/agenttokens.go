@@ -148,7 +148,8 @@ func (s *Server) isAgentToken(cred ports.Credential) bool {
 // authenticateAgent accepts an agent token: valid, and naming a session
 // and agent chain that still stand.
 func (s *Server) authenticateAgent(c *fiber.Ctx, token string) error {
-	g, err := s.uc.AgentTokens.Authenticate(c.UserContext(), token)
+	caller, err := s.uc.AgentTokens.Authenticate(c.UserContext(), token)
+	g := &caller.Grant
 	st := stateOf(c)
 	if g.Subject != "" {
 		st.principal = domain.Principal{Subject: g.Subject, Method: domain.MethodAgentToken}
@@ -159,8 +160,18 @@ func (s *Server) authenticateAgent(c *fiber.Ctx, token string) error {
 		refused(c)
 		return err
 	}
-	st.agent, st.authenticated = &g, true
+	st.agent, st.authenticated = g, true
+	c.Locals(verifiedKey{}, &caller)
 	return c.Next()
+}
+
+// verifiedKey is where authenticateAgent keeps the app.VerifiedAgent, so that
+// the request's decision uses the session and agent it read.
+type verifiedKey struct{}
+
+// callerOf is the authenticated agent token of a request that has one.
+func verifiedAgentOf(c *fiber.Ctx) app.VerifiedAgent {
+	return *c.Locals(verifiedKey{}).(*app.VerifiedAgent)
 }
 
 // requireAgent lets an agent token through to the one endpoint it opens

@@ -211,7 +211,7 @@ func (s *Server) gatewayTarget(c *fiber.Ctx) (domain.Server, app.Caller, error) 
 			return sv, app.Caller{}, &domain.Refusal{Code: ReasonGatewayOtherServer, Missing: domain.PermToolCallsWrite,
 				Message: fmt.Sprintf("the agent token is for %s, not server %s (%s)", g.Audience, sv.Name, sv.URL)}
 		}
-		return sv, app.AgentCaller(g), nil
+		return sv, app.AgentCaller(verifiedAgentOf(c)), nil
 	}
 	if providerBearer(c, st.principal) && !gw.providerTokenFor(st.principal, sv) {
 		refused(c)
