@@ -26,7 +26,8 @@ var ruleCounts = []int{10, 1000, 10000}
 // the server in API-key mode on a database holding the rules).
 func decisionRows(o options, bin, tmp string) error {
 	fmt.Printf("\nTool-call decision (one allow rule for ADMIN, the others about other subjects, projects and tools)\n")
-	fmt.Printf("%-8s %16s %12s %10s %10s %10s\n", "rules", "in process", "HTTP req/s", "p50", "p99", "vs 10")
+	fmt.Printf("Over HTTP: %d connections, the server in API-key mode on SQLite\n", o.decisionConns)
+	fmt.Printf("%-8s %16s %12s %10s %10s %9s %10s\n", "rules", "in process", "HTTP req/s", "p50", "p99", "CPU/req", "vs 10")
 	var base struct{ inProc, http float64 }
 	for _, n := range ruleCounts {
 		inProc, err := decideInProcess(n)
@@ -44,8 +45,8 @@ func decisionRows(o options, bin, tmp string) error {
 		if n == ruleCounts[0] {
 			base.inProc, base.http = inProc.Seconds(), r.rps
 		}
-		fmt.Printf("%-8d %13.1f µs %12.0f %10s %10s   %.2f× in process, %.2f× HTTP time\n", n, float64(inProc.Nanoseconds())/1e3, r.rps,
-			round(r.p50), round(r.p99), inProc.Seconds()/base.inProc, base.http/r.rps)
+		fmt.Printf("%-8d %13.1f µs %12.0f %10s %10s %9s   %.2f× in process, %.2f× HTTP time\n", n, float64(inProc.Nanoseconds())/1e3, r.rps,
+			round(r.p50), round(r.p99), cpuPerRequest(r), inProc.Seconds()/base.inProc, base.http/r.rps)
 	}
 	return nil
 }
@@ -179,7 +180,7 @@ func decideOverHTTP(o options, bin, dir string) (result, error) {
 		return result{}, fmt.Errorf("create agent: %w", err)
 	}
 	r := drive(request{method: "POST", url: p.URL + "/api/v2/sessions/" + session + "/tool-calls", header: auth,
-		body: fmt.Sprintf(`{"agent":%q,"tool":"tool7.exec"}`, created.ID)}, o.decisionConns, o.warmup, o.duration)
+		body: fmt.Sprintf(`{"agent":%q,"tool":"tool7.exec"}`, created.ID), server: p.Cmd.Process.Pid}, o.decisionConns, o.warmup, o.duration)
 	if r.failed > 0 {
 		return r, fmt.Errorf("tool-call decisions: %d failed: %s", r.failed, r.lastErr)
 	}

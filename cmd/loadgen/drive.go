@@ -19,6 +19,10 @@ type header struct{ name, value string }
 type request struct {
 	method, url, body string
 	header            header
+	more              []header // further headers
+	// server is the pid of the process whose CPU per request is reported
+	// (0: none).
+	server int
 }
 
 type result struct {
@@ -26,6 +30,9 @@ type result struct {
 	lastErr    string
 	rps        float64
 	p50, p99   time.Duration
+	// cpu is the server's CPU time (user and system) per successful
+	// request over the measurement; 0 when r.server is 0.
+	cpu time.Duration
 }
 
 // drive sends r from conns workers for d after warmup; a 2xx answer counts
@@ -42,6 +49,16 @@ func drive(r request, conns int, warmup, d time.Duration) result {
 	)
 	start := time.Now()
 	measureFrom, deadline := start.Add(warmup), start.Add(warmup+d)
+	type cpuReading struct {
+		t  time.Duration
+		ok bool
+	}
+	cpuFrom := make(chan cpuReading, 1)
+	go func() {
+		time.Sleep(warmup)
+		t, ok := serverCPU(r.server)
+		cpuFrom <- cpuReading{t, ok}
+	}()
 	for range conns {
 		wg.Add(1)
 		go func() {
@@ -51,8 +68,10 @@ func drive(r request, conns int, warmup, d time.Duration) result {
 			defer fasthttp.ReleaseResponse(res)
 			req.Header.SetMethod(r.method)
 			req.SetRequestURI(r.url)
-			if r.header.name != "" {
-				req.Header.Set(r.header.name, r.header.value)
+			for _, h := range append([]header{r.header}, r.more...) {
+				if h.name != "" {
+					req.Header.Set(h.name, h.value)
+				}
 			}
 			if r.body != "" {
 				req.Header.SetContentType("application/json")
@@ -88,6 +107,10 @@ func drive(r request, conns int, warmup, d time.Duration) result {
 	}
 	wg.Wait()
 	out := result{ok: ok.Load(), failed: failed.Load(), rps: float64(ok.Load()) / d.Seconds()}
+	from := <-cpuFrom
+	if to, ok := serverCPU(r.server); ok && from.ok && out.ok > 0 {
+		out.cpu = (to - from.t) / time.Duration(out.ok)
+	}
 	if e, _ := lastErr.Load().(string); e != "" {
 		out.lastErr = e
 	}
@@ -101,6 +124,7 @@ func drive(r request, conns int, warmup, d time.Duration) result {
 type response struct {
 	body    []byte
 	cookies []string
+	session string // Mcp-Session-Id
 }
 
 // call sends one request and returns the body of a 2xx answer.
@@ -130,7 +154,7 @@ func callFull(method, url, body string, h header) (response, error) {
 	if code := res.StatusCode(); code < 200 || code > 299 {
 		return response{}, fmt.Errorf("%s %s: %d %.300s", method, url, code, res.Body())
 	}
-	out := response{body: append([]byte(nil), res.Body()...)}
+	out := response{body: append([]byte(nil), res.Body()...), session: string(res.Header.Peek("Mcp-Session-Id"))}
 	res.Header.VisitAllCookie(func(_, v []byte) { out.cookies = append(out.cookies, string(v)) })
 	return out, nil
 }
@@ -142,6 +166,16 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// serverCPU is the CPU time pid has used, and whether it could be read
+// (not for pid 0: no server to count).
+func serverCPU(pid int) (time.Duration, bool) {
+	if pid == 0 {
+		return 0, false
+	}
+	t, err := cpuTime(pid)
+	return t, err == nil
 }
 
 // rssMB is the resident set of process pid in MB (VmRSS).

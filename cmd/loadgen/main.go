@@ -11,12 +11,15 @@
 // then oauth2-proxy v7.15.6 beside agentauth for the same Bearer token
 // (throughput and each server's CPU per request, peer.go), then the
 // tool-call decision with 10, 1,000 and 10,000 policy rules in
-// process and over HTTP, and the server's RSS idle and under load.
-// Everything binds 127.0.0.1 on free ports and runs for a bounded time.
-// Client and server share the machine, so compare ratios, not absolute
-// figures, across machines.
+// process and over HTTP, then an allowed MCP tools/call through the
+// gateway beside the same call sent to a trivial upstream directly, and
+// the server's RSS idle and under load. Rows report the server's CPU per
+// request (user and system, from /proc) where the server is agentauth's
+// process. Everything binds 127.0.0.1 on free ports and runs for a bounded
+// time. Client and server share the machine, so compare ratios, not
+// absolute figures, across machines.
 //
-//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-oidc=false] [-peer=false] [-decisions=false] [-bin other/agentauth]
+//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-decision-conns 8] [-apikey=false] [-oidc=false] [-peer=false] [-decisions=false] [-gateway=false] [-bin other/agentauth]
 package main
 
 import (
@@ -68,6 +71,8 @@ func run() error {
 	withOIDC := flag.Bool("oidc", true, "measure the Bearer and cookie rows against the Keycloak stand-in (needs node)")
 	withDecisions := flag.Bool("decisions", true, "measure tool-call decisions at 10, 1,000 and 10,000 rules")
 	withPeer := flag.Bool("peer", true, "measure oauth2-proxy beside agentauth with the same Bearer token (builds it once; needs node)")
+	withGateway := flag.Bool("gateway", true, "measure an allowed tools/call through the MCP gateway beside the same call sent to the upstream")
+	withAPIKey := flag.Bool("apikey", true, "measure the API-key rows (health, /me, 20 sessions) and the RSS")
 	prebuilt := flag.String("bin", "", "an agentauth binary to measure (another build, to compare); empty: build ./cmd/agentauth")
 	flag.Parse()
 
@@ -86,8 +91,10 @@ func run() error {
 		o.conns, o.duration, o.warmup, runtime.GOMAXPROCS(0), cpuModel())
 
 	var rss rssFigures
-	if err := apiKeyRows(o, bin, tmp, &rss); err != nil {
-		return err
+	if *withAPIKey {
+		if err := apiKeyRows(o, bin, tmp, &rss); err != nil {
+			return err
+		}
 	}
 	if *withOIDC {
 		if err := oidcRows(o, bin, tmp); err != nil {
@@ -104,8 +111,16 @@ func run() error {
 			return err
 		}
 	}
-	fmt.Printf("\nRSS of the API-key server: idle %.1f MB (after start), under load max %.1f MB (goal < 40 / < 80 MB)\n",
-		rss.idle, rss.peak)
+	if *withGateway {
+		fmt.Println()
+		if err := gatewayRows(o, bin, tmp); err != nil {
+			return err
+		}
+	}
+	if *withAPIKey {
+		fmt.Printf("\nRSS of the API-key server: idle %.1f MB (after start), under load max %.1f MB (goal < 40 / < 80 MB)\n",
+			rss.idle, rss.peak)
+	}
 	return nil
 }
 
@@ -132,7 +147,7 @@ func apiKeyRows(o options, bin, tmp string, rss *rssFigures) error {
 		{name: "GET /api/v2/me, API key", req: request{method: "GET", url: p.URL + "/api/v2/me", header: auth}},
 		{name: "GET /api/v2/sessions, API key, 20 stored", req: request{method: "GET", url: p.URL + "/api/v2/sessions", header: auth}},
 	}
-	return measureRows(o, p.URL, rows)
+	return measureRows(o, p.URL, p.Cmd.Process.Pid, rows)
 }
 
 // oidcRows runs the Keycloak stand-in and the server in OIDC mode.
@@ -169,7 +184,7 @@ func oidcRows(o options, bin, tmp string) error {
 		{name: "GET /api/v2/me, Keycloak Bearer token", req: request{method: "GET", url: p.URL + "/api/v2/me", header: header{"Authorization", "Bearer " + token}}},
 		{name: "GET /api/v2/me, user_session cookie", req: request{method: "GET", url: p.URL + "/api/v2/me", header: header{"Cookie", "user_session=" + cookie}}},
 	}
-	return measureRows(o, p.URL, rows)
+	return measureRows(o, p.URL, p.Cmd.Process.Pid, rows)
 }
 
 type row struct {
@@ -180,11 +195,14 @@ type row struct {
 // measureRows drives /health, then each row, then /health again; each row's
 // ratio is to the mean of the two /health runs, which brackets the noise of
 // a shared machine.
-func measureRows(o options, base string, rows []row) error {
-	health := request{method: "GET", url: base + "/health"}
+func measureRows(o options, base string, pid int, rows []row) error {
+	health := request{method: "GET", url: base + "/health", server: pid}
 	h1 := drive(health, o.conns, o.warmup, o.duration)
 	results := make([]result, len(rows))
 	for i, r := range rows {
+		if r.req.server == 0 {
+			r.req.server = pid
+		}
 		results[i] = drive(r.req, o.conns, o.warmup, o.duration)
 	}
 	h2 := drive(health, o.conns, o.warmup, o.duration)
@@ -202,7 +220,7 @@ func measureRows(o options, base string, rows []row) error {
 }
 
 func printHeader(title string) {
-	fmt.Printf("%s\n%-44s %10s %7s %10s %10s\n", title, "request", "req/s", "ratio", "p50", "p99")
+	fmt.Printf("%s\n%-44s %10s %7s %10s %10s %9s\n", title, "request", "req/s", "ratio", "p50", "p99", "CPU/req")
 }
 
 func line(name string, r result, health float64) string {
@@ -210,7 +228,16 @@ func line(name string, r result, health float64) string {
 	if health > 0 {
 		ratio = r.rps / health
 	}
-	return fmt.Sprintf("%-44s %10.0f %7.2f %10s %10s", name, r.rps, ratio, round(r.p50), round(r.p99))
+	return fmt.Sprintf("%-44s %10.0f %7.2f %10s %10s %9s", name, r.rps, ratio, round(r.p50), round(r.p99), cpuPerRequest(r))
+}
+
+// cpuPerRequest is the server's CPU per request in µs, "-" when the row's
+// server is not agentauth's process.
+func cpuPerRequest(r result) string {
+	if r.cpu == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f µs", float64(r.cpu.Nanoseconds())/1e3)
 }
 
 func round(d time.Duration) string {

@@ -200,11 +200,30 @@ func (c *Committer[T]) commit(batch []*job[T]) {
 		failAll(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
+	if len(batch) == 1 {
+		// Alone, the change needs no savepoint: the transaction is its own.
+		j := batch[0]
+		if j.err = j.fn(valuesOf{ctx, j.ctx}, tx); j.err != nil {
+			c.db.Rollback(tx)
+			return
+		}
+	} else if !c.each(ctx, tx, batch) {
+		return
+	}
+	if err := c.db.Commit(ctx, tx); err != nil {
+		c.db.Rollback(tx)
+		failAll(batch, fmt.Errorf("commit: %w", err))
+	}
+}
+
+// each runs every change of batch in tx, each in its own savepoint; false
+// when the transaction broke (then rolled back, every job failed).
+func (c *Committer[T]) each(ctx context.Context, tx T, batch []*job[T]) bool {
 	for _, j := range batch {
 		if err := c.db.Exec(ctx, tx, savepoint); err != nil {
 			c.db.Rollback(tx)
 			failAll(batch, fmt.Errorf("savepoint: %w", err))
-			return
+			return false
 		}
 		if j.err = j.fn(valuesOf{ctx, j.ctx}, tx); j.err != nil {
 			if err := c.db.Exec(ctx, tx, "ROLLBACK TO change"); err != nil {
@@ -213,19 +232,16 @@ func (c *Committer[T]) commit(batch []*job[T]) {
 				// the batch is made.
 				c.db.Rollback(tx)
 				failAll(batch, j.err)
-				return
+				return false
 			}
 		}
 		if err := c.db.Exec(ctx, tx, "RELEASE change"); err != nil {
 			c.db.Rollback(tx)
 			failAll(batch, fmt.Errorf("release savepoint: %w", err))
-			return
+			return false
 		}
 	}
-	if err := c.db.Commit(ctx, tx); err != nil {
-		c.db.Rollback(tx)
-		failAll(batch, fmt.Errorf("commit: %w", err))
-	}
+	return true
 }
 
 // failAll fails every job of batch that has not failed on its own.

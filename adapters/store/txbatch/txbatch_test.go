@@ -204,3 +204,27 @@ func TestClosedCommitterRefuses(t *testing.T) {
 		t.Fatalf("Do after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestLoneChange: a change alone in its batch runs without a savepoint,
+// and its failure still leaves nothing of it.
+func TestLoneChange(t *testing.T) {
+	d := openDB(t)
+	c := New[*sql.Tx](d, 1)
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	err := c.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := insert(ctx, tx, "partial"); err != nil {
+			return err
+		}
+		return errOwn
+	})
+	if !errors.Is(err, errOwn) {
+		t.Fatalf("failing lone change: %v, want %v", err, errOwn)
+	}
+	if err := c.Do(ctx, func(ctx context.Context, tx *sql.Tx) error { return insert(ctx, tx, "made") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, d); got["partial"] || !got["made"] {
+		t.Errorf("rows %v, want only made", got)
+	}
+}
