@@ -125,15 +125,21 @@ func (s *Sessions) Get(ctx context.Context, p domain.Principal, id string) (doma
 	return sess, err
 }
 
-// visible loads a session the caller may see, with the caller's team.
+// visible loads a session the caller may see, with the caller's team
+// (empty for a personal session).
 func (s *Sessions) visible(ctx context.Context, p domain.Principal, id string) (domain.Session, domain.Team, error) {
 	sess, err := s.store.GetSession(ctx, id)
 	if err != nil {
 		return domain.Session{}, domain.Team{}, err
 	}
-	team, err := teamOf(ctx, s.projects, p)
-	if err != nil {
-		return domain.Session{}, domain.Team{}, err
+	// A personal session is in no project, so no membership bears on it
+	// (domain.Team answers false for project ""): the caller's projects
+	// are read only for a session in one.
+	var team domain.Team
+	if sess.Project != "" {
+		if team, err = teamOf(ctx, s.projects, p); err != nil {
+			return domain.Session{}, domain.Team{}, err
+		}
 	}
 	if !s.authz.CanReadSessionIn(p, team, sess) {
 		return domain.Session{}, domain.Team{}, fmt.Errorf("session %s: %w", id, domain.ErrNotVisible)

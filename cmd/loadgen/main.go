@@ -19,7 +19,10 @@
 // time. Client and server share the machine, so compare ratios, not
 // absolute figures, across machines.
 //
-//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-decision-conns 8] [-apikey=false] [-oidc=false] [-peer=false] [-decisions=false] [-gateway=false] [-bin other/agentauth]
+// With -postgres, decisions are also measured across two instances sharing
+// one PostgreSQL database.
+//
+//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-decision-conns 8] [-apikey=false] [-oidc=false] [-peer=false] [-decisions=false] [-gateway=false] [-postgres URL] [-bin other/agentauth]
 package main
 
 import (
@@ -73,6 +76,7 @@ func run() error {
 	withPeer := flag.Bool("peer", true, "measure oauth2-proxy beside agentauth with the same Bearer token (builds it once; needs node)")
 	withGateway := flag.Bool("gateway", true, "measure an allowed tools/call through the MCP gateway beside the same call sent to the upstream")
 	withAPIKey := flag.Bool("apikey", true, "measure the API-key rows (health, /me, 20 sessions) and the RSS")
+	pgURL := flag.String("postgres", "", "a PostgreSQL URL (a database loadgen may create a schema in): also measure decisions across two instances sharing it")
 	prebuilt := flag.String("bin", "", "an agentauth binary to measure (another build, to compare); empty: build ./cmd/agentauth")
 	flag.Parse()
 
@@ -108,6 +112,11 @@ func run() error {
 	}
 	if *withDecisions {
 		if err := decisionRows(o, bin, tmp); err != nil {
+			return err
+		}
+	}
+	if *withDecisions && *pgURL != "" {
+		if err := postgresDecisionRow(o, bin, tmp, *pgURL); err != nil {
 			return err
 		}
 	}
