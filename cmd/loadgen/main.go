@@ -22,7 +22,7 @@
 // With -postgres, decisions are also measured across two instances sharing
 // one PostgreSQL database.
 //
-//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-decision-conns 8] [-apikey=false] [-oidc=false] [-peer=false] [-decisions=false] [-gateway=false] [-postgres URL] [-bin other/agentauth]
+//	go run ./cmd/loadgen [-duration 5s] [-conns 64] [-decision-conns 64] [-apikey=false] [-oidc=false] [-peer=false] [-decisions=false] [-gateway=false] [-postgres URL] [-bin other/agentauth]
 package main
 
 import (
@@ -70,7 +70,7 @@ func run() error {
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long to drive each endpoint")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each measurement")
 	flag.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections")
-	flag.IntVar(&o.decisionConns, "decision-conns", 8, "concurrent connections for tool-call decisions")
+	flag.IntVar(&o.decisionConns, "decision-conns", 64, "concurrent connections for tool-call decisions")
 	withOIDC := flag.Bool("oidc", true, "measure the Bearer and cookie rows against the Keycloak stand-in (needs node)")
 	withDecisions := flag.Bool("decisions", true, "measure tool-call decisions at 10, 1,000 and 10,000 rules")
 	withPeer := flag.Bool("peer", true, "measure oauth2-proxy beside agentauth with the same Bearer token (builds it once; needs node)")
