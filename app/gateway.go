@@ -168,7 +168,8 @@ func (s *Gateway) decide(in domain.ToolCallInput, c Caller) domain.ToolDecision 
 }
 
 // agentInput is a decision's input for the caller's agent, without the
-// tool: the session and agent as stored, the gateway setting and policy.
+// tool: the session and agent as the caller was made with, the gateway
+// setting and policy.
 func (s *Gateway) agentInput(ctx context.Context, c Caller) (domain.ToolCallInput, error) {
 	in := domain.ToolCallInput{Principal: c.Principal, Session: c.sess, Agent: c.agent}
 	st, err := s.calls.settings.GetSettings(ctx)

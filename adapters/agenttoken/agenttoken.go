@@ -76,7 +76,7 @@ type Signer struct {
 	verifier *agentverify.Verifier
 	now      func() time.Time
 	// seed is the current key's, for DeriveKey.
-	seed []byte
+	seed     []byte
 	verified *lru.Cache[[sha256.Size]byte, verified]
 }
 
