@@ -40,9 +40,12 @@ func (s *Store) change(ctx context.Context, what string, fn func(ctx context.Con
 	}))
 }
 
-// writers is how many batches commit at once: each holds one connection
-// of the pool, and while one waits for its commit the next gathers.
-const writers = 4
+// writers is how many batches commit at once, each on a connection of its
+// own while it commits: half the pool (pool_max_conns, 4 by default on
+// two cores), so that reads always find a connection, and at most four.
+func writers(maxConns int32) int {
+	return int(min(max(maxConns/2, 1), 4))
+}
 
 // batchDB is the connection pool as txbatch sees it.
 type batchDB struct{ p *pgxpool.Pool }

@@ -90,7 +90,7 @@ func Open(ctx context.Context, url URL, log *zap.Logger) (*Store, func(), error)
 		pool.Close()
 		return nil, nil, err
 	}
-	s.batch = txbatch.New[pgx.Tx](batchDB{pool}, writers)
+	s.batch = txbatch.New[pgx.Tx](batchDB{pool}, writers(cfg.MaxConns))
 	return s, func() { s.batch.Close(); pool.Close() }, nil
 }
 
