@@ -87,10 +87,19 @@ func (a *acks) await(ctx context.Context, report string, ch chan struct{}) bool 
 	case <-t.C:
 	case <-ctx.Done():
 	}
+	a.abandon(report, ch)
+	return false
+}
+
+// abandon stops waiting for the change registered by expect (the change
+// failed, or the wait ended).
+func (a *acks) abandon(report string, ch chan struct{}) {
+	if ch == nil {
+		return
+	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if w := a.pending[report]; w != nil && w.done == ch {
 		delete(a.pending, report)
 	}
-	a.mu.Unlock()
-	return false
 }

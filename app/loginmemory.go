@@ -118,8 +118,8 @@ func (m *sessionMemory) heard(hash string) {
 		m.revoked[sid] = struct{}{}
 		return
 	}
-	if ports.IsKeyReport(hash) {
-		return // the managed keys' (see keyMemory)
+	if ports.IsKeyReport(hash) || ports.IsSessionReport(hash) {
+		return // the managed keys' (see keyMemory), the session lists' (see sessionLists)
 	}
 	m.epoch++
 	delete(m.entries, hash)

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,6 +23,11 @@ type Sessions struct {
 	// leads; modes change a session's mode.
 	projects ports.ProjectStore
 	modes    ports.SessionModeStore
+	// lists keeps first pages of lists in memory; nil: every list is read
+	// from the store (see KeepListsInMemory). watch is what keeps it
+	// current.
+	lists *sessionLists
+	watch ports.LoginSessionWatcher
 }
 
 // NewSessions wires the use case.
@@ -81,7 +87,7 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		CreatedAt:  s.clock.Now().UTC(),
 		OwnerRoles: p.Roles,
 	}
-	if err := s.store.CreateSession(ctx, sess); err != nil {
+	if err := s.changeEverywhere(ctx, sess.ID, func() error { return s.store.CreateSession(ctx, sess) }); err != nil {
 		return domain.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return sess, nil
@@ -104,14 +110,16 @@ func (s *Sessions) List(ctx context.Context, p domain.Principal, req PageRequest
 		}
 		f.Projects = team.Leads
 	}
-	list, err := s.store.ListSessions(ctx, f)
+	list, err := s.listSessions(ctx, f)
 	if err != nil {
 		return Page[domain.Session]{}, err
 	}
 	var keep func(domain.Session) bool
 	if p.Key != nil {
-		// A managed key limited to projects sees only their sessions.
+		// A managed key limited to projects sees only their sessions;
+		// filtering changes the list in place, which may be kept in memory.
 		keep = func(sess domain.Session) bool { return p.Key.AllowsProject(sess.Project) }
+		list = slices.Clone(list)
 	}
 	return pageOf(list, page, sessionCursor, keep), nil
 }
@@ -174,7 +182,7 @@ func (s *Sessions) SetMode(ctx context.Context, p domain.Principal, id, mode str
 	if err := s.authz.CheckSetMode(p, team, sess, next); err != nil {
 		return domain.Session{}, err
 	}
-	if err := s.modes.SetSessionMode(ctx, id, next); err != nil {
+	if err := s.changeEverywhere(ctx, id, func() error { return s.modes.SetSessionMode(ctx, id, next) }); err != nil {
 		return domain.Session{}, err
 	}
 	sess.Mode = next
@@ -187,5 +195,5 @@ func (s *Sessions) Delete(ctx context.Context, p domain.Principal, id string) er
 	if _, err := s.Manageable(ctx, p, id); err != nil {
 		return err
 	}
-	return s.store.DeleteSession(ctx, id)
+	return s.changeEverywhere(ctx, id, func() error { return s.store.DeleteSession(ctx, id) })
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -58,6 +59,11 @@ type SessionFilter struct {
 }
 
 // SessionStore keeps agent sessions.
+//
+// A store that implements LoginSessionWatcher reports through it, once
+// committed, every session created, deleted or changed (SessionChangeKey;
+// the mode of SessionModeStore included), so that instances keeping session
+// lists in memory forget them at once.
 type SessionStore interface {
 	CreateSession(ctx context.Context, s domain.Session) error
 	// GetSession fails with domain.ErrNotFound when there is no such session.
@@ -152,3 +158,15 @@ type SettingsStore interface {
 type Clock interface {
 	Now() time.Time
 }
+
+// sessionPrefix starts what a LoginSessionWatcher reports for an agent
+// session, apart from login sessions, revocations and managed keys.
+const sessionPrefix = "session:"
+
+// SessionChangeKey is the watcher's report of a change of the agent
+// session id.
+func SessionChangeKey(id string) string { return sessionPrefix + id }
+
+// IsSessionReport reports whether a watcher report is about an agent
+// session.
+func IsSessionReport(report string) bool { return strings.HasPrefix(report, sessionPrefix) }

@@ -32,12 +32,21 @@ import (
 )
 
 // appSet provides the use cases: app.NewApplication, the constructor the
-// tests build their servers with too, from the mode's dependencies.
+// tests build their servers with too, from the mode's dependencies (see
+// application).
 var appSet = gwire.NewSet(
 	accessSet,
-	app.NewApplication, gwire.Struct(new(app.Dependencies), "*"), auditKey,
+	application, gwire.Struct(new(app.Dependencies), "*"), auditKey,
 	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
 )
+
+// application builds the use cases and keeps the first pages of session
+// lists in memory on the store's shared watcher; the returned function
+// stops watching.
+func application(d app.Dependencies, st Stores) (app.Application, func()) {
+	a := app.NewApplication(d)
+	return a, a.Sessions.KeepListsInMemory(st.LoginWatch)
+}
 
 // settingsSet turns the configuration into the named values adapters take.
 var settingsSet = gwire.NewSet(restConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,

@@ -114,9 +114,10 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 	}
-	application := app.NewApplication(dependencies)
-	server := rest.New(config2, application, log)
+	appApplication, cleanup7 := application(dependencies, stores)
+	server := rest.New(config2, appApplication, log)
 	return server, func() {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -283,9 +284,10 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 	}
-	application := app.NewApplication(dependencies)
-	server := rest.New(config3, application, log)
+	appApplication, cleanup9 := application(dependencies, stores)
+	server := rest.New(config3, appApplication, log)
 	return server, func() {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -419,9 +421,10 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 	}
-	application := app.NewApplication(dependencies)
-	server := rest.New(config2, application, log)
+	appApplication, cleanup8 := application(dependencies, stores)
+	server := rest.New(config2, appApplication, log)
 	return server, func() {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -552,9 +555,10 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 	}
-	application := app.NewApplication(dependencies)
-	server := rest.New(config2, application, log)
+	appApplication, cleanup8 := application(dependencies, stores)
+	server := rest.New(config2, appApplication, log)
 	return server, func() {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -681,9 +685,10 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 	}
-	application := app.NewApplication(dependencies)
-	server := rest.New(config2, application, log)
+	appApplication, cleanup8 := application(dependencies, stores)
+	server := rest.New(config2, appApplication, log)
 	return server, func() {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()

@@ -599,7 +599,7 @@ func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error 
 
 // SetSessionMode changes a session's mode.
 func (s *Store) SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error {
-	return s.execOne(ctx, "set the mode of session "+id+" to "+string(mode), "session "+id, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id)
+	return s.announced(ports.SessionChangeKey(id), s.execOne(ctx, "set the mode of session "+id+" to "+string(mode), "session "+id, `UPDATE sessions SET mode = ? WHERE id = ?`, string(mode), id))
 }
 
 // serversQuery is the query of ListServers.

@@ -252,6 +252,15 @@ func (s *Store) announce(report string) {
 	}
 }
 
+// announced announces report once a change committed (err is nil), and
+// returns err.
+func (s *Store) announced(report string, err error) error {
+	if err == nil {
+		s.announce(report)
+	}
+	return err
+}
+
 // localListener names this process's one watcher.
 const localListener = "local"
 

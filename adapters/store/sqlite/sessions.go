@@ -14,9 +14,9 @@ import (
 
 // CreateSession inserts s.
 func (s *Store) CreateSession(ctx context.Context, sess domain.Session) error {
-	return s.exec(ctx, "create session "+sess.ID, "session "+sess.ID+" already exists",
+	return s.announced(ports.SessionChangeKey(sess.ID), s.exec(ctx, "create session "+sess.ID, "session "+sess.ID+" already exists",
 		`INSERT INTO sessions (id, owner, project, title, mode, state, created_at, owner_roles) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano(), domain.JoinRoles(sess.OwnerRoles))
+		sess.ID, sess.Owner, sess.Project, sess.Title, string(sess.Mode), string(sess.State), sess.CreatedAt.UnixNano(), domain.JoinRoles(sess.OwnerRoles)))
 }
 
 const sessionColumns = `id, owner, project, title, mode, state, created_at, owner_roles`
@@ -105,7 +105,7 @@ func sessionsQuery(f ports.SessionFilter) (string, []any) {
 
 // DeleteSession removes one session.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	return s.execOne(ctx, "delete session "+id, "session "+id, `DELETE FROM sessions WHERE id = ?`, id)
+	return s.announced(ports.SessionChangeKey(id), s.execOne(ctx, "delete session "+id, "session "+id, `DELETE FROM sessions WHERE id = ?`, id))
 }
 
 type scanner interface{ Scan(dest ...any) error }
