@@ -1,8 +1,10 @@
 package porttest
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,5 +157,77 @@ func testSessionDelete(t *testing.T, st ports.SessionStore) {
 	}
 	if err := st.DeleteSession(ctx, "drop"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("DeleteSession(already deleted) error = %v, want domain.ErrNotFound", err)
+	}
+}
+
+// WatchedSessionStore is a session store whose watcher reports session
+// changes.
+type WatchedSessionStore interface {
+	ports.SessionStore
+	ports.SessionModeStore
+	ports.LoginSessionWatcher
+}
+
+// RunSessionWatcher checks that the watcher reports every session created,
+// changed (its mode) or deleted, once committed, each then acknowledged by
+// the listener: a session write waits for that to know every instance has
+// forgotten its lists (app.Sessions.KeepListsInMemory). A write refused
+// reports nothing.
+func RunSessionWatcher(t *testing.T, newStore Factory[WatchedSessionStore]) {
+	st, ctx := newStore(t), ctxFor(t)
+	heard := make(chan string, 16)
+	live := make(chan bool, 8)
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.WatchLoginSessions(watchCtx, func(h string) { heard <- h }, func(l bool) { live <- l })
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	if !<-live {
+		t.Fatal("watcher reported not live first")
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+	}{
+		{"create s1", func() error { return st.CreateSession(ctx, session("s1", "alice", base)) }},
+		{"create s1 again (refused)", func() error {
+			if err := st.CreateSession(ctx, session("s1", "alice", base)); err == nil {
+				return errors.New("created twice")
+			}
+			return nil
+		}},
+		{"create s2", func() error { return st.CreateSession(ctx, session("s2", "bob", base)) }},
+		{"mode of s1", func() error { return st.SetSessionMode(ctx, "s1", domain.ModeReadonly) }},
+		{"delete s2", func() error { return st.DeleteSession(ctx, "s2") }},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+	}
+	listeners, err := st.Listeners(ctx)
+	if err != nil || len(listeners) != 1 {
+		t.Fatalf("Listeners = %v, %v; want this store's one listener", listeners, err)
+	}
+	var reports, acked []string
+	for len(reports) < 4 || len(acked) < 4 {
+		select {
+		case h := <-heard:
+			if l, r, ok := ports.AckOf(h); ok {
+				if l != listeners[0] || !slices.Contains(reports, r) {
+					t.Errorf("acknowledgement %q: want one by %s of a report made before it", h, listeners[0])
+				}
+				acked = append(acked, r)
+			} else {
+				reports = append(reports, h)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the watcher reported %q and acknowledged %q, want 4 of each", reports, acked)
+		}
+	}
+	want := []string{ports.SessionChangeKey("s1"), ports.SessionChangeKey("s2"), ports.SessionChangeKey("s1"), ports.SessionChangeKey("s2")}
+	if !slices.Equal(reports, want) {
+		t.Errorf("the watcher reported %q (create, create, mode, delete), want %q", reports, want)
 	}
 }

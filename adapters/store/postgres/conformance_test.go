@@ -95,3 +95,7 @@ func TestAPIKeyStore(t *testing.T) {
 func TestSharedAPIKeyStore(t *testing.T) {
 	porttest.RunSharedAPIKeyStore(t, sharedStores[ports.APIKeyStore])
 }
+
+func TestSessionWatcher(t *testing.T) {
+	porttest.RunSessionWatcher(t, func(t *testing.T) porttest.WatchedSessionStore { return newStore(t) })
+}
