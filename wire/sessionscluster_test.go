@@ -1,0 +1,67 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
+)
+
+// listedSessions is the first page of GET /api/v2/sessions on in, by ID.
+func listedSessions(t *testing.T, in *instance) map[string]string {
+	t.Helper()
+	status, _, body := call(t, http.MethodGet, in.url+"/api/v2/sessions", clusterKey, nil)
+	var page struct {
+		Sessions []struct{ ID, Mode string } `json:"sessions"`
+	}
+	if err := json.Unmarshal(body, &page); status != http.StatusOK || err != nil {
+		t.Fatalf("GET /api/v2/sessions on %s = %d %s", in.url, status, body)
+	}
+	modes := map[string]string{}
+	for _, s := range page.Sessions {
+		modes[s.ID] = s.Mode
+	}
+	return modes
+}
+
+// TestClusterSessionLists: two instances on one PostgreSQL database keep
+// the first page of session lists in memory. A session created, changed
+// or deleted on A is as A answered it in the first list B serves after
+// A's answer, although B had just served that list from memory: A answers
+// only once every instance has acknowledged the database's report of the
+// change. Ten rounds.
+func TestClusterSessionLists(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	a, b := startInstance(t, dbURL), startInstance(t, dbURL)
+	warm := func() {
+		for range 2 { // the first read from the database, the second from memory
+			listedSessions(t, b)
+		}
+	}
+	for round := range 10 {
+		warm()
+		status, _, body := call(t, http.MethodPost, a.url+"/api/v2/sessions", clusterKey, map[string]any{"title": "cluster", "mode": "ask"})
+		var made struct{ ID string }
+		if err := json.Unmarshal(body, &made); status != http.StatusCreated || err != nil {
+			t.Fatalf("round %d: POST /api/v2/sessions on A = %d %s", round, status, body)
+		}
+		if mode, ok := listedSessions(t, b)[made.ID]; !ok || mode != "ask" {
+			t.Fatalf("round %d: B's list after A created %s: mode %q, listed %v; want ask", round, made.ID, mode, ok)
+		}
+		warm()
+		if status, _, body := call(t, http.MethodPatch, a.url+"/api/v2/sessions/"+made.ID, clusterKey, map[string]any{"mode": "readonly"}); status != http.StatusOK {
+			t.Fatalf("round %d: PATCH on A = %d %s", round, status, body)
+		}
+		if mode := listedSessions(t, b)[made.ID]; mode != "readonly" {
+			t.Fatalf("round %d: B's list after A set readonly: mode %q", round, mode)
+		}
+		warm()
+		if status, _, body := call(t, http.MethodDelete, a.url+"/api/v2/sessions/"+made.ID, clusterKey, nil); status != http.StatusNoContent {
+			t.Fatalf("round %d: DELETE on A = %d %s", round, status, body)
+		}
+		if _, ok := listedSessions(t, b)[made.ID]; ok {
+			t.Fatalf("round %d: B's list after A deleted %s still holds it", round, made.ID)
+		}
+	}
+}
