@@ -158,7 +158,9 @@ func (s *Sessions) listSessions(ctx context.Context, f ports.SessionFilter) ([]d
 // does not acknowledge within echoWait has lost its connection (its
 // instance then serves nothing from memory) or is stuck; the change stands
 // and is answered. While this instance's own watcher is not live it cannot
-// hear acknowledgements and answers without waiting for them.
+// hear acknowledgements and answers without waiting for them. Two writes
+// of one session at once (a mode change and a delete) wait for the same
+// report, so the second may be answered on the first's acknowledgements.
 func (s *Sessions) changeEverywhere(ctx context.Context, id string, change func() error) error {
 	if s.lists == nil {
 		return change()
