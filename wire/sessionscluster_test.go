@@ -33,7 +33,19 @@ func listedSessions(t *testing.T, in *instance) map[string]string {
 // change. Ten rounds.
 func TestClusterSessionLists(t *testing.T) {
 	dbURL := pgtest.URL(t)
-	a, b := startInstance(t, dbURL), startInstance(t, dbURL)
+	checkSessionLists(t, startInstance(t, dbURL), startInstance(t, dbURL))
+}
+
+// TestSessionListsOnSQLite: the same with one instance on SQLite, which
+// forgets its lists itself.
+func TestSessionListsOnSQLite(t *testing.T) {
+	in := startInstance(t, "")
+	checkSessionLists(t, in, in)
+}
+
+// checkSessionLists writes sessions on a and lists them on b, ten rounds.
+func checkSessionLists(t *testing.T, a, b *instance) {
+	t.Helper()
 	warm := func() {
 		for range 2 { // the first read from the database, the second from memory
 			listedSessions(t, b)
