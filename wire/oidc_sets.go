@@ -27,14 +27,17 @@ import (
 var oidcSet = gwire.NewSet(
 	oidcRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
 	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet, managedKeys,
-	keycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
+	KeycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.
 	loginConfig, newLogin, loginStoreFields,
 	restLoginConfig, newLoginEdge, oidcAuthenticator,
 )
 
-func keycloakConfig(cfg config.Config) (keycloak.Config, error) {
+// KeycloakConfig is the identity adapter's configuration from auth.oidc
+// (and the gateway's resource URL): the one mapping, used by the service
+// and by agentauth oidc check, so that the check sees what the service does.
+func KeycloakConfig(cfg config.Config) (keycloak.Config, error) {
 	o := cfg.Auth.OIDC
 	secret, err := o.Secret()
 	if err != nil {

@@ -141,11 +141,11 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	config2, err := keycloakConfig(cfg)
+	keycloakConfig, err := KeycloakConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	provider, cleanup, err := keycloak.Open(config2, log)
+	provider, cleanup, err := keycloak.Open(keycloakConfig, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +244,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	config3, err := oidcRestConfig(cfg, restLogin, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
+	config2, err := oidcRestConfig(cfg, restLogin, agentTokens, gateway, restReadyChecks, domainTargetRedactor)
 	if err != nil {
 		cleanup7()
 		cleanup6()
@@ -285,7 +285,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 	}
 	appApplication, cleanup9 := application(dependencies, stores)
-	server := rest.New(config3, appApplication, log)
+	server := rest.New(config2, appApplication, log)
 	return server, func() {
 		cleanup9()
 		cleanup8()

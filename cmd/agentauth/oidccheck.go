@@ -23,6 +23,7 @@ import (
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/wire"
 )
 
 const oidcUsage = `Usage:
@@ -91,7 +92,7 @@ func oidcCommand(args []string, env map[string]string, stdin io.Reader, stdout, 
 		}
 	}
 	c := &checker{out: stdout, ok: true}
-	c.run(cfg.Auth.OIDC, *username, *token, secret)
+	c.run(cfg, *username, *token, secret)
 	if !c.ok {
 		return exitFailure
 	}
@@ -130,16 +131,19 @@ func (c *checker) note(format string, args ...any) {
 	fmt.Fprintf(c.out, "        "+format+"\n", args...)
 }
 
-func (c *checker) run(o config.OIDC, username string, token bool, secret string) {
-	clientSecret, _ := o.Secret() // validated above
+func (c *checker) run(cfg config.Config, username string, token bool, secret string) {
+	o := cfg.Auth.OIDC
 	discoveryURL := o.DiscoveryURL
 	if discoveryURL == "" {
 		discoveryURL = "the issuer"
 	}
 	generic := o.Provider == config.ProviderGeneric
-	p, err := keycloak.New(keycloak.Config{Issuer: o.Issuer, DiscoveryURL: o.DiscoveryURL, Generic: generic, RolesClaim: o.RolesClaim, SubjectClaim: o.SubjectClaim, IntrospectionURL: o.IntrospectionURL, Audience: o.Audience,
-		Scopes: o.Scopes, ClientID: o.ClientID, ClientSecret: clientSecret, RedirectURI: o.RedirectURI, CAFiles: o.CAFiles(), RoleMap: o.Roles(), Skew: o.ClockSkew,
-		KeyRefetch: o.JWKSRefetch, HTTPTimeout: o.HTTPTimeout, CacheSize: o.TokenCacheSize}, zap.NewNop())
+	kc, err := wire.KeycloakConfig(cfg)
+	if err != nil {
+		c.fail("client: %v", err)
+		return
+	}
+	p, err := keycloak.New(kc, zap.NewNop())
 	if err != nil {
 		c.fail("client: %v", err)
 		return
