@@ -115,7 +115,17 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 	}
 	appApplication, cleanup7 := application(dependencies, stores)
-	server := rest.New(config2, appApplication, log)
+	server, err := rest.New(config2, appApplication, log)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	return server, func() {
 		cleanup7()
 		cleanup6()
@@ -285,7 +295,19 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 	}
 	appApplication, cleanup9 := application(dependencies, stores)
-	server := rest.New(config2, appApplication, log)
+	server, err := rest.New(config2, appApplication, log)
+	if err != nil {
+		cleanup9()
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	return server, func() {
 		cleanup9()
 		cleanup8()
@@ -422,7 +444,18 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
-	server := rest.New(config2, appApplication, log)
+	server, err := rest.New(config2, appApplication, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	return server, func() {
 		cleanup8()
 		cleanup7()
@@ -556,7 +589,18 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
-	server := rest.New(config2, appApplication, log)
+	server, err := rest.New(config2, appApplication, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	return server, func() {
 		cleanup8()
 		cleanup7()
@@ -686,7 +730,18 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
-	server := rest.New(config2, appApplication, log)
+	server, err := rest.New(config2, appApplication, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	return server, func() {
 		cleanup8()
 		cleanup7()

@@ -145,11 +145,14 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	}
 	uc := app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn, Authorizer: authz,
 		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed})
-	cfg := Config{AgentTokens: &AgentTokens{Keys: keys, RateLimit: rate}, BasePath: opt.basePath}
+	cfg := Config{ShutdownTimeout: time.Second, AgentTokens: &AgentTokens{Keys: keys, RateLimit: rate}, BasePath: opt.basePath}
 	if opt.gateway != nil {
 		opt.gateway(&cfg)
 	}
-	srv := New(cfg, uc, log)
+	srv, err := New(cfg, uc, log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -42,8 +42,11 @@ func benchServerAt(b *testing.B, path string) (*fasthttp.Client, *rest.SQLite, *
 	}
 	hub, stopHub := app.NewWatchHub(store)
 	stopKeys := keys.KeepInMemory(hub)
-	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: testKeyring(), Authorizer: authz,
+	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: testKeyring(), Authorizer: authz,
 		AuditLog: audit, Clock: app.SystemClock{}, Keys: keys}), log)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -41,8 +42,11 @@ func TestCSRFOnCookieRequestsWithoutOIDC(t *testing.T) {
 	audit, closeAudit := auditlog.New(store, auditlog.Options{}, log)
 	t.Cleanup(closeAudit)
 	authz, _ := domain.NewAuthorizer(nil)
-	srv := rest.New(rest.Config{}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: cookieAuthn{}, Authorizer: authz,
+	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: cookieAuthn{}, Authorizer: authz,
 		AuditLog: audit, Clock: app.SystemClock{}}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		method  string

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -38,8 +39,11 @@ func startKeyLogin(t *testing.T) (string, *rest.SQLite) {
 		t.Fatal(err)
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	srv := rest.New(rest.Config{Login: rest.NewKeyLogin(rest.KeyLoginConfig{}, log)}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
+	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second, Login: rest.NewKeyLogin(rest.KeyLoginConfig{}, log)}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
 		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -82,8 +82,11 @@ func startOIDCBehind(t *testing.T, redirect string, cfg app.LoginConfig, proxies
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
 	ready := rest.ReadyChecks{{Name: "database", Probe: store.Ping}, {Name: "audit_log", Probe: audit.Ready}}
-	srv := rest.New(rest.Config{Login: login, Ready: ready, TrustedProxies: proxies}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
+	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second, Login: login, Ready: ready, TrustedProxies: proxies}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
 		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -543,8 +546,11 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 		f.Fatal(err)
 	}
 	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
-	h.srv = rest.New(rest.Config{Login: login}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn,
+	h.srv, err = rest.New(rest.Config{ShutdownTimeout: time.Second, Login: login}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn,
 		Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
+	if err != nil {
+		f.Fatal(err)
+	}
 	return h
 }
 

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -31,7 +32,10 @@ func TestObservingAllocatesNothing(t *testing.T) {
 	}
 	const key = "metrics-alloc-test-key-000000001"
 	ring := apikey.NewKeyring([]apikey.Entry{{Key: key, Principal: domain.Principal{Subject: "admin", Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodAPIKey}}})
-	s := New(Config{}, app.Application{Authenticator: ring, Authorizer: authz, AuditLog: discardAudit{}}, zap.NewNop())
+	s, err := New(Config{ShutdownTimeout: time.Second}, app.Application{Authenticator: ring, Authorizer: authz, AuditLog: discardAudit{}}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	handler := s.app.Handler()
 	tests := []struct {
 		name, method, path, auth string

@@ -87,7 +87,7 @@ func (s *Server) servePublic(ctx context.Context, ln net.Listener, stop <-chan s
 	case <-ctx.Done():
 	}
 	<-stop
-	_ = s.publicApp.ShutdownWithTimeout(s.shutdownTimeout())
+	_ = s.publicApp.ShutdownWithTimeout(s.cfg.ShutdownTimeout)
 	_ = ln.Close()
 	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("public listener: %w", err)

@@ -32,7 +32,8 @@ type Config struct {
 	PublicAddr string
 	// Debug marks every response with X-Auth-Debug: true.
 	Debug bool
-	// ShutdownTimeout bounds how long in-flight requests may take to finish.
+	// ShutdownTimeout bounds how long in-flight requests may take to
+	// finish; it must be positive (its default is config.Defaults').
 	ShutdownTimeout time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client (server.trustedProxies); empty: the socket peer is the client.
@@ -95,11 +96,11 @@ const readBufferSize = 32 << 10
 
 // New builds the application over the use cases of a and registers every
 // route.
-func New(cfg Config, a app.Application, log *zap.Logger) *Server {
+func New(cfg Config, a app.Application, log *zap.Logger) (*Server, error) {
+	if err := cfg.validate(a); err != nil {
+		return nil, fmt.Errorf("rest: %w", err)
+	}
 	if cfg.Login != nil {
-		if a.Login == nil {
-			panic("rest: Config.Login without the Application's Login use case")
-		}
 		l := *cfg.Login
 		l.uc = a.Login
 		cfg.Login = &l
@@ -124,7 +125,19 @@ func New(cfg Config, a app.Application, log *zap.Logger) *Server {
 	if cfg.AgentTokens != nil {
 		s.publicApp = s.newPublicApp()
 	}
-	return s
+	return s, nil
+}
+
+// validate refuses a configuration the server cannot run with.
+func (c Config) validate(a app.Application) error {
+	var errs []error
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("shutdown timeout %s is not positive: %w", c.ShutdownTimeout, domain.ErrInvalidInput))
+	}
+	if c.Login != nil && a.Login == nil {
+		errs = append(errs, fmt.Errorf("login endpoints (Config.Login) without the Application's Login use case: %w", domain.ErrInvalidInput))
+	}
+	return errors.Join(errs...)
 }
 
 // fiberConfig is the configuration of the API's and the public listener's
@@ -319,7 +332,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.gwSessions != nil {
 		s.gwSessions.stop() // relayed streams and held calls end now, not at their own timeouts
 	}
-	if err := s.app.ShutdownWithTimeout(s.shutdownTimeout()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.app.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	// A shutdown that comes before the server has taken the listener over
@@ -329,14 +342,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// shutdownTimeout bounds how long in-flight requests may take to finish.
-func (s *Server) shutdownTimeout() time.Duration {
-	if s.cfg.ShutdownTimeout <= 0 {
-		return 30 * time.Second
-	}
-	return s.cfg.ShutdownTimeout
 }
 
 // listensOnLoopback reports whether both the configured address (host:port)

@@ -91,8 +91,11 @@ func start(t *testing.T, opt options) harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rest.New(rest.Config{Debug: opt.debug, TrustedProxies: opt.trustedProxies, Redactor: opt.redactor}, app.NewApplication(app.Dependencies{
+	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second, Debug: opt.debug, TrustedProxies: opt.trustedProxies, Redactor: opt.redactor}, app.NewApplication(app.Dependencies{
 		Stores: store.Stores(), Authenticator: testKeyring(), Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if opt.routes != nil {
 		opt.routes(srv.App())
 	}
