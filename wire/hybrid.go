@@ -14,5 +14,5 @@ import (
 // Hybrid serves with every caller's roles taken from the central instance at
 // auth.hybrid.remoteUrl; no role is assigned locally.
 func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
-	panic(gwire.Build(coreSet, hybridConfig, hybrid.Set, noLogin))
+	panic(gwire.Build(coreSet, restConfig, hybridConfig, hybrid.Set, noLogin))
 }

@@ -10,7 +10,6 @@ import (
 	gwire "github.com/google/wire"
 	"go.uber.org/zap"
 
-	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/rest"
 	"github.com/agentauth/agentauth/app"
@@ -23,8 +22,7 @@ import (
 // constructor comes with the injector) checks Bearer keys and the keys
 // exchanged for sessions, and the cookie goes to the login sessions.
 var keyCoreSet = gwire.NewSet(
-	keyRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
-	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet, managedKeys,
+	coreSet, keyRestConfig,
 	gwire.FieldsOf(new(Stores), "LoginSessions", "LoginThrottle", "LoginWatch"),
 	withRoleKeys, keyLoginConfig, newKeyLogin, keyAuthenticator, newKeyLoginEdge,
 )

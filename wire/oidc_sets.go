@@ -12,7 +12,6 @@ import (
 	gwire "github.com/google/wire"
 	"go.uber.org/zap"
 
-	"github.com/agentauth/agentauth/adapters/auditsign"
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/adapters/identity/keycloak"
 	"github.com/agentauth/agentauth/adapters/rest"
@@ -25,8 +24,7 @@ import (
 // oidcSet is coreSet with the login endpoints in the edge's configuration,
 // plus everything OIDC mode needs.
 var oidcSet = gwire.NewSet(
-	oidcRestConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings, storeSet, auditsign.New, auditSet, appSet, rest.Set,
-	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, agentTokenSet, managedKeys,
+	coreSet, oidcRestConfig,
 	KeycloakConfig, keycloak.Set, gwire.Bind(new(rest.HealthChecker), new(*keycloak.Provider)),
 	// The login ports come from the same store as every other port (see
 	// store.go): on PostgreSQL, sessions and login limits hold across instances.

@@ -35,7 +35,6 @@ import (
 // tests build their servers with too, from the mode's dependencies (see
 // application).
 var appSet = gwire.NewSet(
-	accessSet,
 	application, gwire.Struct(new(app.Dependencies), "*"), auditKey,
 	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
 )
@@ -48,13 +47,15 @@ func application(d app.Dependencies, st Stores) (app.Application, func()) {
 	return a, a.Sessions.KeepListsInMemory(st.LoginWatch)
 }
 
-// settingsSet turns the configuration into the named values adapters take.
-var settingsSet = gwire.NewSet(restConfig, targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
-	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, managedKeys)
+// settingsSet turns the configuration into the named values adapters take
+// (the edge's configuration, which differs by mode, aside).
+var settingsSet = gwire.NewSet(targetRedactor, readyChecks, dataDir, apiKey, authorizer, auditOptions, auditSignSettings,
+	agentTokenSettings, agentTokenLimits, agentTokenRateLimit, managedKeys, roleKeys)
 
-// coreSet is everything but the identity adapter: store (chosen at run
-// time, see store.go), audit log, use cases and the HTTP edge.
-var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set, agentTokenSet)
+// coreSet is everything but the identity adapter and the edge's
+// configuration: store (chosen at run time, see store.go), audit log, use
+// cases and the HTTP edge with the MCP gateway's.
+var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set, gatewayEdge, agentTokenSet)
 
 // agentTokenSet provides agent credentials: the signer, the use case and
 // their endpoints.

@@ -1,16 +1,11 @@
 package wire
 
-// The role keys of auth.keys, and the MCP gateway's edge.
+// The role keys of auth.keys.
 
 import (
-	gwire "github.com/google/wire"
-
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/config"
 )
-
-// accessSet provides the role keys and the gateway's edge.
-var accessSet = gwire.NewSet(gatewayEdge, roleKeys)
 
 // roleKeys reads the keys of auth.keys for the API-key, local and debug
 // rings.
