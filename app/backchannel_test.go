@@ -72,7 +72,7 @@ func TestBearerOfEndedProviderSessionRefused(t *testing.T) {
 	c := gomock.NewController(t)
 	jwt := mocks.NewMockAuthenticator(c)
 	f := newLoginFixture(t, loginCfg)
-	creds := &app.Credentials{Login: f.login, Bearer: []ports.Authenticator{jwt}}
+	creds := &app.Credentials{Login: f.login, Tokens: jwt}
 	bearer := ports.Credential{Kind: ports.CredentialBearer, Value: "at"}
 	down := fmt.Errorf("store down: %w", domain.ErrUnavailable)
 	for _, tc := range []struct {
@@ -135,7 +135,7 @@ func TestBearerRevocationsFromMemory(t *testing.T) {
 				f.sessions.EXPECT().ProviderSessionRevoked(gomock.Any(), app.Digest("s1"), f.now).Return(false, nil)
 			}
 			jwt.EXPECT().Authenticate(gomock.Any(), bearer).Return(domain.Principal{Subject: "alice", SessionID: "s1"}, nil)
-			creds := &app.Credentials{Login: f.login, Bearer: []ports.Authenticator{jwt}}
+			creds := &app.Credentials{Login: f.login, Tokens: jwt}
 			if _, err := creds.Authenticate(t.Context(), bearer); !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("Authenticate: %v; want %v", err, tc.wantErr)
 			}

@@ -1,7 +1,7 @@
 package app
 
 // Credential routing: a cookie goes to the login sessions, a Bearer
-// credential to the mode's authenticators.
+// credential to the mode's authenticators, by its syntax.
 
 import (
 	"context"
@@ -12,16 +12,31 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// Credentials routes a credential to the right authenticator in OIDC mode:
-// the user_session cookie to the login sessions, a Bearer credential to
-// each Bearer authenticator in turn (the access-token verifier, and the
-// API key when SERVICE_API_KEY is also set, for automation).
+// Credentials routes a credential to the right authenticator: the
+// user_session cookie to the login sessions, a Bearer credential by its
+// syntax, a JWT to the identity provider's access-token verifier first and
+// anything else (an API key, an opaque access token) to the keys first.
+// Each goes to the other when the first refuses it, so the syntax decides
+// what a request costs (a key is no longer refused by the verifier, with a
+// formatted error, before the keys accept it), never whether it passes.
 type Credentials struct {
-	Login  *Login
-	Bearer []ports.Authenticator
+	Login *Login
+	// Tokens verifies access tokens (OIDC mode); nil: none.
+	Tokens ports.Authenticator
+	// Keys checks API keys: the mode's ring, or SERVICE_API_KEY's in OIDC
+	// mode (automation); nil: none.
+	Keys ports.Authenticator
 }
 
 var _ ports.Authenticator = (*Credentials)(nil)
+
+// bearerOrder is the order a Bearer credential is offered in.
+func (c *Credentials) bearerOrder(v string) [2]ports.Authenticator {
+	if domain.LooksLikeJWT(v) {
+		return [2]ports.Authenticator{c.Tokens, c.Keys}
+	}
+	return [2]ports.Authenticator{c.Keys, c.Tokens}
+}
 
 // Authenticate implements ports.Authenticator.
 func (c *Credentials) Authenticate(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
@@ -30,7 +45,10 @@ func (c *Credentials) Authenticate(ctx context.Context, cred ports.Credential) (
 		return c.Login.Authenticate(ctx, cred.Value)
 	case ports.CredentialBearer:
 		var unavailable, refusal error
-		for _, a := range c.Bearer {
+		for _, a := range c.bearerOrder(cred.Value) {
+			if a == nil {
+				continue
+			}
 			p, err := a.Authenticate(ctx, cred)
 			if err == nil && p.SessionID != "" {
 				// Checked on every request, after any cache: a back-channel

@@ -410,30 +410,30 @@ func TestCredentialsRouting(t *testing.T) {
 	c := gomock.NewController(t)
 	jwt, key := mocks.NewMockAuthenticator(c), mocks.NewMockAuthenticator(c)
 	f := newLoginFixture(t, loginCfg)
-	creds := &app.Credentials{Login: f.login, Bearer: []ports.Authenticator{jwt, key}}
+	creds := &app.Credentials{Login: f.login, Tokens: jwt, Keys: key}
 	unauth := fmt.Errorf("no: %w", domain.ErrUnauthenticated)
 	unavailable := fmt.Errorf("down: %w", domain.ErrUnavailable)
 
 	jwt.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unauth)
 	key.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{Subject: "apikey:x"}, nil)
-	if p, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "k"}); err != nil || p.Subject != "apikey:x" {
-		t.Errorf("API key after the JWT verifier: got %+v, %v", p, err)
+	if p, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "a.b.c"}); err != nil || p.Subject != "apikey:x" {
+		t.Errorf("JWT-shaped API key after the JWT verifier: got %+v, %v", p, err)
 	}
 	jwt.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unavailable)
 	key.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unauth)
-	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "k"}); !errors.Is(err, domain.ErrUnavailable) {
+	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "a.b.c"}); !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("verifier unavailable, key refused: got %v, want ErrUnavailable", err)
 	}
 	jwt.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unauth)
 	key.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unauth)
-	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "k"}); !errors.Is(err, domain.ErrUnauthenticated) {
+	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "a.b.c"}); !errors.Is(err, domain.ErrUnauthenticated) {
 		t.Errorf("both refuse: got %v, want ErrUnauthenticated", err)
 	}
 	refused := domain.RefuseToken("oidc_token_audience", domain.ErrUnauthenticated, "not ours")
 	jwt.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, refused)
 	key.EXPECT().Authenticate(gomock.Any(), gomock.Any()).Return(domain.Principal{}, unauth)
 	var got *domain.TokenRefusal
-	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "k"}); !errors.As(err, &got) || got.Code != "oidc_token_audience" {
+	if _, err := creds.Authenticate(t.Context(), ports.Credential{Kind: ports.CredentialBearer, Value: "a.b.c"}); !errors.As(err, &got) || got.Code != "oidc_token_audience" {
 		t.Errorf("verifier refuses with a reason: got %v, want that reason kept for the audit and the log", err)
 	}
 	if _, err := creds.Authenticate(t.Context(), ports.Credential{}); !errors.Is(err, domain.ErrUnauthenticated) {

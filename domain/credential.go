@@ -1,5 +1,7 @@
 package domain
 
+import "strings"
+
 // IsBearerToken reports whether s has the syntax of a Bearer credential
 // (RFC 6750 §2.1, b64token): one or more of ALPHA DIGIT - . _ ~ + / and
 // then only "=" padding. Anything else in an Authorization header (a
@@ -18,6 +20,14 @@ func IsBearerToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// LooksLikeJWT reports whether a Bearer credential has the shape of a
+// JWS in compact form (header.payload.signature): what an identity
+// provider's access token looks like, and an API key does not. Syntax
+// only: it says which verifier to ask first, never whether to accept.
+func LooksLikeJWT(s string) bool {
+	return strings.Count(s, ".") == 2
 }
 
 // b64token marks the characters of a b64token before its padding: one

@@ -43,3 +43,24 @@ func BenchmarkIsBearerToken(b *testing.B) {
 		}
 	}
 }
+
+func TestLooksLikeJWT(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"eyJhbGciOi.eyJzdWIi.sig", true},
+		{"a.b.c", true},
+		{"eyJhbGciOi.eyJzdWIi.", true}, // an unsecured JWS still has the shape; the verifier refuses it
+		{"static-api-key-0123456789", false},
+		{"aak_0123456789ab_secret", false},
+		{"opaque.token", false},
+		{"a.b.c.d.e", false}, // JWE compact: five parts, not accepted as an access token here
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := LooksLikeJWT(tt.in); got != tt.want {
+			t.Errorf("LooksLikeJWT(%q): got %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

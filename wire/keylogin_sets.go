@@ -57,7 +57,7 @@ func newKeyLogin(cfg app.LoginConfig, keys modeKeys, sessions ports.LoginSession
 // keyAuthenticator routes the cookie to the login sessions and a Bearer
 // credential to the ring.
 func keyAuthenticator(keys modeKeys, login *app.Login) ports.Authenticator {
-	return &app.Credentials{Login: login, Bearer: []ports.Authenticator{keys.Authenticator}}
+	return &app.Credentials{Login: login, Keys: keys.Authenticator}
 }
 
 // newKeyLoginEdge builds the key sign-in endpoints; the cookie is Secure

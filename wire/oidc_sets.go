@@ -166,13 +166,13 @@ func sweepLoginSessions(uc *app.Login, log *zap.Logger) func() {
 // oidcAuthenticator accepts the user_session cookie and Bearer access
 // tokens, and SERVICE_API_KEY too when it is set (automation, scrapers).
 func oidcAuthenticator(key apikey.Key, login *app.Login, bearer *keycloak.Authenticator) (ports.Authenticator, error) {
-	c := &app.Credentials{Login: login, Bearer: []ports.Authenticator{bearer}}
+	c := &app.Credentials{Login: login, Tokens: bearer}
 	if key != "" {
 		ring, err := apikey.New(key)
 		if err != nil {
 			return nil, err
 		}
-		c.Bearer = append(c.Bearer, ring)
+		c.Keys = ring
 	}
 	return c, nil
 }

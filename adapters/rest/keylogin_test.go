@@ -38,7 +38,7 @@ func startKeyLogin(t *testing.T) (string, *rest.SQLite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
+	authn := &app.Credentials{Login: uc, Keys: testKeyring()}
 	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second, Login: rest.NewKeyLogin(rest.KeyLoginConfig{}, log)}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
 		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	if err != nil {

@@ -80,7 +80,7 @@ func startOIDCBehind(t *testing.T, redirect string, cfg app.LoginConfig, proxies
 	if err != nil {
 		t.Fatal(err)
 	}
-	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
+	authn := &app.Credentials{Login: uc, Keys: testKeyring()}
 	ready := rest.ReadyChecks{{Name: "database", Probe: store.Ping}, {Name: "audit_log", Probe: audit.Ready}}
 	srv, err := rest.New(rest.Config{ShutdownTimeout: time.Second, Login: login, Ready: ready, TrustedProxies: proxies}, app.NewApplication(app.Dependencies{Stores: store.Stores(),
 		Authenticator: authn, Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
@@ -545,7 +545,7 @@ func startOIDCForFuzz(f *testing.F) oidcHarness {
 	if err != nil {
 		f.Fatal(err)
 	}
-	authn := &app.Credentials{Login: uc, Bearer: []ports.Authenticator{testKeyring()}}
+	authn := &app.Credentials{Login: uc, Keys: testKeyring()}
 	h.srv, err = rest.New(rest.Config{ShutdownTimeout: time.Second, Login: login}, app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn,
 		Authorizer: authz, AuditLog: audit, Clock: app.SystemClock{}, Login: uc}), log)
 	if err != nil {

@@ -87,7 +87,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 			return p, nil
 		}
 	}
-	if a.p.cfg.Generic && strings.Count(cred.Value, ".") != 2 {
+	if a.p.cfg.Generic && !domain.LooksLikeJWT(cred.Value) {
 		return a.introspected(ctx, key, cred.Value, now)
 	}
 	q := a.p
