@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/agentauth/agentauth/adapters/identity/apikey"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/ports"
@@ -16,14 +14,7 @@ import (
 // static API key and an access token, each accepted.
 func BenchmarkOIDCBearer(b *testing.B) {
 	op := newFakeOP(b)
-	p, err := New(Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize,
-		Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}, zap.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Discover(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	p := op.provider(b, nil)
 	const key = "bench-static-api-key-0123456789abcdef"
 	ring, err := apikey.New(key)
 	if err != nil {

@@ -370,7 +370,7 @@ const (
 	testCacheSize = 100
 )
 
-func (op *fakeOP) provider(t *testing.T, mut func(*Config)) *Provider {
+func (op *fakeOP) provider(t testing.TB, mut func(*Config)) *Provider {
 	t.Helper()
 	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret, RedirectURI: "http://127.0.0.1:1/auth/callback"}
 	if mut != nil {

@@ -353,14 +353,7 @@ func TestIDTokenChecks(t *testing.T) {
 // full local verification every time (no cache).
 func BenchmarkAuthenticate(b *testing.B) {
 	op := newFakeOP(b)
-	cfg := Config{Skew: testSkew, HTTPTimeout: testTimeout, KeyRefetch: testRefetch, CacheSize: testCacheSize, Issuer: op.issuer, ClientID: testClient, ClientSecret: testSecret}
-	p, err := New(cfg, zap.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Discover(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	p := op.provider(b, nil)
 	token := bearer(op.sign(op.accessClaims(), nil))
 	for _, mode := range []struct {
 		name    string
