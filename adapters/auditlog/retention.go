@@ -56,34 +56,17 @@ const cutFile = "CUT"
 func (d *Durable) ChainStart(context.Context) (domain.ChainStart, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.cut.Seq == 0 {
-		return domain.Genesis, nil
-	}
-	return domain.ChainStart{Next: d.cut.Seq + 1, Prev: d.cut.Hash}, nil
-}
-
-func (d *Durable) loadCut() error {
-	b, err := os.ReadFile(filepath.Join(d.dir, cutFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err == nil {
-		err = json.Unmarshal(b, &d.cut)
-	}
-	if err != nil {
-		return fmt.Errorf("auditlog: read the retention cut: %w", err)
-	}
-	return nil
+	return d.chain.chainStart(), nil
 }
 
 // LogStart is where the chain kept in the audit log in dir starts: the
 // first record, or the one after the retention cut.
 func LogStart(dir string) (domain.ChainStart, error) {
-	d := &Durable{dir: dir}
-	if err := d.loadCut(); err != nil || d.cut.Seq == 0 {
+	l := &Log{dir: dir}
+	if err := l.loadCut(); err != nil {
 		return domain.Genesis, err
 	}
-	return domain.ChainStart{Next: d.cut.Seq + 1, Prev: d.cut.Hash}, nil
+	return l.chainStart(), nil
 }
 
 // ReadLog calls emit for every record of the audit log in dir numbered
@@ -110,7 +93,7 @@ func (d *Durable) Retain(ctx context.Context, r Retention, now time.Time) (Cut, 
 	d.retainMu.Lock()
 	defer d.retainMu.Unlock()
 	d.mu.Lock()
-	cut := d.cut
+	cut := d.chain.cut
 	d.mu.Unlock()
 	older, err := d.QueryAudit(ctx, ports.AuditQuery{Until: now.Add(-r.Keep), Limit: 1})
 	if err != nil || len(older) == 0 {
@@ -148,7 +131,7 @@ func nextCut(ctx context.Context, r Retention, after, through int64) (domain.Aud
 // r.Archive), the cut written, then removed. It returns the cut, moved
 // once it is written.
 func (d *Durable) cutAt(ctx context.Context, r Retention, old Cut, cp domain.AuditCheckpoint) (Cut, error) {
-	at, err := d.entry(cp.Seq)
+	at, err := d.chain.entry(cp.Seq)
 	if err != nil {
 		return old, err
 	}
@@ -157,17 +140,15 @@ func (d *Durable) cutAt(ctx context.Context, r Retention, old Cut, cp domain.Aud
 	}
 	cut := Cut{Seq: cp.Seq, Hash: cp.Hash}
 	if r.Archive {
-		if err := d.archive(r.ArchiveDir, old.Seq+1, cut.Seq); err != nil {
+		if err := d.chain.archive(r.ArchiveDir, old.Seq+1, cut.Seq); err != nil {
 			return old, err
 		}
 	}
-	// The cut is durable before anything is removed: after a crash the
-	// removal is finished from it, and nothing below it is indexed again.
-	if err := writeFileSync(filepath.Join(d.dir, cutFile), mustJSON(cut)); err != nil {
+	if err := d.chain.writeCut(cut); err != nil {
 		return old, err
 	}
 	d.mu.Lock()
-	d.cut = cut
+	d.chain.cut = cut
 	d.mu.Unlock()
 	if err := d.removeThrough(ctx, cut.Seq); err != nil {
 		return cut, err
@@ -184,22 +165,7 @@ func (d *Durable) removeThrough(ctx context.Context, seq int64) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.wal.RemoveBefore(uint64(seq) + 1)
-}
-
-// archive writes records from..through, read from the log, to an archive
-// file (adapters/auditarchive).
-func (d *Durable) archive(dir string, from, through int64) error {
-	_, err := auditarchive.Write(dir, from, through, func(emit func(domain.AuditRecord) error) error {
-		return d.wal.Read(uint64(from), func(n uint64, data []byte) error {
-			r, err := decode(data)
-			if err != nil {
-				return fmt.Errorf("log entry %d: %w", n, err)
-			}
-			return emit(r)
-		})
-	})
-	return err
+	return d.chain.removeThrough(seq)
 }
 
 // runRetention applies r at start and every hour until Close.
