@@ -72,8 +72,8 @@ func rows(t *testing.T, d *sqliteDB) map[string]bool {
 }
 
 // inOneBatch hands changes to c while a first change holds the writer, so
-// that all of them wait in the queue and are taken as one batch; it
-// returns each change's error.
+// that all of them wait in the queue, in the order given, and are taken as
+// one batch; it returns each change's error.
 func inOneBatch(t *testing.T, c *Committer[*sql.Tx], changes []Change[*sql.Tx]) []error {
 	t.Helper()
 	ctx := context.Background()
@@ -89,17 +89,19 @@ func inOneBatch(t *testing.T, c *Committer[*sql.Tx], changes []Change[*sql.Tx]) 
 	<-started
 	errs := make([]error, len(changes))
 	var wg sync.WaitGroup
+	// One at a time, each queued before the next starts: the batch runs
+	// them in the order given, which the tests' expectations depend on.
 	for i, fn := range changes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = c.Do(ctx, fn)
 		}()
-	}
-	for queued := 0; queued < len(changes); runtime.Gosched() {
-		c.mu.Lock()
-		queued = len(c.queue)
-		c.mu.Unlock()
+		for queued := 0; queued < i+1; runtime.Gosched() {
+			c.mu.Lock()
+			queued = len(c.queue)
+			c.mu.Unlock()
+		}
 	}
 	close(release)
 	wg.Wait()
