@@ -118,8 +118,8 @@ func (m *sessionMemory) heard(hash string) {
 		m.revoked[sid] = struct{}{}
 		return
 	}
-	if ports.IsKeyReport(hash) || ports.IsSessionReport(hash) {
-		return // the managed keys' (see keyMemory), the session lists' (see sessionLists)
+	if ports.IsKeyReport(hash) || ports.IsSessionReport(hash) || ports.IsRegistryReport(hash) {
+		return // the managed keys' (see keyMemory), the session lists' (see sessionLists), the registry's (see Registry)
 	}
 	m.epoch++
 	delete(m.entries, hash)

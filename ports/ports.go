@@ -170,3 +170,28 @@ func SessionChangeKey(id string) string { return sessionPrefix + id }
 // IsSessionReport reports whether a watcher report is about an agent
 // session.
 func IsSessionReport(report string) bool { return strings.HasPrefix(report, sessionPrefix) }
+
+// registryPrefix starts what a LoginSessionWatcher reports for a change of
+// what tool-call decisions read besides sessions and agents.
+const registryPrefix = "registry:"
+
+// A store that implements LoginSessionWatcher reports through it, once
+// committed, every change of the settings, a server, a tool or a policy
+// rule: RegistryChangeKey of "settings", "server:" and the server's name,
+// "tool:" and the tool's name, "policy:" and the rule's ID, so that
+// instances keeping them in memory forget them at once.
+const (
+	RegistrySettings = "settings"
+	RegistryServer   = "server:"
+	RegistryTool     = "tool:"
+	RegistryPolicy   = "policy:"
+)
+
+// RegistryChangeKey is the watcher's report of a change of what, one of
+// the Registry names above (with its server's or tool's name or its
+// rule's ID).
+func RegistryChangeKey(what string) string { return registryPrefix + what }
+
+// IsRegistryReport reports whether a watcher report is about the
+// settings, a server, a tool or a policy rule.
+func IsRegistryReport(report string) bool { return strings.HasPrefix(report, registryPrefix) }

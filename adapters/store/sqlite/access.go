@@ -224,9 +224,9 @@ func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Memb
 
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
-	return s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
+	return s.announced(ports.RegistryChangeKey(ports.RegistryServer+sv.Name), s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
 		`INSERT INTO servers (name, url, endpoint, credential, created_at) VALUES (?, ?, ?, ?, ?)`,
-		sv.Name, sv.URL, sv.Endpoint, sv.Credential, nanos(sv.CreatedAt))
+		sv.Name, sv.URL, sv.Endpoint, sv.Credential, nanos(sv.CreatedAt)))
 }
 
 const serverColumns = `name, url, endpoint, credential, created_at`
@@ -274,7 +274,7 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
-	return s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx *sql.Tx) error {
+	return s.announced(ports.RegistryChangeKey(ports.RegistryTool+t.Name), s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM servers WHERE name = ?`, t.Server).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: read server: %w", err)
@@ -291,7 +291,7 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 			return fmt.Errorf("sqlite: insert tool: %w", err)
 		}
 		return nil
-	})
+	}))
 }
 
 const toolColumns = `name, server, read_only, second_approver, created_at`
@@ -344,9 +344,9 @@ func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, 
 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
-	return s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
+	return s.announced(ports.RegistryChangeKey(ports.RegistryPolicy+r.ID), s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
 		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt)))
 }
 
 // ListPolicies returns a page of rules newest first.
@@ -384,7 +384,7 @@ func (s *Store) PolicyVersion(ctx context.Context) (int64, error) {
 
 // DeletePolicy removes a rule.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	return s.execOne(ctx, "delete policy "+id, "policy "+id, `DELETE FROM policies WHERE id = ?`, id)
+	return s.announced(ports.RegistryChangeKey(ports.RegistryPolicy+id), s.execOne(ctx, "delete policy "+id, "policy "+id, `DELETE FROM policies WHERE id = ?`, id))
 }
 
 // CreateAgent stores an agent with its limits.

@@ -116,3 +116,7 @@ func TestSharedAPIKeyStore(t *testing.T) {
 func TestSessionWatcher(t *testing.T) {
 	porttest.RunSessionWatcher(t, func(t *testing.T) porttest.WatchedSessionStore { return newStore(t) })
 }
+
+func TestRegistryWatcher(t *testing.T) {
+	porttest.RunRegistryWatcher(t, func(t *testing.T) porttest.WatchedRegistryStore { return newStore(t) })
+}

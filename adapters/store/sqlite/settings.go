@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // GetSettings returns the saved settings, or the defaults.
@@ -32,6 +33,6 @@ func (s *Store) PutSettings(ctx context.Context, st domain.Settings) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode settings: %w", err)
 	}
-	return s.exec(ctx, "save settings "+string(body), "settings",
-		`INSERT INTO settings (id, body) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`, string(body))
+	return s.announced(ports.RegistryChangeKey(ports.RegistrySettings), s.exec(ctx, "save settings "+string(body), "settings",
+		`INSERT INTO settings (id, body) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`, string(body)))
 }
