@@ -103,3 +103,32 @@ func (a *acks) abandon(report string, ch chan struct{}) {
 		delete(a.pending, report)
 	}
 }
+
+// changedEverywhere makes the change that the watcher reports as report,
+// and answers once what every instance listening when it was made keeps in
+// memory of it is forgotten: this instance's (forget) at once after the
+// change, every other's when its watcher has acknowledged the store's
+// report of it. A listener that does not acknowledge within echoWait has
+// lost its connection (its instance then serves nothing from memory) or is
+// stuck; the change stands and is answered. While this instance's own
+// watcher is not live (live false) it cannot hear acknowledgements and
+// answers without waiting for them. Two changes with one report at once
+// (a mode change and a delete of one session) wait for the same report, so
+// the second may be answered on the first's acknowledgements.
+func changedEverywhere(ctx context.Context, watch ports.LoginSessionWatcher, a *acks, live bool, forget func(), report string, change func() error) error {
+	listeners, err := watch.Listeners(ctx)
+	if err != nil {
+		return err
+	}
+	echo, _ := a.expect(report, listeners, live)
+	err = change()
+	// After the change, whether or not it committed: what was read while
+	// it was being made is not kept, nor served after its answer.
+	forget()
+	if err != nil {
+		a.abandon(report, echo)
+		return err
+	}
+	a.await(ctx, report, echo)
+	return nil
+}

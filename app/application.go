@@ -30,6 +30,9 @@ type Application struct {
 	Dashboard   *Dashboard
 	AgentTokens *AgentTokens
 	Gateway     *Gateway
+	// Registry is the settings, servers, tools and policy version every
+	// use case reads and writes through (see Registry.KeepInMemory).
+	Registry *Registry
 	// Keys are the managed API keys; nil in hybrid mode, where keys are
 	// the centre's.
 	Keys *APIKeys
@@ -74,25 +77,27 @@ type Dependencies struct {
 // NewApplication builds every use case from d.
 func NewApplication(d Dependencies) Application {
 	st := d.Stores
-	sessions := NewSessions(st.Sessions, st.Settings, st.Projects, st.SessionModes, d.Authorizer, d.Clock)
-	rules := NewPolicyRules(st.Policies)
+	reg := NewRegistry(st.Settings, st.Catalog, st.Policies)
+	sessions := NewSessions(st.Sessions, reg, st.Projects, st.SessionModes, d.Authorizer, d.Clock)
+	rules := NewPolicyRules(reg)
 	agents := NewAgents(st.Agents, sessions, d.Clock)
-	calls := NewToolCalls(st.ToolCalls, st.Agents, st.Catalog, rules, st.Settings, sessions, d.Authorizer, d.Clock)
+	calls := NewToolCalls(st.ToolCalls, st.Agents, reg, rules, reg, sessions, d.Authorizer, d.Clock)
 	return Application{
 		Authenticator: d.Authenticator,
 		Authorizer:    d.Authorizer,
 		AuditLog:      d.AuditLog,
 		Sessions:      sessions,
 		Audit:         NewAudit(st.Audit).WithCheckpoints(st.Checkpoints, d.AuditKey),
-		Settings:      NewSettings(st.Settings),
+		Settings:      NewSettings(reg),
 		Projects:      NewProjects(st.Projects, d.Authorizer, d.Clock),
-		Catalog:       NewCatalog(st.Catalog, rules, st.Projects, d.Authorizer, d.Clock),
-		Policies:      NewPolicies(st.Policies, d.Clock),
+		Catalog:       NewCatalog(reg, rules, st.Projects, d.Authorizer, d.Clock),
+		Policies:      NewPolicies(reg, d.Clock),
 		Agents:        agents,
 		ToolCalls:     calls,
 		Dashboard:     NewDashboard(st.Sessions, st.Projects, st.Audit, d.Authorizer),
-		AgentTokens:   NewAgentTokens(sessions, st.Sessions, agents, st.Agents, st.Catalog, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits),
-		Gateway:       NewGateway(calls, st.Catalog, d.Clock),
+		AgentTokens:   NewAgentTokens(sessions, st.Sessions, agents, st.Agents, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits),
+		Gateway:       NewGateway(calls, reg, d.Clock),
+		Registry:      reg,
 		Keys:          d.Keys,
 		Login:         d.Login,
 	}

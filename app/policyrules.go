@@ -13,8 +13,8 @@ import (
 // PolicyRules serves the policy rules compiled into a domain.PolicyIndex,
 // so a decision costs the same with 10 rules or 10,000. Each use reads the
 // store's policy version (one indexed row; the store moves it in the same
-// transaction as any change to the rules) and recompiles only when it
-// moved: a change made on any instance sharing the store is in force on
+// transaction as any change to the rules; from memory when the Registry
+// keeps it) and recompiles only when it moved: a change made on any instance sharing the store is in force on
 // every instance for every decision that starts after the change was
 // committed, that is before the writing request is answered.
 type PolicyRules struct {

@@ -153,32 +153,10 @@ func (s *Sessions) listSessions(ctx context.Context, f ports.SessionFilter) ([]d
 
 // changeEverywhere makes the change of session id, and answers once the
 // pages kept in memory by every instance listening when it was made are
-// forgotten: this instance's at once after the change, every other's when
-// its watcher has acknowledged the store's report of it. A listener that
-// does not acknowledge within echoWait has lost its connection (its
-// instance then serves nothing from memory) or is stuck; the change stands
-// and is answered. While this instance's own watcher is not live it cannot
-// hear acknowledgements and answers without waiting for them. Two writes
-// of one session at once (a mode change and a delete) wait for the same
-// report, so the second may be answered on the first's acknowledgements.
+// forgotten (see changedEverywhere).
 func (s *Sessions) changeEverywhere(ctx context.Context, id string, change func() error) error {
 	if s.lists == nil {
 		return change()
 	}
-	report := ports.SessionChangeKey(id)
-	listeners, err := s.watch.Listeners(ctx)
-	if err != nil {
-		return err
-	}
-	echo, _ := s.lists.acks.expect(report, listeners, s.lists.isLive())
-	err = change()
-	// After the change, whether or not it committed: a page read while it
-	// was being made is not kept, nor served after its answer.
-	s.lists.forget()
-	if err != nil {
-		s.lists.acks.abandon(report, echo)
-		return err
-	}
-	s.lists.acks.await(ctx, report, echo)
-	return nil
+	return changedEverywhere(ctx, s.watch, &s.lists.acks, s.lists.isLive(), s.lists.forget, ports.SessionChangeKey(id), change)
 }

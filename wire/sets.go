@@ -40,11 +40,12 @@ var appSet = gwire.NewSet(
 )
 
 // application builds the use cases and keeps the first pages of session
-// lists in memory on the store's shared watcher; the returned function
-// stops watching.
+// lists and what decisions read of the registry in memory on the store's
+// shared watcher; the returned function stops watching.
 func application(d app.Dependencies, st Stores) (app.Application, func()) {
 	a := app.NewApplication(d)
-	return a, a.Sessions.KeepListsInMemory(st.LoginWatch)
+	stopLists, stopRegistry := a.Sessions.KeepListsInMemory(st.LoginWatch), a.Registry.KeepInMemory(st.LoginWatch)
+	return a, func() { stopRegistry(); stopLists() }
 }
 
 // settingsSet turns the configuration into the named values adapters take
