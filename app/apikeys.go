@@ -56,13 +56,7 @@ func NewAPIKeys(cfg APIKeysConfig, store ports.APIKeyStore, projects ports.Proje
 func (k *APIKeys) KeepInMemory(watch ports.LoginSessionWatcher) (stop func()) {
 	m := newKeyMemory()
 	k.memory, k.watch = m, watch
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		watch.WatchLoginSessions(ctx, m.heard, m.setLive)
-	}()
-	return func() { cancel(); <-done }
+	return untilStopped(func(ctx context.Context) { watch.WatchLoginSessions(ctx, m.heard, m.setLive) })
 }
 
 // KeyRequest is what POST /api/v2/keys asks for.

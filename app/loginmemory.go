@@ -119,7 +119,7 @@ func (m *sessionMemory) heard(hash string) {
 		return
 	}
 	if ports.IsKeyReport(hash) || ports.IsSessionReport(hash) || ports.IsRegistryReport(hash) {
-		return // the managed keys' (see keyMemory), the session lists' (see sessionLists), the registry's (see Registry)
+		return // the managed keys' (see keyMemory), the sessions' (see SessionRecords), the registry's (see Registry)
 	}
 	m.epoch++
 	delete(m.entries, hash)
@@ -178,10 +178,7 @@ func (m *sessionMemory) prune(now time.Time, idle time.Duration) {
 func (l *Login) KeepSessionsInMemory(watch ports.LoginSessionWatcher) (stop func()) {
 	m := newSessionMemory()
 	l.memory, l.watch = m, watch
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return untilStopped(func(ctx context.Context) {
 		watch.WatchLoginSessions(ctx, m.heard, func(live bool) {
 			if !live {
 				m.setLive(false, nil)
@@ -193,6 +190,5 @@ func (l *Login) KeepSessionsInMemory(watch ports.LoginSessionWatcher) (stop func
 			}
 			m.setLive(true, revoked)
 		})
-	}()
-	return func() { cancel(); <-done }
+	})
 }

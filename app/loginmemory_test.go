@@ -19,22 +19,21 @@ import (
 // testListener is the one listener the mock watcher names.
 const testListener = "l1"
 
-// watcherHandle drives the login use case's watcher from a test: it hands
-// out the callbacks WatchLoginSessions received.
+// watcherHandle drives a use case's watcher from a test: it hands out the
+// callbacks WatchLoginSessions received.
 type watcherHandle struct {
 	changed func(string)
 	live    func(bool)
 }
 
-// withMemory switches the fixture's login to sessions in memory over a
-// mock watcher, live from the start unless startLive is false.
-func withMemory(t *testing.T, f *loginFixture, startLive bool) *watcherHandle {
+// watchedBy starts keep (a use case's KeepInMemory) on a mock watcher
+// naming listeners, live from the start unless startLive is false, and
+// returns once the use case listens.
+func watchedBy(t *testing.T, listeners []string, startLive bool, keep func(ports.LoginSessionWatcher) (stop func())) *watcherHandle {
 	t.Helper()
 	w := mocks.NewMockLoginSessionWatcher(gomock.NewController(t))
-	w.EXPECT().Listeners(gomock.Any()).Return([]string{testListener}, nil).AnyTimes()
+	w.EXPECT().Listeners(gomock.Any()).Return(listeners, nil).AnyTimes()
 	h := &watcherHandle{}
-	// Going live, the memory takes the revocations made so far.
-	f.sessions.EXPECT().RevokedProviderSessions(gomock.Any(), gomock.Any()).Return(nil, nil).AnyTimes()
 	ready := make(chan struct{})
 	w.EXPECT().WatchLoginSessions(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
 		func(ctx context.Context, changed func(string), live func(bool)) {
@@ -46,9 +45,18 @@ func withMemory(t *testing.T, f *loginFixture, startLive bool) *watcherHandle {
 			<-ctx.Done()
 			live(false)
 		})
-	t.Cleanup(f.login.KeepSessionsInMemory(w))
+	t.Cleanup(keep(w))
 	<-ready
 	return h
+}
+
+// withMemory switches the fixture's login to sessions in memory over a
+// mock watcher, live from the start unless startLive is false.
+func withMemory(t *testing.T, f *loginFixture, startLive bool) *watcherHandle {
+	t.Helper()
+	// Going live, the memory takes the revocations made so far.
+	f.sessions.EXPECT().RevokedProviderSessions(gomock.Any(), gomock.Any()).Return(nil, nil).AnyTimes()
+	return watchedBy(t, []string{testListener}, startLive, f.login.KeepSessionsInMemory)
 }
 
 // TestSessionsInMemory: a cookie session used once is served without the

@@ -75,20 +75,7 @@ func newRegistryFixture(t *testing.T, listeners []string) *registryFixture {
 		count("version")
 		return 7, nil
 	}).AnyTimes()
-	w := mocks.NewMockLoginSessionWatcher(ctrl)
-	w.EXPECT().Listeners(gomock.Any()).Return(listeners, nil).AnyTimes()
-	f.w = &watcherHandle{}
-	ready := make(chan struct{})
-	w.EXPECT().WatchLoginSessions(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
-		func(ctx context.Context, changed func(string), live func(bool)) {
-			f.w.changed, f.w.live = changed, live
-			live(true)
-			close(ready)
-			<-ctx.Done()
-			live(false)
-		})
-	t.Cleanup(f.reg.KeepInMemory(w))
-	<-ready
+	f.w = watchedBy(t, listeners, true, f.reg.KeepInMemory)
 	return f
 }
 

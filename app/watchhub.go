@@ -31,13 +31,7 @@ var _ ports.LoginSessionWatcher = (*WatchHub)(nil)
 // stops it.
 func NewWatchHub(w ports.LoginSessionWatcher) (*WatchHub, func()) {
 	h := &WatchHub{w: w, subs: map[int]hubSubscriber{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.WatchLoginSessions(ctx, h.changed, h.setLive)
-	}()
-	return h, func() { cancel(); <-done }
+	return h, untilStopped(func(ctx context.Context) { w.WatchLoginSessions(ctx, h.changed, h.setLive) })
 }
 
 // Callbacks run under the lock, so that each subscriber hears reports and

@@ -3,7 +3,6 @@ package wire_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,22 +37,12 @@ func TestClusterGatewaySessions(t *testing.T) {
 	withCreds := func(c *config.Config) { c.Gateway.CredentialsDir = creds }
 	a, b := startInstance(t, dbURL, withCreds), startInstance(t, dbURL, withCreds)
 
-	mustCall := func(want int, method, url string, body any) map[string]any {
-		t.Helper()
-		status, _, got := call(t, method, url, clusterKey, body)
-		var out map[string]any
-		_ = json.Unmarshal(got, &out)
-		if status != want {
-			t.Fatalf("%s %s = %d %s, want %d", method, url, status, got, want)
-		}
-		return out
-	}
-	mustCall(201, "POST", a.url+"/api/v2/servers", map[string]string{"name": "fs", "url": "https://agentauth.test/mcp/fs", "endpoint": upstream.URL, "credential": "fs-token"})
-	mustCall(201, "POST", a.url+"/api/v2/tools", map[string]any{"name": "fs.read", "server": "fs", "read_only": true})
-	mustCall(201, "POST", a.url+"/api/v2/policies", map[string]string{"effect": "allow", "tool": "*", "scope": "role", "value": "ADMIN"})
-	session := mustCall(201, "POST", a.url+"/api/v2/sessions", map[string]string{"title": "cluster", "mode": "auto"})["id"].(string)
-	agent := mustCall(201, "POST", a.url+"/api/v2/sessions/"+session+"/agents", nil)["id"].(string)
-	token := mustCall(200, "POST", a.url+"/api/v2/sessions/"+session+"/agents/"+agent+"/token", map[string]string{"audience": "fs"})["access_token"].(string)
+	mustCall(t, 201, "POST", a.url+"/api/v2/servers", clusterKey, map[string]string{"name": "fs", "url": "https://agentauth.test/mcp/fs", "endpoint": upstream.URL, "credential": "fs-token"})
+	mustCall(t, 201, "POST", a.url+"/api/v2/tools", clusterKey, map[string]any{"name": "fs.read", "server": "fs", "read_only": true})
+	mustCall(t, 201, "POST", a.url+"/api/v2/policies", clusterKey, map[string]string{"effect": "allow", "tool": "*", "scope": "role", "value": "ADMIN"})
+	session := mustCall(t, 201, "POST", a.url+"/api/v2/sessions", clusterKey, map[string]string{"title": "cluster", "mode": "auto"})["id"].(string)
+	agent := mustCall(t, 201, "POST", a.url+"/api/v2/sessions/"+session+"/agents", clusterKey, nil)["id"].(string)
+	token := mustCall(t, 200, "POST", a.url+"/api/v2/sessions/"+session+"/agents/"+agent+"/token", clusterKey, map[string]string{"audience": "fs"})["access_token"].(string)
 
 	mcpCall := func(in *instance, method, sessionID, body string) (int, http.Header, string) {
 		t.Helper()

@@ -1,7 +1,6 @@
 package wire_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -32,21 +31,11 @@ func TestRegistryOnSQLite(t *testing.T) {
 // each with its own server and tool.
 func checkRegistry(t *testing.T, a, b *instance) {
 	t.Helper()
-	must := func(want int, method, url string, body any) map[string]any {
-		t.Helper()
-		status, _, got := call(t, method, url, clusterKey, body)
-		var out map[string]any
-		_ = json.Unmarshal(got, &out)
-		if status != want {
-			t.Fatalf("%s %s = %d %s, want %d", method, url, status, got, want)
-		}
-		return out
-	}
-	must(http.StatusCreated, http.MethodPost, a.url+"/api/v2/policies", map[string]string{"effect": "allow", "tool": "*", "scope": "role", "value": "ADMIN"})
-	session := must(http.StatusCreated, http.MethodPost, a.url+"/api/v2/sessions", map[string]string{"title": "registry", "mode": "auto"})["id"].(string)
-	agent := must(http.StatusCreated, http.MethodPost, a.url+"/api/v2/sessions/"+session+"/agents", nil)["id"].(string)
+	mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/policies", clusterKey, map[string]string{"effect": "allow", "tool": "*", "scope": "role", "value": "ADMIN"})
+	session := mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/sessions", clusterKey, map[string]string{"title": "registry", "mode": "auto"})["id"].(string)
+	agent := mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/sessions/"+session+"/agents", clusterKey, nil)["id"].(string)
 	gateway := func(on bool) {
-		must(http.StatusOK, http.MethodPut, a.url+"/api/v2/admin/settings", map[string]any{"security_gateway": on, "default_session_mode": "ask"})
+		mustCall(t, http.StatusOK, http.MethodPut, a.url+"/api/v2/admin/settings", clusterKey, map[string]any{"security_gateway": on, "default_session_mode": "ask"})
 	}
 	t.Cleanup(func() { gateway(false) })
 	for round := range 5 {
@@ -57,7 +46,7 @@ func checkRegistry(t *testing.T, a, b *instance) {
 		decided := func(step, want string) {
 			t.Helper()
 			for range 2 {
-				got := must(http.StatusCreated, http.MethodPost, b.url+"/api/v2/sessions/"+session+"/tool-calls",
+				got := mustCall(t, http.StatusCreated, http.MethodPost, b.url+"/api/v2/sessions/"+session+"/tool-calls", clusterKey,
 					map[string]string{"agent": agent, "tool": tool})
 				if got["decision"] != want {
 					t.Fatalf("round %d, %s: B decided %v (%v), want %s", round, step, got["decision"], got["reason"], want)
@@ -67,13 +56,13 @@ func checkRegistry(t *testing.T, a, b *instance) {
 		decided("gateway off, tool unregistered", "allow")
 		gateway(true)
 		decided("A turned the gateway on", "deny")
-		must(http.StatusCreated, http.MethodPost, a.url+"/api/v2/servers", map[string]string{"name": server, "url": "https://agentauth.test/mcp/" + server})
+		mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/servers", clusterKey, map[string]string{"name": server, "url": "https://agentauth.test/mcp/" + server})
 		decided("A registered the server, not the tool", "deny")
-		must(http.StatusCreated, http.MethodPost, a.url+"/api/v2/tools", map[string]any{"name": tool, "server": server})
+		mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/tools", clusterKey, map[string]any{"name": tool, "server": server})
 		decided("A registered the tool", "allow")
-		rule := must(http.StatusCreated, http.MethodPost, a.url+"/api/v2/policies", map[string]string{"effect": "deny", "tool": tool, "scope": "role", "value": "ADMIN"})["id"].(string)
+		rule := mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/policies", clusterKey, map[string]string{"effect": "deny", "tool": tool, "scope": "role", "value": "ADMIN"})["id"].(string)
 		decided("A denied the tool", "deny")
-		must(http.StatusNoContent, http.MethodDelete, a.url+"/api/v2/policies/"+rule, nil)
+		mustCall(t, http.StatusNoContent, http.MethodDelete, a.url+"/api/v2/policies/"+rule, clusterKey, nil)
 		decided("A deleted the rule", "allow")
 		gateway(false)
 	}

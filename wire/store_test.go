@@ -86,6 +86,19 @@ func startInstance(t *testing.T, dbURL string, tune ...func(*config.Config)) *in
 var client = &http.Client{Timeout: 30 * time.Second}
 
 // call sends one request and returns its status and request id.
+// mustCall is call with key, failing the test unless the answer's status
+// is want; it returns the answer's JSON object.
+func mustCall(t *testing.T, want int, method, url, key string, body any) map[string]any {
+	t.Helper()
+	status, _, got := call(t, method, url, key, body)
+	var out map[string]any
+	_ = json.Unmarshal(got, &out)
+	if status != want {
+		t.Fatalf("%s %s = %d %s, want %d", method, url, status, got, want)
+	}
+	return out
+}
+
 func call(t *testing.T, method, url, key string, body any) (int, string, []byte) {
 	t.Helper()
 	var rd *bytes.Reader
