@@ -33,6 +33,9 @@ type Application struct {
 	// Registry is the settings, servers, tools and policy version every
 	// use case reads and writes through (see Registry.KeepInMemory).
 	Registry *Registry
+	// Records are the agent sessions and agents every use case reads and
+	// writes through (see SessionRecords.KeepInMemory).
+	Records *SessionRecords
 	// Keys are the managed API keys; nil in hybrid mode, where keys are
 	// the centre's.
 	Keys *APIKeys
@@ -78,10 +81,11 @@ type Dependencies struct {
 func NewApplication(d Dependencies) Application {
 	st := d.Stores
 	reg := NewRegistry(st.Settings, st.Catalog, st.Policies)
-	sessions := NewSessions(st.Sessions, reg, st.Projects, st.SessionModes, d.Authorizer, d.Clock)
+	records := NewSessionRecords(st.Sessions, st.SessionModes, st.Agents)
+	sessions := NewSessions(records, reg, st.Projects, records, d.Authorizer, d.Clock)
 	rules := NewPolicyRules(reg)
-	agents := NewAgents(st.Agents, sessions, d.Clock)
-	calls := NewToolCalls(st.ToolCalls, st.Agents, reg, rules, reg, sessions, d.Authorizer, d.Clock)
+	agents := NewAgents(records, sessions, d.Clock)
+	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock)
 	return Application{
 		Authenticator: d.Authenticator,
 		Authorizer:    d.Authorizer,
@@ -94,10 +98,11 @@ func NewApplication(d Dependencies) Application {
 		Policies:      NewPolicies(reg, d.Clock),
 		Agents:        agents,
 		ToolCalls:     calls,
-		Dashboard:     NewDashboard(st.Sessions, st.Projects, st.Audit, d.Authorizer),
-		AgentTokens:   NewAgentTokens(sessions, st.Sessions, agents, st.Agents, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits),
+		Dashboard:     NewDashboard(records, st.Projects, st.Audit, d.Authorizer),
+		AgentTokens:   NewAgentTokens(sessions, records, agents, records, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits),
 		Gateway:       NewGateway(calls, reg, d.Clock),
 		Registry:      reg,
+		Records:       records,
 		Keys:          d.Keys,
 		Login:         d.Login,
 	}

@@ -23,11 +23,6 @@ type Sessions struct {
 	// leads; modes change a session's mode.
 	projects ports.ProjectStore
 	modes    ports.SessionModeStore
-	// lists keeps first pages of lists in memory; nil: every list is read
-	// from the store (see KeepListsInMemory). watch is what keeps it
-	// current.
-	lists *sessionLists
-	watch ports.LoginSessionWatcher
 }
 
 // NewSessions wires the use case.
@@ -87,7 +82,7 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		CreatedAt:  s.clock.Now().UTC(),
 		OwnerRoles: p.Roles,
 	}
-	if err := s.changeEverywhere(ctx, sess.ID, func() error { return s.store.CreateSession(ctx, sess) }); err != nil {
+	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return domain.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return sess, nil
@@ -110,7 +105,7 @@ func (s *Sessions) List(ctx context.Context, p domain.Principal, req PageRequest
 		}
 		f.Projects = team.Leads
 	}
-	list, err := s.listSessions(ctx, f)
+	list, err := s.store.ListSessions(ctx, f)
 	if err != nil {
 		return Page[domain.Session]{}, err
 	}
@@ -182,7 +177,7 @@ func (s *Sessions) SetMode(ctx context.Context, p domain.Principal, id, mode str
 	if err := s.authz.CheckSetMode(p, team, sess, next); err != nil {
 		return domain.Session{}, err
 	}
-	if err := s.changeEverywhere(ctx, id, func() error { return s.modes.SetSessionMode(ctx, id, next) }); err != nil {
+	if err := s.modes.SetSessionMode(ctx, id, next); err != nil {
 		return domain.Session{}, err
 	}
 	sess.Mode = next
@@ -195,5 +190,5 @@ func (s *Sessions) Delete(ctx context.Context, p domain.Principal, id string) er
 	if _, err := s.Manageable(ctx, p, id); err != nil {
 		return err
 	}
-	return s.changeEverywhere(ctx, id, func() error { return s.store.DeleteSession(ctx, id) })
+	return s.store.DeleteSession(ctx, id)
 }

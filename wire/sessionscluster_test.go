@@ -77,3 +77,50 @@ func checkSessionLists(t *testing.T, a, b *instance) {
 		}
 	}
 }
+
+// TestClusterSessionRecords: two instances on one PostgreSQL database keep
+// sessions and agents in memory, which an agent token's every use reads. B
+// decides a call with an agent token A minted, twice (the second from
+// memory); A sets the session read-only, and B's next decision denies the
+// write; A deletes the session, and B refuses the token on its next use.
+// Five rounds, each with its own session.
+func TestClusterSessionRecords(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	checkSessionRecords(t, startInstance(t, dbURL), startInstance(t, dbURL))
+}
+
+// TestSessionRecordsOnSQLite: the same with one instance on SQLite, which
+// forgets its sessions itself.
+func TestSessionRecordsOnSQLite(t *testing.T) {
+	in := startInstance(t, "")
+	checkSessionRecords(t, in, in)
+}
+
+func checkSessionRecords(t *testing.T, a, b *instance) {
+	t.Helper()
+	mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/servers", clusterKey, map[string]string{"name": "rec", "url": "https://agentauth.test/mcp/rec"})
+	mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/tools", clusterKey, map[string]any{"name": "rec.write", "server": "rec"})
+	mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/policies", clusterKey, map[string]string{"effect": "allow", "tool": "rec.*", "scope": "role", "value": "ADMIN"})
+	for round := range 5 {
+		session := mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/sessions", clusterKey, map[string]string{"title": "records", "mode": "auto"})["id"].(string)
+		agent := mustCall(t, http.StatusCreated, http.MethodPost, a.url+"/api/v2/sessions/"+session+"/agents", clusterKey, nil)["id"].(string)
+		token := mustCall(t, http.StatusOK, http.MethodPost, a.url+"/api/v2/sessions/"+session+"/agents/"+agent+"/token", clusterKey, map[string]string{"audience": "rec"})["access_token"].(string)
+		calls := b.url + "/api/v2/sessions/" + session + "/tool-calls"
+		decided := func(step, want string) {
+			t.Helper()
+			for range 2 { // the first reads the database, the second memory
+				got := mustCall(t, http.StatusCreated, http.MethodPost, calls, token, map[string]string{"tool": "rec.write"})
+				if got["decision"] != want {
+					t.Fatalf("round %d, %s: B decided %v (%v), want %s", round, step, got["decision"], got["reason"], want)
+				}
+			}
+		}
+		decided("a new session", "allow")
+		mustCall(t, http.StatusOK, http.MethodPatch, a.url+"/api/v2/sessions/"+session, clusterKey, map[string]any{"mode": "readonly"})
+		decided("A set the session read-only", "deny")
+		mustCall(t, http.StatusNoContent, http.MethodDelete, a.url+"/api/v2/sessions/"+session, clusterKey, nil)
+		if status, _, got := call(t, http.MethodPost, calls, token, map[string]string{"tool": "rec.write"}); status != http.StatusUnauthorized {
+			t.Fatalf("round %d: B's decision after A deleted the session = %d %s, want 401", round, status, got)
+		}
+	}
+}

@@ -39,13 +39,13 @@ var appSet = gwire.NewSet(
 	gwire.InterfaceValue(new(ports.Clock), app.SystemClock{}),
 )
 
-// application builds the use cases and keeps the first pages of session
-// lists and what decisions read of the registry in memory on the store's
-// shared watcher; the returned function stops watching.
+// application builds the use cases and keeps what requests read of the
+// agent sessions and their agents, and of the registry, in memory on the
+// store's shared watcher; the returned function stops watching.
 func application(d app.Dependencies, st Stores) (app.Application, func()) {
 	a := app.NewApplication(d)
-	stopLists, stopRegistry := a.Sessions.KeepListsInMemory(st.LoginWatch), a.Registry.KeepInMemory(st.LoginWatch)
-	return a, func() { stopRegistry(); stopLists() }
+	stopRecords, stopRegistry := a.Records.KeepInMemory(st.LoginWatch), a.Registry.KeepInMemory(st.LoginWatch)
+	return a, func() { stopRegistry(); stopRecords() }
 }
 
 // settingsSet turns the configuration into the named values adapters take

@@ -82,6 +82,9 @@ type axOptions struct {
 	// auditTable keeps the audit records in the store's table instead of
 	// the log SQLite mode writes (see openSQLiteTable).
 	auditTable bool
+	// inMemory keeps the registry and the session records in memory on the
+	// store's watcher, as the service does (wire's application).
+	inMemory bool
 }
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
@@ -145,6 +148,11 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	}
 	uc := app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn, Authorizer: authz,
 		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed})
+	stopMemory := func() {}
+	if opt.inMemory {
+		stopRegistry, stopRecords := uc.Registry.KeepInMemory(hub), uc.Records.KeepInMemory(hub)
+		stopMemory = func() { stopRegistry(); stopRecords() }
+	}
 	cfg := Config{ShutdownTimeout: time.Second, AgentTokens: &AgentTokens{Keys: keys, RateLimit: rate}, BasePath: opt.basePath}
 	if opt.gateway != nil {
 		opt.gateway(&cfg)
@@ -172,6 +180,7 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 			t.Errorf("serve: %v", err)
 		}
 		stopKeys()
+		stopMemory()
 		stopHub()
 		closeAudit()
 		closeSigner()

@@ -42,9 +42,10 @@ func trivialMCP() *httptest.Server {
 const benchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`
 
 // benchGateway serves the gateway in front of upstream with uma's agent
-// allowed fs.read and denied fs.write; it returns an open MCP session.
+// allowed fs.read and denied fs.write, with what requests read kept in
+// memory as the service keeps it; it returns an open MCP session.
 func benchGateway(b *testing.B, upstream string) (h *axHarness, token, session string) {
-	h = gwNew(b, 10*time.Second)
+	h = gwStart(b, axOptions{inMemory: true}, 10*time.Second)
 	ctx, now := porttest.Context(b), time.Now().UTC()
 	for _, err := range []error{
 		h.store.CreateSession(ctx, domain.Session{ID: "ses_b", Owner: "uma", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: now}),

@@ -171,7 +171,7 @@ type WatchedSessionStore interface {
 // RunSessionWatcher checks that the watcher reports every session created,
 // changed (its mode) or deleted, once committed, each then acknowledged by
 // the listener: a session write waits for that to know every instance has
-// forgotten its lists (app.Sessions.KeepListsInMemory). A write refused
+// forgotten what it kept (app.SessionRecords.KeepInMemory). A write refused
 // reports nothing.
 func RunSessionWatcher(t *testing.T, newStore Factory[WatchedSessionStore]) {
 	st, ctx := newStore(t), ctxFor(t)

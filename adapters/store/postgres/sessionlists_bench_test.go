@@ -25,13 +25,14 @@ func BenchmarkSessionCreate(b *testing.B) {
 		b.Run(fmt.Sprintf("listeners=%d", listeners), func(b *testing.B) {
 			url := pgtest.URL(b)
 			st := open(b, url)
-			uc := app.NewSessions(st, st, st, st, authz, app.SystemClock{})
+			rec := app.NewSessionRecords(st, st, st)
+			uc := app.NewSessions(rec, st, st, rec, authz, app.SystemClock{})
 			if listeners > 0 {
-				b.Cleanup(uc.KeepListsInMemory(st))
+				b.Cleanup(rec.KeepInMemory(st))
 			}
 			if listeners > 1 {
 				other := open(b, url)
-				b.Cleanup(app.NewSessions(other, other, other, other, authz, app.SystemClock{}).KeepListsInMemory(other))
+				b.Cleanup(app.NewSessionRecords(other, other, other).KeepInMemory(other))
 			}
 			ctx := porttest.Context(b)
 			for l, err := st.Listeners(ctx); len(l) < listeners; l, err = st.Listeners(ctx) {

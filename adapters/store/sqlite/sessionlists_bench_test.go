@@ -38,9 +38,10 @@ func BenchmarkSessionListPage(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				uc := app.NewSessions(store, store, store, store, authz, app.SystemClock{})
+				rec := app.NewSessionRecords(store, store, store)
+				uc := app.NewSessions(rec, store, store, rec, authz, app.SystemClock{})
 				if inMemory {
-					b.Cleanup(uc.KeepListsInMemory(store))
+					b.Cleanup(rec.KeepInMemory(store))
 				}
 				list := func() {
 					page, err := uc.List(ctx, p, app.PageRequest{})

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 
@@ -10,43 +11,49 @@ import (
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
-	"github.com/agentauth/agentauth/ports/mocks"
 )
 
-// listFixture is the sessions use case with first pages in memory over a
-// mock watcher, live from the start; reads counts the store's lists.
+// listFixture is the sessions use case over session records in memory
+// on a mock watcher, live from the start; reads counts the store's lists,
+// sessionReads and agentReads its reads of one session and one agent.
 type listFixture struct {
 	fixture
-	uc    *app.Sessions
-	w     *watcherHandle
-	reads int
+	uc                       *app.Sessions
+	rec                      *app.SessionRecords
+	w                        *watcherHandle
+	reads                    int
+	sessionReads, agentReads int
 }
 
 func newListFixture(t *testing.T, listeners []string) *listFixture {
 	t.Helper()
 	f := &listFixture{fixture: newFixture(t)}
-	f.uc = app.NewSessions(f.sessions, f.settings, f.projects, f.modes, f.authz, now)
+	f.rec = app.NewSessionRecords(f.sessions, f.modes, f.agents)
+	f.uc = app.NewSessions(f.rec, f.settings, f.projects, f.rec, f.authz, now)
 	f.projects.EXPECT().ListProjects(gomock.Any(), gomock.Any()).Return([]domain.Project{apollo}, nil).AnyTimes()
 	stored := domain.Session{ID: "s1", Owner: "uma", Project: "p1", Mode: domain.ModeAuto, State: domain.SessionActive, CreatedAt: now.t}
-	f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(stored, nil).AnyTimes()
+	f.sessions.EXPECT().GetSession(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, id string) (domain.Session, error) {
+		f.sessionReads++
+		switch id {
+		case "s1":
+			return stored, nil
+		case "broken":
+			return domain.Session{}, errors.New("database unavailable")
+		}
+		return domain.Session{}, domain.ErrNotFound
+	}).AnyTimes()
+	f.agents.EXPECT().GetAgent(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, id string) (domain.Agent, error) {
+		f.agentReads++
+		if id == "a1" {
+			return domain.Agent{ID: "a1", Session: "s1", CreatedBy: "uma", CreatedAt: now.t}, nil
+		}
+		return domain.Agent{}, domain.ErrNotFound
+	}).AnyTimes()
 	f.sessions.EXPECT().ListSessions(gomock.Any(), gomock.Any()).DoAndReturn(func(context.Context, ports.SessionFilter) ([]domain.Session, error) {
 		f.reads++
 		return []domain.Session{stored}, nil
 	}).AnyTimes()
-	w := mocks.NewMockLoginSessionWatcher(gomock.NewController(t))
-	w.EXPECT().Listeners(gomock.Any()).Return(listeners, nil).AnyTimes()
-	f.w = &watcherHandle{}
-	ready := make(chan struct{})
-	w.EXPECT().WatchLoginSessions(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
-		func(ctx context.Context, changed func(string), live func(bool)) {
-			f.w.changed, f.w.live = changed, live
-			live(true)
-			close(ready)
-			<-ctx.Done()
-			live(false)
-		})
-	t.Cleanup(f.uc.KeepListsInMemory(w))
-	<-ready
+	f.w = watchedBy(t, listeners, true, f.rec.KeepInMemory)
 	return f
 }
 
@@ -128,6 +135,85 @@ func TestSessionListsInMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionRecordsInMemory: a session, read by ID, is read from the
+// store once and then from memory, a session not found too, until a session
+// is created, changed or deleted here or reported changed by the watcher,
+// or the watcher is not live; a failed read is not kept. An agent found is
+// kept the same way; one not found is read again, since creating an agent
+// reports nothing.
+func TestSessionRecordsInMemory(t *testing.T) {
+	session := func(id string) func(*testing.T, *listFixture) error {
+		return func(t *testing.T, f *listFixture) error { _, err := f.rec.GetSession(t.Context(), id); return err }
+	}
+	agent := func(id string) func(*testing.T, *listFixture) error {
+		return func(t *testing.T, f *listFixture) error { _, err := f.rec.GetAgent(t.Context(), id); return err }
+	}
+	tests := []struct {
+		name string
+		read func(*testing.T, *listFixture) error
+		// between runs between the first read and the second.
+		between func(t *testing.T, f *listFixture)
+		// wantReads counts the store's reads of sessions and agents by
+		// the second read.
+		wantReads int
+		wantErr   error
+	}{
+		{"a session: second read from memory", session("s1"), func(*testing.T, *listFixture) {}, 1, nil},
+		{"a session not found: from memory", session("s9"), func(*testing.T, *listFixture) {}, 1, domain.ErrNotFound},
+		{"a failed read: not kept", session("broken"), func(*testing.T, *listFixture) {}, 2, errAny},
+		{"created here: forgotten", session("s9"), func(t *testing.T, f *listFixture) {
+			f.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
+			if _, err := f.uc.Create(t.Context(), admin, app.NewSession{Mode: string(domain.ModeAuto)}); err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+		}, 2, domain.ErrNotFound},
+		{"mode changed here: forgotten", session("s1"), func(t *testing.T, f *listFixture) {
+			f.modes.EXPECT().SetSessionMode(gomock.Any(), "s1", domain.ModeReadonly).Return(nil)
+			if _, err := f.uc.SetMode(t.Context(), admin, "s1", string(domain.ModeReadonly)); err != nil {
+				t.Fatalf("SetMode: %v", err)
+			}
+		}, 2, nil},
+		{"deleted here: forgotten", session("s1"), func(t *testing.T, f *listFixture) {
+			f.sessions.EXPECT().DeleteSession(gomock.Any(), "s1").Return(nil)
+			if err := f.uc.Delete(t.Context(), admin, "s1"); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+		}, 2, nil}, // the mock still holds it; memory asked the store again
+		{"changed on another instance: forgotten", session("s1"), func(_ *testing.T, f *listFixture) {
+			f.w.changed(ports.SessionChangeKey("s7"))
+		}, 2, nil},
+		{"a tool changed on another instance: kept", session("s1"), func(_ *testing.T, f *listFixture) {
+			f.w.changed(ports.RegistryChangeKey(ports.RegistryTool + "fs.read"))
+		}, 1, nil},
+		{"watcher lost its connection: from the store", session("s1"), func(_ *testing.T, f *listFixture) {
+			f.w.live(false)
+		}, 2, nil},
+		{"an agent: second read from memory", agent("a1"), func(*testing.T, *listFixture) {}, 1, nil},
+		{"an agent not found: from the store again", agent("a9"), func(*testing.T, *listFixture) {}, 2, domain.ErrNotFound},
+		{"an agent, watcher lost its connection: from the store", agent("a1"), func(_ *testing.T, f *listFixture) {
+			f.w.live(false)
+		}, 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newListFixture(t, nil)
+			_ = tt.read(t, f)
+			tt.between(t, f)
+			err := tt.read(t, f)
+			if got := f.sessionReads + f.agentReads; got != tt.wantReads {
+				t.Errorf("store reads: got %d, want %d", got, tt.wantReads)
+			}
+			switch {
+			case tt.wantErr == errAny && err == nil, tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
+				t.Errorf("second read: got %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// errAny stands for any error in TestSessionRecordsInMemory.
+var errAny = errors.New("any error")
 
 // TestSessionListsNotServedWhileDown: while the watcher is not live every
 // read goes to the store, the first page's included.
