@@ -41,7 +41,8 @@ func trivialUpstream() (url string, stop func(), err error) {
 
 // gatewayRows measures an allowed tools/call through the MCP gateway
 // (/mcp/fs, an agent token, an open MCP session) beside the same call sent
-// to the upstream directly, with o.conns connections each. The upstream
+// to the upstream directly and through a bare reverse proxy, with o.conns
+// connections each. The upstream
 // runs in this process, so the gateway row's CPU/req is agentauth's alone.
 func gatewayRows(o options, bin, tmp string) error {
 	upstream, stopUpstream, err := trivialUpstream()
@@ -95,12 +96,19 @@ func gatewayRows(o options, bin, tmp string) error {
 	}
 	mcpSession := header{"Mcp-Session-Id", res.session}
 	printHeader(fmt.Sprintf("MCP gateway, allowed tools/call, trivial upstream, %d connections", o.conns))
+	proxied, proxy, stopProxy, err := bareProxy(upstream)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
 	direct := drive(request{method: "POST", url: upstream, body: gatewayCall, header: accept}, o.conns, o.warmup, o.duration)
+	bare := drive(request{method: "POST", url: proxied, body: gatewayCall, header: accept, server: proxy.Pid}, o.conns, o.warmup, o.duration)
 	gw := drive(request{method: "POST", url: p.URL + "/mcp/fs", body: gatewayCall, header: bearer, more: []header{accept, mcpSession},
 		server: p.Cmd.Process.Pid}, o.conns, o.warmup, o.duration)
 	fmt.Println(line("tools/call direct to the upstream", direct, direct.rps))
+	fmt.Println(line("tools/call through a bare Go reverse proxy", bare, direct.rps))
 	fmt.Println(line("tools/call through /mcp/fs", gw, direct.rps))
-	for name, r := range map[string]result{"direct": direct, "gateway": gw} {
+	for name, r := range map[string]result{"direct": direct, "bare proxy": bare, "gateway": gw} {
 		if r.failed > 0 {
 			return fmt.Errorf("gateway rows: %s: %d requests failed: %s", name, r.failed, r.lastErr)
 		}

@@ -12,7 +12,9 @@
 // (throughput and each server's CPU per request, peer.go), then the
 // tool-call decision with 10, 1,000 and 10,000 policy rules in
 // process and over HTTP, then an allowed MCP tools/call through the
-// gateway beside the same call sent to a trivial upstream directly, and
+// gateway beside the same call sent to a trivial upstream directly and
+// through a bare reverse proxy (the standard library's, in a process of
+// its own: the floor of any proxy's cost on the machine), and
 // the server's RSS idle and under load. Rows report the server's CPU per
 // request (user and system, from /proc) where the server is agentauth's
 // process. Everything binds 127.0.0.1 on free ports and runs for a bounded
@@ -43,6 +45,13 @@ import (
 )
 
 func main() {
+	if upstream := os.Getenv(proxyEnv); upstream != "" {
+		if err := serveBareProxy(upstream); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen: bare proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
