@@ -3,14 +3,15 @@ package rest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/strictjson"
 )
 
 type meResponse struct {
@@ -55,8 +56,10 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return fmt.Errorf("request body is empty; send a JSON object: %w", domain.ErrInvalidInput)
 	}
-	if err := noDuplicateKeys(body); err != nil {
-		return err
+	// A name twice could mean two things (see strictjson); syntax errors
+	// are left to the decoder, whose messages say more.
+	if err := strictjson.UniqueNames(body); errors.Is(err, strictjson.ErrDuplicateName) {
+		return fmt.Errorf("request body: %v: %w", err, domain.ErrInvalidInput)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -67,56 +70,6 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 		return fmt.Errorf("request body: more than one JSON value: %w", domain.ErrInvalidInput)
 	}
 	return nil
-}
-
-// noDuplicateKeys refuses a JSON text in which an object names a member
-// twice, at any depth. encoding/json keeps the last and matches names
-// without regard to case, while a proxy or client in front may read the
-// first: the body would mean two things. Names are compared as
-// encoding/json matches them (decoded, case-folded). Syntax errors are left
-// to the decoder that follows.
-func noDuplicateKeys(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	type object struct {
-		seen   map[string]bool
-		expect bool // the next token is a member name
-	}
-	var stack []*object
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // io.EOF, or a syntax error the decoder reports
-		}
-		var top *object
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.expect {
-			if name, ok := tok.(string); ok {
-				folded := strings.ToLower(name)
-				if top.seen[folded] {
-					return fmt.Errorf("request body: duplicate key %q: %w", name, domain.ErrInvalidInput)
-				}
-				top.seen[folded] = true
-				top.expect = false
-				continue
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &object{seen: map[string]bool{}, expect: true})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		case json.Delim('['):
-			stack = append(stack, nil)
-			continue
-		}
-		// A value ended: in an object, a member name comes next.
-		if len(stack) > 0 && stack[len(stack)-1] != nil {
-			stack[len(stack)-1].expect = true
-		}
-	}
 }
 
 func queryInt(c *fiber.Ctx, name string) (int, error) {
