@@ -14,6 +14,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/strictjson"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -278,6 +279,13 @@ func (s *Server) mcpPost(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusRequestEntityTooLarge, fmt.Sprintf("a message may have at most %d bytes", gw.MaxMessageBytes))
 	}
 	msg, err := mcpproxy.Parse(body)
+	if err == nil {
+		// A name twice could mean one call here and another to a server
+		// that reads the first of two (see strictjson): never relayed.
+		if err = strictjson.UniqueNames(body); err != nil {
+			err = fmt.Errorf("%w: %v", mcpproxy.ErrInvalid, err)
+		}
+	}
 	if err != nil {
 		refused(c)
 		n.Method, n.Reason = "(malformed)", ReasonGatewayMalformed

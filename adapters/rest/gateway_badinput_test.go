@@ -125,6 +125,11 @@ func TestGatewayBadInput(t *testing.T) {
 		{"hidden tool", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"secret.tool","arguments":{}}}`, 200, mcpproxy.CodeDenied, domain.ReasonTokenToolNotGranted, false},
 		{"tool name outside the charset", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs read","arguments":{}}}`, 200, mcpproxy.CodeDenied, domain.ReasonGatewayUnknown, false},
 		{"arguments not an object", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":[1]}}`, 200, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, false},
+		// A name twice could mean one call to the gateway and another to
+		// a server that reads the first (see strictjson).
+		{"a tool named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.write","name":"fs.read","arguments":{}}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
+		{"an argument named twice in another case", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/etc/passwd","Path":"/a"}}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
+		{"a method named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","\u006dethod":"ping","params":{"name":"fs.read","arguments":{}}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
 		{"a method not offered", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`, 200, mcpproxy.CodeMethodNotFound, ReasonGatewayMethod, false},
 		{"an unsupported protocol version", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayProtoVersion, false},
 		{"a server that hangs", "hang", hangToken, "", gwInitialize, 200, mcpproxy.CodeUpstream, ReasonGatewayUpstream, true},
