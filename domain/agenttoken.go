@@ -35,12 +35,22 @@ func (g AgentGrant) Agent() string { return g.Chain[len(g.Chain)-1] }
 // Describe is the grant as the audit log records it: the chain (user →
 // agent → sub-agents), the audience, the tools and the token's id.
 func (g AgentGrant) Describe() string {
-	chain := g.Subject
+	// Without fmt: every request with an agent token writes one.
+	var buf [512]byte
+	b := append(append(buf[:0], "chain "...), g.Subject...)
 	for _, a := range g.Chain {
-		chain += " → " + a
+		b = append(append(b, " → "...), a...)
 	}
-	return fmt.Sprintf("chain %s; audience %s; tools %v; mode %s; jti %s; expires %s", chain, g.Audience, g.Tools, g.Mode, g.ID,
-		g.Expires.UTC().Format(time.RFC3339))
+	b = append(append(append(b, "; audience "...), g.Audience...), "; tools ["...)
+	for i, t := range g.Tools {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, t...)
+	}
+	b = append(append(append(append(b, "]; mode "...), g.Mode...), "; jti "...), g.ID...)
+	b = g.Expires.UTC().AppendFormat(append(b, "; expires "...), time.RFC3339)
+	return string(b)
 }
 
 // Reason codes of refused agent-token requests.

@@ -113,3 +113,24 @@ func TestTokenAudienceIs(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentGrantDescribe: the grant's exact text in the audit log.
+func TestAgentGrantDescribe(t *testing.T) {
+	expires := time.Date(2026, 11, 25, 23, 0, 0, 0, time.FixedZone("X", 3600))
+	tests := []struct {
+		name  string
+		grant AgentGrant
+		want  string
+	}{
+		{"a sub-agent", AgentGrant{ID: "jti1", Subject: "uma", Chain: []string{"agt_1", "agt_2"}, Audience: "fs", Mode: ModeAuto,
+			Tools: []string{"fs.read", "fs.write"}, Expires: expires},
+			"chain uma → agt_1 → agt_2; audience fs; tools [fs.read fs.write]; mode auto; jti jti1; expires 2026-11-25T22:00:00Z"},
+		{"no tools", AgentGrant{ID: "j", Subject: "u", Chain: []string{"a"}, Audience: "s", Expires: expires},
+			"chain u → a; audience s; tools []; mode ; jti j; expires 2026-11-25T22:00:00Z"},
+	}
+	for _, tt := range tests {
+		if got := tt.grant.Describe(); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

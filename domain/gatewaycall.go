@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -37,26 +36,44 @@ const gatewayCallMark = "mcp "
 // a subject) have ";" written as "\x3b", and the arguments come last,
 // so that nothing a caller sends can be read back as another field.
 func (n GatewayCall) String() string {
-	var b strings.Builder
-	b.WriteString(gatewayCallMark + n.Method + " server " + n.Server + "; chain " + noteValue(n.Chain))
-	for _, kv := range [][2]string{{"tool", noteValue(n.Tool)}, {"args_sha256", n.Args}, {"call", n.Call}, {"decision", n.Decision}, {"reason", n.Reason}} {
-		if kv[1] != "" {
-			b.WriteString("; " + kv[0] + " " + kv[1])
+	// Written field by field, without fmt, into a buffer on the stack:
+	// the gateway writes one per request.
+	var buf [512]byte
+	b := append(buf[:0], gatewayCallMark...)
+	b = append(append(append(append(b, n.Method...), " server "...), n.Server...), "; chain "...)
+	b = appendNoteValue(b, n.Chain)
+	if n.Tool != "" {
+		b = appendNoteValue(append(b, "; tool "...), n.Tool)
+	}
+	for _, kv := range [...]struct{ key, value string }{{"; args_sha256 ", n.Args}, {"; call ", n.Call}, {"; decision ", n.Decision}, {"; reason ", n.Reason}} {
+		if kv.value != "" {
+			b = append(append(b, kv.key...), kv.value...)
 		}
 	}
 	if n.Upstream != 0 {
-		fmt.Fprintf(&b, "; upstream status %d in %s", n.Upstream, n.Duration.Round(time.Microsecond))
+		b = strconv.AppendInt(append(b, "; upstream status "...), int64(n.Upstream), 10)
+		b = append(append(b, " in "...), n.Duration.Round(time.Microsecond).String()...)
 	}
 	if n.Dropped > 0 {
-		fmt.Fprintf(&b, "; %d upstream messages dropped", n.Dropped)
+		b = append(strconv.AppendInt(append(b, "; "...), int64(n.Dropped), 10), " upstream messages dropped"...)
 	}
 	if n.ArgsText != "" {
-		b.WriteString("; arguments " + n.ArgsText)
+		b = append(append(b, "; arguments "...), n.ArgsText...)
 	}
-	return b.String()
+	return string(b)
 }
 
-func noteValue(s string) string { return strings.ReplaceAll(s, ";", `\x3b`) }
+// appendNoteValue appends s with each ";" written as "\x3b".
+func appendNoteValue(b []byte, s string) []byte {
+	for {
+		i := strings.IndexByte(s, ';')
+		if i < 0 {
+			return append(b, s...)
+		}
+		b = append(append(b, s[:i]...), `\x3b`...)
+		s = s[i+1:]
+	}
+}
 
 // ParseGatewayCall reads the GatewayCall an audit reason carries (after
 // the decision's own reason, or a held call's "held tool call released: ");

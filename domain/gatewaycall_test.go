@@ -38,3 +38,31 @@ func TestGatewayCallRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayCallString: the record's exact text, which audit records
+// already written (and their hashes) carry.
+func TestGatewayCallString(t *testing.T) {
+	tests := []struct {
+		name string
+		call GatewayCall
+		want string
+	}{
+		{"decided before the upstream", GatewayCall{Method: "tools/call", Server: "fs", Chain: "uma → agt_1"},
+			"mcp tools/call server fs; chain uma → agt_1"},
+		{"every field", GatewayCall{Method: "tools/call", Server: "fs", Chain: "uma (managed_key key k1) → agt_1", Tool: "fs.read",
+			Args: "ab12", Call: "call_1", Decision: "allow", Reason: "policy_allow", Upstream: 200, Duration: 1500*time.Microsecond + 400*time.Nanosecond,
+			Dropped: 2, ArgsText: `{"a":1}`},
+			`mcp tools/call server fs; chain uma (managed_key key k1) → agt_1; tool fs.read; args_sha256 ab12; call call_1; decision allow; reason policy_allow; upstream status 200 in 1.5ms; 2 upstream messages dropped; arguments {"a":1}`},
+		{"no answer, long", GatewayCall{Method: "ping", Server: "s", Chain: "u → a", Upstream: -1, Duration: 2*time.Minute + 3*time.Second + 700*time.Nanosecond},
+			"mcp ping server s; chain u → a; upstream status -1 in 2m3.000001s"},
+		{"instant", GatewayCall{Method: "ping", Server: "s", Chain: "u → a", Upstream: 202},
+			"mcp ping server s; chain u → a; upstream status 202 in 0s"},
+		{"the caller's semicolons", GatewayCall{Method: "tools/call", Server: "fs", Chain: "u;x → a", Tool: "t;;", Decision: "deny"},
+			`mcp tools/call server fs; chain u\x3bx → a; tool t\x3b\x3b; decision deny`},
+	}
+	for _, tt := range tests {
+		if got := tt.call.String(); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
