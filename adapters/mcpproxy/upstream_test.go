@@ -191,7 +191,6 @@ func TestPost(t *testing.T) {
 // keeps it open; the next call on the same server gets its own answer.
 func TestPostAfterAnOpenStream(t *testing.T) {
 	release := make(chan struct{})
-	defer close(release)
 	var calls sync.Mutex
 	n := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -216,6 +215,7 @@ func TestPostAfterAnOpenStream(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
+	defer close(release) // before the server closes
 	u := NewUpstream(Limits{MaxBytes: 1 << 20, MaxMessages: 8})
 	for i, want := range []string{`{"n":1}`, `{"n":2}`, `{"n":2}`} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
