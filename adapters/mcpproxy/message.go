@@ -72,15 +72,19 @@ func Code(err error) int {
 }
 
 // Parse reads one message: no batch, "jsonrpc": "2.0", an id that is a
-// string or a number (never null), and one kind only.
+// string or a number (never null), and one kind only. The message does not
+// share body's bytes.
 func Parse(body []byte) (Message, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return Message{}, ErrBatch
 	}
-	var m Message
-	if err := json.Unmarshal(body, &m); err != nil {
-		return Message{}, fmt.Errorf("%w: %v", ErrParse, err)
+	m, ok := readPlain(body)
+	if !ok {
+		m = Message{}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return Message{}, fmt.Errorf("%w: %v", ErrParse, err)
+		}
 	}
 	switch {
 	case m.JSONRPC != "2.0":
@@ -95,19 +99,156 @@ func Parse(body []byte) (Message, error) {
 	return m, nil
 }
 
+// readPlain reads a message as json.Unmarshal would, without its
+// reflection, when the message is plain: valid JSON, an object whose
+// keys are written exactly as Message's fields or are other ASCII names
+// that no field's matches, whose jsonrpc and method are strings of
+// printable ASCII without escapes and whose other fields are not null.
+// Every other input is json.Unmarshal's to read (false). Every gateway
+// message goes through here twice (the client's and the server's answer);
+// FuzzParse holds the two readings equal.
+func readPlain(body []byte) (Message, bool) {
+	if !json.Valid(body) {
+		return Message{}, false
+	}
+	b := bytes.Clone(body) // one copy that the fields share
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return Message{}, false
+	}
+	var m Message
+	for i = skipSpace(b, i+1); b[i] != '}'; {
+		keyEnd := i + 1 + bytes.IndexByte(b[i+1:], '"')
+		key := b[i+1 : keyEnd]
+		start := skipSpace(b, skipSpace(b, keyEnd+1)+1) // past the colon
+		end := skipValue(b, start)
+		value := b[start:end:end]
+		switch string(key) {
+		case "jsonrpc", "method":
+			s, ok := plainString(value)
+			if !ok {
+				return Message{}, false
+			}
+			if key[0] == 'j' {
+				m.JSONRPC = s
+			} else {
+				m.Method = s
+			}
+		case "id", "params", "result", "error":
+			if value[0] == 'n' { // null: json.Unmarshal's to read
+				return Message{}, false
+			}
+			switch key[0] {
+			case 'i':
+				m.ID = value
+			case 'p':
+				m.Params = value
+			case 'r':
+				m.Result = value
+			default:
+				m.Error = value
+			}
+		default:
+			if !otherKey(key) {
+				return Message{}, false
+			}
+		}
+		if i = skipSpace(b, end); b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return m, true
+}
+
+// messageKeys are Message's JSON names.
+var messageKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// otherKey: key (as written) is plain ASCII without escapes and matches
+// none of Message's names, even as json.Unmarshal folds case.
+func otherKey(key []byte) bool {
+	for _, c := range key {
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	for _, k := range messageKeys {
+		if bytes.EqualFold(key, []byte(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainString is the JSON string v's value if it is printable ASCII
+// without escapes.
+func plainString(v []byte) (string, bool) {
+	if v[0] != '"' {
+		return "", false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return "", false
+		}
+	}
+	if string(v) == `"2.0"` {
+		return "2.0", true
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the valid JSON value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for ; i < len(b); i++ { // a number, true, false or null
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the end of the valid JSON string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// validID: id, a JSON value (as Parse reads it), is a string or a number.
 func validID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
 	}
-	switch c := id[0]; {
-	case c == '"':
-		var s string
-		return json.Unmarshal(id, &s) == nil
-	case c == '-' || ('0' <= c && c <= '9'):
-		var n json.Number
-		return json.Unmarshal(id, &n) == nil
-	}
-	return false
+	c := id[0]
+	return c == '"' || c == '-' || ('0' <= c && c <= '9')
 }
 
 // SameID reports whether two ids are one: equal as JSON values.

@@ -1,8 +1,10 @@
 package mcpproxy
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -70,4 +72,49 @@ func TestEventReader(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("events %q, want %q", got, want)
 	}
+}
+
+// FuzzParse: where readPlain reads a message, it reads what json.Unmarshal
+// reads, and shares no bytes with the body.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`,
+		`{"jsonrpc":"2.0","id":"a\"}","result":{"content":[{"type":"text","text":"ok \\ \" } ]"}]}}`,
+		` { "jsonrpc" : "2.0" , "id" : -1.5e3 , "error" : { "code" : 1 } , "x" : [ { } , [ ] , "}" ] } `,
+		`{"jsonrpc":"2.0","method":"ping","method":"tools/list","id":1,"id":2}`,
+		`{"jsonrpc":"2.0","Method":"ping","id":1}`,
+		`{"jsonrpc":"2.0","METHOD":"ping","iD":1}`,
+		`{"jsonrpc":"2.0","\u006dethod":"ping","id":1}`,
+		`{"jsonrpc":"2.0","method":"p\u0069ng","id":1}`,
+		`{"jsonrpc":"2.0","method":"pïng","id":1}`,
+		`{"jsonrpc":"2.0","method":null,"id":1}`,
+		`{"jsonrpc":"2.0","method":"ping","id":null}`,
+		`{"jsonrpc":"2.0","method":"ping","params":null,"id":1}`,
+		`{"jsonrpc":2,"method":"ping","id":1}`,
+		`{"jsonrpc":"2.0","method":"ping","id":true}`,
+		`{"jsonrpc":"2.0","method":"ping","id":1,"ſ":1,"K":2,"jsonrpc\u0000":3}`,
+		`{"jsonrpc":"2.0","method":"ping","id":1}  x`,
+		`{}`, `[]`, `"x"`, `1`, `null`, ``, `{`, `{"jsonrpc":"2.0",}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := readPlain(body)
+		if !ok {
+			return
+		}
+		var want Message
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("readPlain read %q, json.Unmarshal failed: %v", body, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("readPlain(%q) = %#v, json.Unmarshal read %#v", body, got, want)
+		}
+		for i := range body {
+			body[i] = 'x'
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("the message of %q shares the body's bytes", body)
+		}
+	})
 }
