@@ -173,7 +173,11 @@ func (u *Upstream) Post(ctx context.Context, r Request, id json.RawMessage) (Rep
 	if err := u.posts.DoDeadline(req, resp, deadline); err != nil {
 		return Reply{}, fmt.Errorf("%w: %v", ErrUpstream, lateAsDeadline(err))
 	}
-	body := &answerBody{r: resp.BodyStream()}
+	stream := resp.BodyStream()
+	if stream == nil { // a status without a body (204, 304)
+		stream = bytes.NewReader(nil)
+	}
+	body := &answerBody{r: stream}
 	defer func() {
 		if !body.eof {
 			// The rest of the answer is unread: the connection cannot
