@@ -170,7 +170,11 @@ func (u *Upstream) Post(ctx context.Context, r Request, id json.RawMessage) (Rep
 	req.Header.SetMethod(fasthttp.MethodPost)
 	r.headers(req.Header.Set)
 	req.SetBodyRaw(r.Body)
-	if err := u.posts.DoDeadline(req, resp, deadline); err != nil {
+	err := u.posts.DoDeadline(req, resp, deadline)
+	// A body without a length (to the end of the connection) is read
+	// whole, and fails over MaxResponseBodySize.
+	tooLarge := errors.Is(err, fasthttp.ErrBodyTooLarge)
+	if err != nil && !tooLarge {
 		return Reply{}, fmt.Errorf("%w: %v", ErrUpstream, lateAsDeadline(err))
 	}
 	stream := resp.BodyStream()
@@ -188,6 +192,9 @@ func (u *Upstream) Post(ctx context.Context, r Request, id json.RawMessage) (Rep
 	}()
 	resp.Header.SetNoDefaultContentType(true) // "" when the server sent none
 	rep := Reply{Status: resp.StatusCode(), SessionID: string(resp.Header.Peek(HeaderSessionID)), ContentType: string(resp.Header.ContentType())}
+	if tooLarge {
+		return rep, fmt.Errorf("%w: answer over %d bytes", ErrUpstream, u.Limits.MaxBytes)
+	}
 	return rep, u.readAnswer(io.LimitReader(body, u.Limits.MaxBytes+1), id, &rep)
 }
 

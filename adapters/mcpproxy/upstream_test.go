@@ -140,6 +140,14 @@ func TestPost(t *testing.T) {
 				}
 			},
 			Reply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
+		{"a JSON answer too large, without a length (to the end of the connection)", "/mcp", Request{}, json.RawMessage("7"),
+			func(w http.ResponseWriter, _ *http.Request) {
+				conn, buf, _ := w.(http.Hijacker).Hijack()
+				defer conn.Close()
+				_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" + big)
+				_ = buf.Flush()
+			},
+			Reply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
 		{"an SSE stream too large: cut within an event", "/mcp", Request{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) { sse(w, progress, big) },
 			Reply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []Message{mustParse(t, progress)}}, "an event is not a JSON-RPC message"},
