@@ -79,8 +79,8 @@ func Parse(body []byte) (Message, error) {
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return Message{}, ErrBatch
 	}
-	m, ok := readPlain(body)
-	if !ok {
+	var m Message
+	if !readPlain(body, m.fields()) {
 		m = Message{}
 		if err := json.Unmarshal(body, &m); err != nil {
 			return Message{}, fmt.Errorf("%w: %v", ErrParse, err)
@@ -99,80 +99,107 @@ func Parse(body []byte) (Message, error) {
 	return m, nil
 }
 
-// readPlain reads a message as json.Unmarshal would, without its
-// reflection, when the message is plain: valid JSON, an object whose
-// keys are written exactly as Message's fields or are other ASCII names
-// that no field's matches, whose jsonrpc and method are strings of
-// printable ASCII without escapes and whose other fields are not null.
-// Every other input is json.Unmarshal's to read (false). Every gateway
-// message goes through here twice (the client's and the server's answer);
-// FuzzParse holds the two readings equal.
-func readPlain(body []byte) (Message, bool) {
-	if !json.Valid(body) {
-		return Message{}, false
+// ToolCall is what the gateway reads of a tools/call's params.
+type ToolCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ParseToolCall reads a tools/call's params as json.Unmarshal reads them
+// into a ToolCall; the call does not share params' bytes.
+func ParseToolCall(params json.RawMessage) (ToolCall, error) {
+	var p ToolCall
+	if readPlain(params, p.fields()) {
+		return p, nil
 	}
-	b := bytes.Clone(body) // one copy that the fields share
+	p = ToolCall{}
+	err := json.Unmarshal(params, &p)
+	return p, err
+}
+
+func (p *ToolCall) fields() []plainField {
+	return []plainField{{"name", &p.Name, nil}, {"arguments", nil, &p.Arguments}}
+}
+
+// fields are m's fields as readPlain reads them.
+func (m *Message) fields() []plainField {
+	return []plainField{{"jsonrpc", &m.JSONRPC, nil}, {"id", nil, &m.ID}, {"method", &m.Method, nil},
+		{"params", nil, &m.Params}, {"result", nil, &m.Result}, {"error", nil, &m.Error}}
+}
+
+// plainField is a field of a JSON object as readPlain reads it: its name
+// as json.Unmarshal matches it, and where its value goes, a string (text)
+// or a JSON value as written (raw).
+type plainField struct {
+	name string
+	text *string
+	raw  *json.RawMessage
+}
+
+// readPlain reads the JSON object body into fields as json.Unmarshal
+// would, without its reflection, when body is plain: valid JSON, an
+// object whose keys are the fields' names as written or other ASCII names
+// that none matches, whose text fields are strings of printable ASCII
+// without escapes and whose raw fields are not null. It returns false
+// (leaving fields partly set) for any other input, json.Unmarshal's to
+// read. A gateway call goes through here three times (the client's
+// message, its tools/call params, the server's answer); FuzzParse holds
+// the two readings equal. The values share one copy of body.
+func readPlain(body []byte, fields []plainField) bool {
+	if !json.Valid(body) {
+		return false
+	}
+	b := bytes.Clone(body)
 	i := skipSpace(b, 0)
 	if b[i] != '{' {
-		return Message{}, false
+		return false
 	}
-	var m Message
 	for i = skipSpace(b, i+1); b[i] != '}'; {
 		keyEnd := i + 1 + bytes.IndexByte(b[i+1:], '"')
 		key := b[i+1 : keyEnd]
 		start := skipSpace(b, skipSpace(b, keyEnd+1)+1) // past the colon
 		end := skipValue(b, start)
 		value := b[start:end:end]
-		switch string(key) {
-		case "jsonrpc", "method":
-			s, ok := plainString(value)
-			if !ok {
-				return Message{}, false
-			}
-			if key[0] == 'j' {
-				m.JSONRPC = s
-			} else {
-				m.Method = s
-			}
-		case "id", "params", "result", "error":
-			if value[0] == 'n' { // null: json.Unmarshal's to read
-				return Message{}, false
-			}
-			switch key[0] {
-			case 'i':
-				m.ID = value
-			case 'p':
-				m.Params = value
-			case 'r':
-				m.Result = value
-			default:
-				m.Error = value
-			}
-		default:
-			if !otherKey(key) {
-				return Message{}, false
-			}
+		if !setField(fields, key, value) {
+			return false
 		}
 		if i = skipSpace(b, end); b[i] == ',' {
 			i = skipSpace(b, i+1)
 		}
 	}
-	return m, true
+	return true
 }
 
-// messageKeys are Message's JSON names.
-var messageKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+// setField sets the field named key (as written) to value; false if
+// json.Unmarshal's reading is needed.
+func setField(fields []plainField, key, value []byte) bool {
+	for _, f := range fields {
+		switch {
+		case string(key) != f.name:
+		case f.text != nil:
+			s, ok := plainString(value)
+			*f.text = s
+			return ok
+		case value[0] == 'n': // null
+			return false
+		default:
+			*f.raw = value
+			return true
+		}
+	}
+	return otherKey(key, fields)
+}
 
 // otherKey: key (as written) is plain ASCII without escapes and matches
-// none of Message's names, even as json.Unmarshal folds case.
-func otherKey(key []byte) bool {
+// none of the fields' names, even as json.Unmarshal folds case.
+func otherKey(key []byte, fields []plainField) bool {
 	for _, c := range key {
 		if c < 0x20 || c > 0x7e || c == '\\' {
 			return false
 		}
 	}
-	for _, k := range messageKeys {
-		if bytes.EqualFold(key, []byte(k)) {
+	for _, f := range fields {
+		if bytes.EqualFold(key, []byte(f.name)) {
 			return false
 		}
 	}

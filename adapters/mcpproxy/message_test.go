@@ -74,8 +74,8 @@ func TestEventReader(t *testing.T) {
 	}
 }
 
-// FuzzParse: where readPlain reads a message, it reads what json.Unmarshal
-// reads, and shares no bytes with the body.
+// FuzzParse: where readPlain reads a message or a tools/call's params, it
+// reads what json.Unmarshal reads, and shares no bytes with the body.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`,
@@ -95,26 +95,36 @@ func FuzzParse(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"ping","id":1,"ſ":1,"K":2,"jsonrpc\u0000":3}`,
 		`{"jsonrpc":"2.0","method":"ping","id":1}  x`,
 		`{}`, `[]`, `"x"`, `1`, `null`, ``, `{`, `{"jsonrpc":"2.0",}`,
+		`{"name":"fs.read","arguments":{"path":"/a"}}`,
+		`{"name":"fs.read","arguments":null}`,
+		`{"name":"fs.read","Name":"x","arguments":[1]}`,
+		`{"arguments":{},"name":"a\u0062"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := readPlain(body)
-		if !ok {
-			return
-		}
-		var want Message
-		if err := json.Unmarshal(body, &want); err != nil {
-			t.Fatalf("readPlain read %q, json.Unmarshal failed: %v", body, err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("readPlain(%q) = %#v, json.Unmarshal read %#v", body, got, want)
+		var m, wantM Message
+		var p, wantP ToolCall
+		readM, readP := readPlain(body, m.fields()), readPlain(body, p.fields())
+		for _, r := range []struct {
+			read      bool
+			got, want any
+		}{{readM, &m, &wantM}, {readP, &p, &wantP}} {
+			if !r.read {
+				continue
+			}
+			if err := json.Unmarshal(body, r.want); err != nil {
+				t.Fatalf("readPlain read %q, json.Unmarshal failed: %v", body, err)
+			}
+			if !reflect.DeepEqual(r.got, r.want) {
+				t.Fatalf("readPlain(%q) = %#v, json.Unmarshal read %#v", body, r.got, r.want)
+			}
 		}
 		for i := range body {
 			body[i] = 'x'
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("the message of %q shares the body's bytes", body)
+		if readM && !reflect.DeepEqual(m, wantM) || readP && !reflect.DeepEqual(p, wantP) {
+			t.Fatalf("what readPlain read of %q shares the body's bytes", body)
 		}
 	})
 }

@@ -462,18 +462,12 @@ func (s *Server) callableTools(c *fiber.Ctx, sv domain.Server, cl app.Caller, re
 	return json.Marshal(res)
 }
 
-// toolsCallParams is what the decision reads of a tools/call.
-type toolsCallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 // mcpToolsCall decides a tools/call as POST …/tool-calls would: allow
 // forwards it, deny answers the reason and never reaches the server, ask
 // holds it until an approval (bound to these arguments) releases it.
 func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms *mcpSession, version string, msg mcpproxy.Message, n *gatewayCall) error {
-	var p toolsCallParams
-	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+	p, err := mcpproxy.ParseToolCall(msg.Params)
+	if err != nil || p.Name == "" {
 		refused(c)
 		n.Decision, n.Reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments")
