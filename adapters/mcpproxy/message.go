@@ -17,6 +17,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	// Messages are read with encoding/json's behaviour (names matched
+	// without regard to case, the last of two kept; the gateway refuses
+	// two first, see strictjson) at about half its cost: the v1 package
+	// of github.com/go-json-experiment/json, encoding/json/v2's own
+	// implementation of v1. FuzzParse holds its readings equal to
+	// encoding/json's.
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // JSON-RPC 2.0 error codes, and the gateway's own (-32000 to -32099 are
@@ -80,11 +88,8 @@ func Parse(body []byte) (Message, error) {
 		return Message{}, ErrBatch
 	}
 	var m Message
-	if !readPlain(body, m.fields()) {
-		m = Message{}
-		if err := json.Unmarshal(body, &m); err != nil {
-			return Message{}, fmt.Errorf("%w: %v", ErrParse, err)
-		}
+	if err := jsonv1.Unmarshal(body, &m); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrParse, err)
 	}
 	switch {
 	case m.JSONRPC != "2.0":
@@ -105,168 +110,12 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// ParseToolCall reads a tools/call's params as json.Unmarshal reads them
-// into a ToolCall; the call does not share params' bytes.
+// ParseToolCall reads a tools/call's params; the call does not share
+// params' bytes.
 func ParseToolCall(params json.RawMessage) (ToolCall, error) {
 	var p ToolCall
-	if readPlain(params, p.fields()) {
-		return p, nil
-	}
-	p = ToolCall{}
-	err := json.Unmarshal(params, &p)
+	err := jsonv1.Unmarshal(params, &p)
 	return p, err
-}
-
-func (p *ToolCall) fields() []plainField {
-	return []plainField{{"name", &p.Name, nil}, {"arguments", nil, &p.Arguments}}
-}
-
-// fields are m's fields as readPlain reads them.
-func (m *Message) fields() []plainField {
-	return []plainField{{"jsonrpc", &m.JSONRPC, nil}, {"id", nil, &m.ID}, {"method", &m.Method, nil},
-		{"params", nil, &m.Params}, {"result", nil, &m.Result}, {"error", nil, &m.Error}}
-}
-
-// plainField is a field of a JSON object as readPlain reads it: its name
-// as json.Unmarshal matches it, and where its value goes, a string (text)
-// or a JSON value as written (raw).
-type plainField struct {
-	name string
-	text *string
-	raw  *json.RawMessage
-}
-
-// readPlain reads the JSON object body into fields as json.Unmarshal
-// would, without its reflection, when body is plain: valid JSON, an
-// object whose keys are the fields' names as written or other ASCII names
-// that none matches, whose text fields are strings of printable ASCII
-// without escapes and whose raw fields are not null. It returns false
-// (leaving fields partly set) for any other input, json.Unmarshal's to
-// read. A gateway call goes through here three times (the client's
-// message, its tools/call params, the server's answer); FuzzParse holds
-// the two readings equal. The values share one copy of body.
-func readPlain(body []byte, fields []plainField) bool {
-	if !json.Valid(body) {
-		return false
-	}
-	b := bytes.Clone(body)
-	i := skipSpace(b, 0)
-	if b[i] != '{' {
-		return false
-	}
-	for i = skipSpace(b, i+1); b[i] != '}'; {
-		keyEnd := i + 1 + bytes.IndexByte(b[i+1:], '"')
-		key := b[i+1 : keyEnd]
-		start := skipSpace(b, skipSpace(b, keyEnd+1)+1) // past the colon
-		end := skipValue(b, start)
-		value := b[start:end:end]
-		if !setField(fields, key, value) {
-			return false
-		}
-		if i = skipSpace(b, end); b[i] == ',' {
-			i = skipSpace(b, i+1)
-		}
-	}
-	return true
-}
-
-// setField sets the field named key (as written) to value; false if
-// json.Unmarshal's reading is needed.
-func setField(fields []plainField, key, value []byte) bool {
-	for _, f := range fields {
-		switch {
-		case string(key) != f.name:
-		case f.text != nil:
-			s, ok := plainString(value)
-			*f.text = s
-			return ok
-		case value[0] == 'n': // null
-			return false
-		default:
-			*f.raw = value
-			return true
-		}
-	}
-	return otherKey(key, fields)
-}
-
-// otherKey: key (as written) is plain ASCII without escapes and matches
-// none of the fields' names, even as json.Unmarshal folds case.
-func otherKey(key []byte, fields []plainField) bool {
-	for _, c := range key {
-		if c < 0x20 || c > 0x7e || c == '\\' {
-			return false
-		}
-	}
-	for _, f := range fields {
-		if bytes.EqualFold(key, []byte(f.name)) {
-			return false
-		}
-	}
-	return true
-}
-
-// plainString is the JSON string v's value if it is printable ASCII
-// without escapes.
-func plainString(v []byte) (string, bool) {
-	if v[0] != '"' {
-		return "", false
-	}
-	for _, c := range v[1 : len(v)-1] {
-		if c < 0x20 || c > 0x7e || c == '\\' {
-			return "", false
-		}
-	}
-	if string(v) == `"2.0"` {
-		return "2.0", true
-	}
-	return string(v[1 : len(v)-1]), true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the valid JSON value starting at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for ; i < len(b); i++ { // a number, true, false or null
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-	}
-	return i
-}
-
-// skipString returns the end of the valid JSON string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
 }
 
 // validID: id, a JSON value (as Parse reads it), is a string or a number.

@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -74,8 +75,9 @@ func TestEventReader(t *testing.T) {
 	}
 }
 
-// FuzzParse: where readPlain reads a message or a tools/call's params, it
-// reads what json.Unmarshal reads, and shares no bytes with the body.
+// FuzzParse: Parse and ParseToolCall read every input as encoding/json
+// reads it (the same value, or both refuse it), and what they read does
+// not share the input's bytes.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`,
@@ -103,28 +105,29 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var m, wantM Message
-		var p, wantP ToolCall
-		readM, readP := readPlain(body, m.fields()), readPlain(body, p.fields())
-		for _, r := range []struct {
-			read      bool
-			got, want any
-		}{{readM, &m, &wantM}, {readP, &p, &wantP}} {
-			if !r.read {
-				continue
-			}
-			if err := json.Unmarshal(body, r.want); err != nil {
-				t.Fatalf("readPlain read %q, json.Unmarshal failed: %v", body, err)
-			}
-			if !reflect.DeepEqual(r.got, r.want) {
-				t.Fatalf("readPlain(%q) = %#v, json.Unmarshal read %#v", body, r.got, r.want)
-			}
+		var wantM Message
+		var wantP ToolCall
+		stdM, stdP := json.Unmarshal(body, &wantM), json.Unmarshal(body, &wantP)
+		m, errM := Parse(body)
+		p, errP := ParseToolCall(body)
+		switch {
+		case stdM != nil && !errors.Is(errM, ErrParse) && !errors.Is(errM, ErrBatch):
+			t.Fatalf("Parse(%q) = %v, encoding/json refused it: %v", body, errM, stdM)
+		case stdM == nil && errors.Is(errM, ErrParse):
+			t.Fatalf("Parse(%q) = %v, encoding/json read it", body, errM)
+		case errM == nil && !reflect.DeepEqual(m, wantM):
+			t.Fatalf("Parse(%q) = %#v, encoding/json read %#v", body, m, wantM)
+		case (errP == nil) != (stdP == nil):
+			t.Fatalf("ParseToolCall(%q) error %v, encoding/json's %v", body, errP, stdP)
+		case errP == nil && !reflect.DeepEqual(p, wantP):
+			t.Fatalf("ParseToolCall(%q) = %#v, encoding/json read %#v", body, p, wantP)
 		}
+		read := fmt.Sprintf("%#v %#v", m, p)
 		for i := range body {
 			body[i] = 'x'
 		}
-		if readM && !reflect.DeepEqual(m, wantM) || readP && !reflect.DeepEqual(p, wantP) {
-			t.Fatalf("what readPlain read of %q shares the body's bytes", body)
+		if fmt.Sprintf("%#v %#v", m, p) != read {
+			t.Fatalf("what was read of %q shares the body's bytes", body)
 		}
 	})
 }
