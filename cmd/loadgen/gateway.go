@@ -96,19 +96,26 @@ func gatewayRows(o options, bin, tmp string) error {
 	}
 	mcpSession := header{"Mcp-Session-Id", res.session}
 	printHeader(fmt.Sprintf("MCP gateway, allowed tools/call, trivial upstream, %d connections", o.conns))
-	proxied, proxy, stopProxy, err := bareProxy(upstream)
+	proxied, proxy, stopProxy, err := bareProxy(stdlibProxy, upstream)
 	if err != nil {
 		return err
 	}
 	defer stopProxy()
+	fastProxied, fastProxy, stopFastProxy, err := bareProxy(fasthttpProxy, upstream)
+	if err != nil {
+		return err
+	}
+	defer stopFastProxy()
 	direct := drive(request{method: "POST", url: upstream, body: gatewayCall, header: accept}, o.conns, o.warmup, o.duration)
 	bare := drive(request{method: "POST", url: proxied, body: gatewayCall, header: accept, server: proxy.Pid}, o.conns, o.warmup, o.duration)
+	fast := drive(request{method: "POST", url: fastProxied, body: gatewayCall, header: accept, server: fastProxy.Pid}, o.conns, o.warmup, o.duration)
 	gw := drive(request{method: "POST", url: p.URL + "/mcp/fs", body: gatewayCall, header: bearer, more: []header{accept, mcpSession},
 		server: p.Cmd.Process.Pid}, o.conns, o.warmup, o.duration)
 	fmt.Println(line("tools/call direct to the upstream", direct, direct.rps))
 	fmt.Println(line("tools/call through a bare Go reverse proxy", bare, direct.rps))
+	fmt.Println(line("tools/call through a bare fasthttp proxy", fast, direct.rps))
 	fmt.Println(line("tools/call through /mcp/fs", gw, direct.rps))
-	for name, r := range map[string]result{"direct": direct, "bare proxy": bare, "gateway": gw} {
+	for name, r := range map[string]result{"direct": direct, "bare proxy": bare, "bare fasthttp proxy": fast, "gateway": gw} {
 		if r.failed > 0 {
 			return fmt.Errorf("gateway rows: %s: %d requests failed: %s", name, r.failed, r.lastErr)
 		}

@@ -46,7 +46,7 @@ import (
 
 func main() {
 	if upstream := os.Getenv(proxyEnv); upstream != "" {
-		if err := serveBareProxy(upstream); err != nil {
+		if err := serveBareProxy(os.Getenv(proxyKindEnv), upstream); err != nil {
 			fmt.Fprintln(os.Stderr, "loadgen: bare proxy:", err)
 			os.Exit(1)
 		}
