@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/agentauth/agentauth/agentverify"
@@ -109,7 +110,8 @@ const agentTokenRoute = fiber.MethodPost + " /api/v2/sessions/:id/tool-calls"
 // (agentverify), any other goes to the identity adapters. Only the header
 // is decoded: every Keycloak token passes this way, and parsing the whole
 // JWS (go-jose's ParseSignedCompact decodes the payload and signature too)
-// was a fifth of a Bearer request's CPU time.
+// was a fifth of a Bearer request's CPU time, and reading the header with
+// encoding/json 2.5 % of a gateway call's.
 func (s *Server) isAgentToken(cred ports.Credential) bool {
 	if s.cfg.AgentTokens == nil || cred.Kind != ports.CredentialBearer || strings.Count(cred.Value, ".") != 2 {
 		return false
@@ -130,11 +132,12 @@ func (s *Server) isAgentToken(cred ports.Credential) bool {
 	if !named {
 		return false
 	}
+	// Read as go-jose reads a header: names as written, each once.
 	var h struct {
 		Alg string `json:"alg"`
 		Kid string `json:"kid"`
 	}
-	if json.Unmarshal(raw, &h) != nil || h.Alg != string(agentverify.Algorithm) || h.Kid == "" {
+	if jsonv2.Unmarshal(raw, &h) != nil || h.Alg != string(agentverify.Algorithm) || h.Kid == "" {
 		return false
 	}
 	for _, k := range keys {

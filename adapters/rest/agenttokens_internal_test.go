@@ -52,6 +52,8 @@ func TestIsAgentTokenRoutes(t *testing.T) {
 		{"our kid, another algorithm", sign(jose.HS256, []byte("0123456789abcdef0123456789abcdef"), "agent-key-1"), false},
 		{"our kid and algorithm, any signature", header(`{"alg":"EdDSA","kid":"agent-key-1"}`), true},
 		{"no kid", header(`{"alg":"EdDSA"}`), false},
+		{"names in another case (go-jose reads none)", header(`{"ALG":"EdDSA","KID":"agent-key-1"}`), false},
+		{"a name twice", header(`{"alg":"HS256","alg":"EdDSA","kid":"agent-key-1"}`), false},
 		{"our kid escaped: not a header we signed", header(`{"alg":"EdDSA","kid":"agent\u002dkey-1"}`), false},
 		{"our kid in another member", header(`{"alg":"EdDSA","kid":"other","x":"agent-key-1"}`), false},
 		{"header not JSON", header(`alg=EdDSA`), false},
@@ -65,5 +67,20 @@ func TestIsAgentTokenRoutes(t *testing.T) {
 				t.Errorf("isAgentToken(%.40s…) = %v, want %v", tt.token, got, tt.want)
 			}
 		})
+	}
+}
+
+// BenchmarkIsAgentToken: the routing check every Bearer request makes.
+func BenchmarkIsAgentToken(b *testing.B) {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	ours := jose.JSONWebKey{Key: pub, KeyID: "agent-key-1", Algorithm: string(jose.EdDSA), Use: "sig"}
+	s := &Server{cfg: Config{AgentTokens: &AgentTokens{Keys: fixedKeys{jose.JSONWebKeySet{Keys: []jose.JSONWebKey{ours}}}}}}
+	cred := ports.Credential{Kind: ports.CredentialBearer,
+		Value: base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"EdDSA","kid":"agent-key-1","typ":"at+jwt"}`)) + ".eyJzdWIiOiJ4In0.c2ln"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !s.isAgentToken(cred) {
+			b.Fatal("not ours")
+		}
 	}
 }
