@@ -17,7 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -34,39 +34,103 @@ var ErrSyntax = errors.New("invalid JSON")
 // them: unescaped, then without regard to case. Its error says which name,
 // and where.
 func UniqueNames(body []byte) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
-	// names holds, per object open, the names read so far; an array holds
-	// an empty entry.
-	var names [][]string
+	r := readers.Get().(*reader)
+	defer readers.Put(r)
+	return r.check(body)
+}
+
+// readers keeps decoders and their name buffers between calls: a check
+// then allocates nothing.
+var readers = sync.Pool{New: func() any { return new(reader) }}
+
+// reader is one check's state: the names of the objects open, unescaped,
+// one after another in names, each ending at its entry in ends; opens
+// holds, per object or array open, where its entries in ends start.
+type reader struct {
+	src   bytes.Buffer
+	dec   jsontext.Decoder
+	names []byte
+	ends  []int
+	opens []int
+}
+
+func (r *reader) check(body []byte) error {
+	// A bytes.Buffer is read in place, not copied (jsontext.NewDecoder).
+	r.src = *bytes.NewBuffer(body)
+	r.dec.Reset(&r.src, jsontext.AllowDuplicateNames(true))
+	r.names, r.ends, r.opens = r.names[:0], r.ends[:0], r.opens[:0]
+	defer r.forget()
 	for values := 0; ; {
-		tok, err := dec.ReadToken()
+		if depth := r.dec.StackDepth(); depth > 0 {
+			// In an object, a name is the 1st, 3rd, … token.
+			if kind, n := r.dec.StackIndex(depth); kind == jsontext.KindBeginObject && n%2 == 0 && r.dec.PeekKind() == '"' {
+				if err := r.name(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		tok, err := r.dec.ReadToken()
 		if errors.Is(err, io.EOF) && values == 1 {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrSyntax, err)
 		}
-		if dec.StackDepth() == 0 {
+		if r.dec.StackDepth() == 0 {
 			if values++; values > 1 {
 				return fmt.Errorf("%w: more than one JSON value", ErrSyntax)
 			}
 		}
 		switch tok.Kind() {
 		case jsontext.KindBeginObject, jsontext.KindBeginArray:
-			names = append(names, nil)
+			r.opens = append(r.opens, len(r.ends))
 		case jsontext.KindEndObject, jsontext.KindEndArray:
-			names = names[:len(names)-1]
-		case jsontext.KindString:
-			// In an object, a name is the 1st, 3rd, … token read.
-			if kind, n := dec.StackIndex(dec.StackDepth()); kind == jsontext.KindBeginObject && n%2 == 1 {
-				name, top := tok.String(), len(names)-1
-				for _, seen := range names[top] {
-					if strings.EqualFold(seen, name) {
-						return fmt.Errorf("%w %q at %s", ErrDuplicateName, name, dec.StackPointer())
-					}
-				}
-				names[top] = append(names[top], name)
-			}
+			top := r.opens[len(r.opens)-1]
+			r.opens = r.opens[:len(r.opens)-1]
+			r.ends = r.ends[:top]
+			r.names = r.names[:r.end(top-1)]
 		}
 	}
+}
+
+// forget drops every reference to the body read, so the pool keeps no
+// request's bytes, and a name buffer grown by a large body.
+func (r *reader) forget() {
+	r.src = bytes.Buffer{}
+	r.dec.Reset(&r.src)
+	if cap(r.names) > 64<<10 {
+		r.names = nil
+	}
+	clear(r.names[:cap(r.names)])
+}
+
+// name reads the next object name and refuses it if the object named it
+// before.
+func (r *reader) name() error {
+	raw, err := r.dec.ReadValue()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	start := len(r.names)
+	if r.names, err = jsontext.AppendUnquote(r.names, raw); err != nil {
+		return fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	name := r.names[start:]
+	top := r.opens[len(r.opens)-1]
+	for i := top; i < len(r.ends); i++ {
+		if bytes.EqualFold(r.names[r.end(i-1):r.ends[i]], name) {
+			return fmt.Errorf("%w %q at %s", ErrDuplicateName, name, r.dec.StackPointer())
+		}
+	}
+	r.ends = append(r.ends, len(r.names))
+	return nil
+}
+
+// end is where the i-th name ends in names; the names start at 0.
+func (r *reader) end(i int) int {
+	if i < 0 {
+		return 0
+	}
+	return r.ends[i]
 }

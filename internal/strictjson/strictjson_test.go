@@ -56,10 +56,55 @@ func FuzzUniqueNames(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if strictjson.UniqueNames(body) == nil && !validOne(body) {
+		err := strictjson.UniqueNames(body)
+		if err == nil && !validOne(body) {
 			t.Errorf("accepted %q, which encoding/json does not read as one value", body)
 		}
+		if (err == nil || errors.Is(err, strictjson.ErrDuplicateName)) && validOne(body) {
+			if got, want := err != nil, namesTwice(body); got != want {
+				t.Errorf("UniqueNames(%q) = %v; encoding/json's tokens name a member twice: %v", body, err, want)
+			}
+		}
 	})
+}
+
+// namesTwice reports whether an object of body, one valid JSON value,
+// names a member twice without regard to case, walking encoding/json's
+// tokens: the reference UniqueNames is held to.
+func namesTwice(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type open struct {
+		object bool
+		names  []string
+	}
+	var stack []open
+	valueNext := false // in an object, the token after a name is its value
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		if name, ok := tok.(string); ok && top >= 0 && stack[top].object && !valueNext {
+			for _, seen := range stack[top].names {
+				if strings.EqualFold(seen, name) {
+					return true
+				}
+			}
+			stack[top].names = append(stack[top].names, name)
+			valueNext = true
+			continue
+		}
+		valueNext = false
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, open{object: true})
+		case json.Delim('['):
+			stack = append(stack, open{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:top]
+		}
+	}
 }
 
 // BenchmarkUniqueNames: a gateway tools/call.
@@ -76,7 +121,7 @@ func BenchmarkUniqueNames(b *testing.B) {
 // validOne reports whether encoding/json reads body as exactly one value.
 func validOne(body []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	var v any
+	var v json.RawMessage // syntax only: 1E1000 is JSON, though no float64
 	if dec.Decode(&v) != nil {
 		return false
 	}
