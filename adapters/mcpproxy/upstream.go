@@ -261,6 +261,9 @@ func (b *answerBody) Read(p []byte) (int, error) {
 // lateAsDeadline is context.DeadlineExceeded for an error of the
 // connection's deadline, else err.
 func lateAsDeadline(err error) error {
+	if err == nil || err == io.EOF {
+		return err // most reads: nothing to look into (errors.As allocates)
+	}
 	var t interface{ Timeout() bool }
 	if errors.As(err, &t) && t.Timeout() {
 		return context.DeadlineExceeded
