@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
@@ -63,10 +64,37 @@ func TestIsAgentTokenRoutes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := s.isAgentToken(ports.Credential{Kind: ports.CredentialBearer, Value: tt.token}); got != tt.want {
-				t.Errorf("isAgentToken(%.40s…) = %v, want %v", tt.token, got, tt.want)
+			// Twice: the second reading may be from memory.
+			for range 2 {
+				if got := s.isAgentToken(ports.Credential{Kind: ports.CredentialBearer, Value: tt.token}); got != tt.want {
+					t.Errorf("isAgentToken(%.40s…) = %v, want %v", tt.token, got, tt.want)
+				}
 			}
 		})
+	}
+	// A header read before as ours is not ours once its key has left the
+	// set (rotated out).
+	token := sign(jose.EdDSA, priv, "agent-key-1")
+	s.cfg.AgentTokens.Keys = fixedKeys{jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: "agent-key-2", Algorithm: string(jose.EdDSA), Use: "sig"}}}}
+	if s.isAgentToken(ports.Credential{Kind: ports.CredentialBearer, Value: token}) {
+		t.Error("a token of a key no longer in the set is still taken for an agent token")
+	}
+}
+
+// TestAgentHeadersBounded: the memory of headers read as ours holds at
+// most maxAgentHeaders, whatever headers callers make up.
+func TestAgentHeadersBounded(t *testing.T) {
+	var h agentHeaders
+	for i := range 3 * maxAgentHeaders {
+		h.keep(fmt.Sprintf("header-%d", i), "kid")
+	}
+	n := 0
+	h.kids.Range(func(_, _ any) bool { n++; return true })
+	if n != maxAgentHeaders {
+		t.Errorf("%d headers kept, want %d", n, maxAgentHeaders)
+	}
+	if kid, ok := h.kid("header-0"); !ok || kid != "kid" {
+		t.Errorf("kid(header-0) = %q, %v; want kid, true", kid, ok)
 	}
 }
 

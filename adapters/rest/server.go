@@ -68,6 +68,8 @@ type Server struct {
 	// requestLog writes the access log: without the caller, which is
 	// always the access-log stage and cost a stack walk per request.
 	requestLog *zap.Logger
+	// agentHeaders remembers the agent-token headers read (isAgentToken).
+	agentHeaders agentHeaders
 	// console renders the web console's pages, the sign-in page (the body
 	// of a browser's 401) and error pages included.
 	console *console.Console
