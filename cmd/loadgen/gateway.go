@@ -41,9 +41,9 @@ func trivialUpstream() (url string, stop func(), err error) {
 
 // gatewayRows measures an allowed tools/call through the MCP gateway
 // (/mcp/fs, an agent token, an open MCP session) beside the same call sent
-// to the upstream directly and through a bare reverse proxy, with o.conns
-// connections each. The upstream
-// runs in this process, so the gateway row's CPU/req is agentauth's alone.
+// to the upstream directly and through the two bare proxies (bareProxy),
+// with o.conns connections each. The upstream runs in this process, so
+// the gateway row's CPU/req is agentauth's alone.
 func gatewayRows(o options, bin, tmp string) error {
 	upstream, stopUpstream, err := trivialUpstream()
 	if err != nil {

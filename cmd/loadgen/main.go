@@ -13,8 +13,9 @@
 // tool-call decision with 10, 1,000 and 10,000 policy rules in
 // process and over HTTP, then an allowed MCP tools/call through the
 // gateway beside the same call sent to a trivial upstream directly and
-// through a bare reverse proxy (the standard library's, in a process of
-// its own: the floor of any proxy's cost on the machine), and
+// through two bare proxies in a process of their own (the standard
+// library's reverse proxy, and fasthttp's server and client: the floor of
+// the gateway's own HTTP hops on the machine), and
 // the server's RSS idle and under load. Rows report the server's CPU per
 // request (user and system, from /proc) where the server is agentauth's
 // process. Everything binds 127.0.0.1 on free ports and runs for a bounded
