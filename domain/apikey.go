@@ -300,8 +300,10 @@ func NarrowKey(held PermissionSet, asked []Permission) ([]Permission, error) {
 		return held.List(), nil
 	}
 	for _, p := range asked {
-		if _, err := ParsePermission(string(p)); err != nil {
-			return nil, RefuseToken(ReasonKeyWiderThanOwner, ErrInvalidInput, "%s", err.Error())
+		// Exactly a permission's name: "audit:read " is no permission
+		// (ParsePermission would read it as one, NewPermissionSet drop it).
+		if known, err := ParsePermission(string(p)); err != nil || known != p {
+			return nil, RefuseToken(ReasonKeyWiderThanOwner, ErrInvalidInput, "permissions: unknown permission %q (GET /api/v2/me lists yours)", p)
 		}
 	}
 	wider := NewPermissionSet(asked).Without(held)

@@ -147,6 +147,10 @@ func TestNarrowKey(t *testing.T) {
 		{"a subset", []Permission{PermSessionsRead, PermMeRead}, []Permission{PermMeRead, PermSessionsRead}, "", nil},
 		{"wider than the owner", []Permission{PermMeRead, PermAuditRead}, nil, ReasonKeyWiderThanOwner, ErrForbidden},
 		{"unknown permission", []Permission{"x:y"}, nil, ReasonKeyWiderThanOwner, ErrInvalidInput},
+		// A permission a user holds, spelt with a space: refused, never
+		// read as another one nor dropped.
+		{"a permission with a space", []Permission{PermMeRead, "sessions:read "}, nil, ReasonKeyWiderThanOwner, ErrInvalidInput},
+		{"a permission in capitals", []Permission{"ME:READ"}, nil, ReasonKeyWiderThanOwner, ErrInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

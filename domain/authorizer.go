@@ -173,13 +173,18 @@ func (a *Authorizer) Allow(p Principal, need Permission) Decision {
 }
 
 // PermissionsFor lists what p may do, in documentation order: what its
-// roles grant, within its key's scope when it presented a managed key. The
-// list is shared between callers, as Permissions' is.
+// roles grant, within its key's scope when it presented a managed key, and
+// without keys:write for a built-in debug key, which makes no managed keys
+// (they would outlive debug mode). The list is shared between callers, as
+// Permissions' is.
 func (a *Authorizer) PermissionsFor(p Principal) []Permission {
-	if p.Key == nil {
-		return a.Permissions(p.Roles)
+	switch {
+	case p.Key != nil:
+		return a.listOf(a.union(p.Roles) & p.Key.Permissions.bits)
+	case p.Method == MethodDebug:
+		return a.listOf(a.union(p.Roles) &^ bitsOf([]Permission{PermKeysWrite}))
 	}
-	return a.listOf(a.union(p.Roles) & p.Key.Permissions.bits)
+	return a.Permissions(p.Roles)
 }
 
 // Decision is the outcome of an access check, with what is needed to explain it.

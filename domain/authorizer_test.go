@@ -161,6 +161,21 @@ func TestPrincipalHas(t *testing.T) {
 	}
 }
 
+// TestPermissionsForDebug: a built-in debug key makes no managed keys (they
+// would outlive debug mode), so what it may do does not list keys:write.
+func TestPermissionsForDebug(t *testing.T) {
+	a, _ := NewAuthorizer(nil)
+	for _, role := range []Role{RoleAdmin, RoleUser, RoleLead} {
+		debug := a.PermissionsFor(Principal{Subject: "debug", Roles: []Role{role}, Method: MethodDebug})
+		if slices.Contains(debug, PermKeysWrite) {
+			t.Errorf("debug %s lists %s: %v", role, PermKeysWrite, debug)
+		}
+		if key := a.PermissionsFor(Principal{Subject: "k", Roles: []Role{role}, Method: MethodAPIKey}); !slices.Contains(key, PermKeysWrite) {
+			t.Errorf("API key %s lacks %s: %v", role, PermKeysWrite, key)
+		}
+	}
+}
+
 func TestPermissionsFitTheBitSet(t *testing.T) {
 	if n := len(AllPermissions()); n > 64 {
 		t.Fatalf("%d permissions do not fit permBits (uint64); widen it", n)

@@ -140,6 +140,7 @@ func TestManagedKeyBadInput(t *testing.T) {
 		{"no expiry", "uma", `{"name":"x"}`, 400, domain.ReasonKeyExpiry},
 		{"beyond the maximum", "uma", `{"name":"x","expires_at":"` + expiresIn(91*24*time.Hour) + `"}`, 400, domain.ReasonKeyExpiry},
 		{"in the past", "uma", `{"name":"x","expires_at":"` + expiresIn(-time.Hour) + `"}`, 400, domain.ReasonKeyExpiry},
+		{"a permission with a space", "uma", `{"name":"x","permissions":["sessions:read "],"expires_at":"` + expiresIn(time.Hour) + `"}`, 400, domain.ReasonKeyWiderThanOwner},
 		{"expiry not a time", "uma", `{"name":"x","expires_at":"tomorrow"}`, 400, ""},
 		{"unknown field", "uma", `{"name":"x","scopes":[],"expires_at":"` + expiresIn(time.Hour) + `"}`, 400, ""},
 		{"service account by a USER", "uma", `{"name":"x","service_account":"ci","expires_at":"` + expiresIn(time.Hour) + `"}`, 403, domain.ReasonRoleLacksPermission},

@@ -168,7 +168,7 @@ func (c *Console) render(ctx *fiber.Ctx, status int, name, title string, data an
 	v := view{Title: title, Style: template.CSS(style), Current: ctx.Path(), Principal: p, Data: data,
 		Can: map[string]bool{}, Flash: ctx.Query("done")}
 	if len(p.Roles) > 0 {
-		for _, perm := range c.uc.Authorizer.Permissions(p.Roles) {
+		for _, perm := range c.uc.Authorizer.PermissionsFor(p) {
 			v.Can[string(perm)] = true
 		}
 		for _, s := range sections {
@@ -254,7 +254,7 @@ func IsConsolePath(path string) bool {
 
 // has reports whether the caller holds perm.
 func (c *Console) has(ctx *fiber.Ctx, perm domain.Permission) bool {
-	return slices.Contains(c.uc.Authorizer.Permissions(c.env.Principal(ctx).Roles), perm)
+	return slices.Contains(c.uc.Authorizer.PermissionsFor(c.env.Principal(ctx)), perm)
 }
 
 // done redirects after a form post (POST-redirect-GET) to path with the

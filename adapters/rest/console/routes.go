@@ -94,7 +94,7 @@ type permissionRow struct {
 func (c *Console) me(ctx *fiber.Ctx) error {
 	p := c.principal(ctx)
 	d := meData{Method: p.Method, RoleSource: p.RoleSource}
-	for _, perm := range c.uc.Authorizer.Permissions(p.Roles) {
+	for _, perm := range c.uc.Authorizer.PermissionsFor(p) {
 		d.Permissions = append(d.Permissions, permissionRow{perm, perm.Describe()})
 	}
 	return c.render(ctx, fiber.StatusOK, "me", "Who am I", d)
