@@ -35,6 +35,30 @@ type AgentTokens struct {
 	signer   ports.AgentTokenSigner
 	clock    ports.Clock
 	limits   AgentTokenLimits
+	// owners knows the roles of sessions' owners now (see ownerNow); nil
+	// in hybrid mode.
+	owners *APIKeys
+}
+
+// withOwners decides tokens with their owners' roles as owners keeps them.
+func (s *AgentTokens) withOwners(owners *APIKeys) *AgentTokens {
+	s.owners = owners
+	return s
+}
+
+// ownerNow is the session's owner as its agents' calls are decided now:
+// with the roles the configuration gives it, else those it last
+// authenticated with (APIKeys.OwnerNow), else, where agentauth keeps no
+// record of them (hybrid mode), those it created the session with.
+func (s *AgentTokens) ownerNow(ctx context.Context, sess domain.Session) (domain.Principal, error) {
+	roles, known, err := s.owners.OwnerNow(ctx, sess.Owner)
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	if !known {
+		roles = sess.OwnerRoles
+	}
+	return domain.Principal{Subject: sess.Owner, Roles: roles}, nil
 }
 
 // NewAgentTokens wires the use case.
@@ -89,7 +113,12 @@ func (s *AgentTokens) Mint(ctx context.Context, p domain.Principal, session, age
 		subj.Projects = []string{sess.Project}
 	}
 	input := domain.TokenToolsInput{Offered: offered, Agent: ag, Session: sess, Policy: policy, Subject: subj, Requested: in.Tools}
-	if p.Subject != sess.Owner {
+	if p.Subject == sess.Owner {
+		// Its agents are decided with its roles: keep them current.
+		if err := s.owners.Remember(ctx, p); err != nil {
+			return Minted{}, err
+		}
+	} else {
 		// Another manager mints: the session's owner bounds the token too.
 		if len(sess.OwnerRoles) == 0 {
 			return Minted{}, domain.RefuseToken(domain.ReasonTokenOwnerRolesUnknown, domain.ErrForbidden,
@@ -217,13 +246,14 @@ func (s *AgentTokens) Exchange(ctx context.Context, in ExchangeRequest) (Exchang
 	if err != nil {
 		return out, err
 	}
-	// A deny rule made since the parent was minted holds for the child.
+	// A rule made since the parent was minted, or the owner's demotion,
+	// holds for the child.
 	allowed, err := s.stillAllowed(ctx, sess, domain.AgentGrant{Subject: parent.Subject, Tools: tools})
 	if err != nil {
 		return out, err
 	}
 	if len(allowed) != len(tools) {
-		return out, domain.RefuseToken(domain.ReasonPolicyDeny, domain.ErrForbidden, "policy now denies some of the tools %v (allowed: %v)", tools, allowed)
+		return out, domain.RefuseToken(domain.ReasonPolicyDeny, domain.ErrForbidden, "policy now denies some of the tools %v to the session's owner (allowed: %v)", tools, allowed)
 	}
 	at := s.clock.Now().UTC().Truncate(time.Second)
 	left := parent.Expires.Sub(at)
@@ -314,13 +344,15 @@ func (s *AgentTokens) live(ctx context.Context, g domain.AgentGrant) (domain.Ses
 	return sess, ag, err
 }
 
-// VerifiedAgent is an authenticated agent token: its grant, and its session
-// and acting agent as they stood when the token was checked. A decision of
-// the same request takes them from here instead of reading them again.
+// VerifiedAgent is an authenticated agent token: its grant, and its session,
+// acting agent and the session's owner (with its roles now, see ownerNow)
+// as they stood when the token was checked. A decision of the same request
+// takes them from here instead of reading them again.
 type VerifiedAgent struct {
 	Grant   domain.AgentGrant
 	Session domain.Session
 	Agent   domain.Agent
+	Owner   domain.Principal
 }
 
 // Authenticate accepts an agent token as the credential of a request: its
@@ -332,7 +364,11 @@ func (s *AgentTokens) Authenticate(ctx context.Context, token string) (VerifiedA
 		return VerifiedAgent{Grant: g}, err
 	}
 	sess, ag, err := s.live(ctx, g)
-	return VerifiedAgent{Grant: g, Session: sess, Agent: ag}, err
+	if err != nil {
+		return VerifiedAgent{Grant: g, Session: sess, Agent: ag}, err
+	}
+	owner, err := s.ownerNow(ctx, sess)
+	return VerifiedAgent{Grant: g, Session: sess, Agent: ag, Owner: owner}, err
 }
 
 // Introspection is the answer of RFC 7662: the grant as it stands now, or
@@ -346,9 +382,9 @@ type Introspection struct {
 
 // Introspect answers whether token is active now: signed by this service,
 // unexpired, its session present and open, its agent chain as stored, and
-// at least one of its tools not denied by a rule that holds whatever the
-// roles (for the owner or the session's project). The tools such a rule
-// now denies are left out of the answer.
+// at least one of its tools still allowed (or asked for) the session's
+// owner by its roles now and the rules in force. The tools the owner may
+// no longer use are left out of the answer.
 func (s *AgentTokens) Introspect(ctx context.Context, token string) (Introspection, error) {
 	g, err := s.signer.Verify(ctx, token)
 	if err == nil {
@@ -368,21 +404,18 @@ func (s *AgentTokens) Introspect(ctx context.Context, token string) (Introspecti
 	return Introspection{Active: true, Grant: g}, nil
 }
 
-// stillAllowed returns the grant's tools that no deny rule for the owner
-// or the session's project now covers.
+// stillAllowed returns the grant's tools that the session's owner may
+// still use: its roles now and the rules in force allow or ask for them.
 func (s *AgentTokens) stillAllowed(ctx context.Context, sess domain.Session, g domain.AgentGrant) ([]string, error) {
 	policy, err := s.policies.Index(ctx)
 	if err != nil {
 		return nil, err
 	}
-	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: sess, Policy: policy}
-	var out []string
-	for _, t := range g.Tools {
-		in.Tool = t
-		if d := domain.RecheckApproval(in); d == nil || d.Reason != domain.ReasonPolicyDeny {
-			out = append(out, t)
-		}
+	owner, err := s.ownerNow(ctx, sess)
+	if err != nil {
+		return nil, err
 	}
+	out := s.authz.TokenToolsNow(owner, sess, policy, g.Tools)
 	if len(out) == 0 {
 		return nil, domain.RefuseToken(domain.ReasonPolicyDeny, domain.ErrForbidden, "policy now denies every tool of the token")
 	}

@@ -73,11 +73,14 @@ func TestExchangeOfAParentAboutToExpire(t *testing.T) {
 		parent := domain.AgentGrant{ID: "p", Subject: "uma", Chain: []string{"a"}, Audience: "fs", Session: "s", Mode: domain.ModeAuto,
 			Tools: []string{"fs.read"}, IssuedAt: now.Add(-time.Minute), Expires: now.Add(left)}
 		signer.EXPECT().Verify(gomock.Any(), "tok").Return(parent, nil)
-		sessions.EXPECT().GetSession(gomock.Any(), "s").Return(domain.Session{ID: "s", Owner: "uma", Mode: domain.ModeAuto, State: domain.SessionActive}, nil)
+		sessions.EXPECT().GetSession(gomock.Any(), "s").Return(domain.Session{ID: "s", Owner: "uma", Mode: domain.ModeAuto, State: domain.SessionActive,
+			OwnerRoles: []domain.Role{domain.RoleUser}}, nil)
 		agents.EXPECT().GetAgent(gomock.Any(), "a").Return(domain.Agent{ID: "a", Session: "s"}, nil)
 		policies.EXPECT().PolicyVersion(gomock.Any()).Return(int64(1), nil).AnyTimes()
-		policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(nil, nil).AnyTimes()
-		x := &AgentTokens{store: sessions, agents: agents, policies: NewPolicyRules(policies), signer: signer, clock: fixedClock{now}}
+		policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return([]domain.PolicyRule{
+			{ID: "r", Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeRole, Value: "USER"}}, nil).AnyTimes()
+		authz, _ := domain.NewAuthorizer(nil)
+		x := &AgentTokens{store: sessions, agents: agents, policies: NewPolicyRules(policies), authz: authz, signer: signer, clock: fixedClock{now}}
 		_, err := x.Exchange(context.Background(), ExchangeRequest{SubjectToken: "tok"})
 		var tr *domain.TokenRefusal
 		if !errors.As(err, &tr) || tr.Code != domain.ReasonTokenExpired || !errors.Is(err, domain.ErrUnauthenticated) {

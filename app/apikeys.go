@@ -17,6 +17,11 @@ type APIKeysConfig struct {
 	MaxTTL time.Duration
 	// MaxPerOwner bounds the keys neither revoked nor expired per owner.
 	MaxPerOwner int
+	// Configured are the roles the configuration gives the subjects it
+	// names (auth.keys): read at start, they are those subjects' roles
+	// whatever their owner records say, so that a role key moved to
+	// another role narrows its keys and agents from the start on.
+	Configured map[string][]domain.Role
 }
 
 // Bounds of what a key request may name.
@@ -348,6 +353,38 @@ func (k *APIKeys) Observe(ctx context.Context, p domain.Principal) (changed bool
 	return true, k.record(ctx, p, k.clock.Now())
 }
 
+// Remember records the roles of a person who made something that derives
+// from it (a session, an agent token), so that Observe keeps them current
+// and its agents are decided with them (OwnerNow). A managed key's caller
+// has its record already; k nil (hybrid mode) records nothing.
+func (k *APIKeys) Remember(ctx context.Context, p domain.Principal) error {
+	if k == nil || p.Key != nil || p.Subject == "" {
+		return nil
+	}
+	return k.record(ctx, p, k.clock.Now())
+}
+
+// OwnerNow returns the roles subject holds now as agentauth knows them:
+// those the configuration gives it, else those it last authenticated with
+// (its owner record; none while its keys are suspended). known is false
+// when there is neither (or k is nil, in hybrid mode).
+func (k *APIKeys) OwnerNow(ctx context.Context, subject string) (roles []domain.Role, known bool, err error) {
+	if k == nil {
+		return nil, false, nil
+	}
+	if roles, ok := k.cfg.Configured[subject]; ok {
+		return roles, true, nil
+	}
+	o, err := k.ownerOf(ctx, subject)
+	switch {
+	case err != nil || o == nil:
+		return nil, false, err
+	case o.Disabled:
+		return nil, true, nil
+	}
+	return o.Roles, true, nil
+}
+
 // ownerOf returns subject's owner record, nil when it has none.
 func (k *APIKeys) ownerOf(ctx context.Context, subject string) (*domain.KeyOwner, error) {
 	var epoch uint64
@@ -436,6 +473,9 @@ func (k *APIKeys) Authenticate(ctx context.Context, text string) (domain.Princip
 	owner, err := k.store.GetKeyOwner(ctx, key.Owner)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return domain.Principal{}, err
+	}
+	if roles, ok := k.cfg.Configured[key.Owner]; ok {
+		owner.Roles = roles
 	}
 	scope, err := k.authz.CheckKeyUse(key, owner, now)
 	if err != nil {

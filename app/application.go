@@ -83,6 +83,7 @@ func NewApplication(d Dependencies) Application {
 	reg := NewRegistry(st.Settings, st.Catalog, st.Policies)
 	records := NewSessionRecords(st.Sessions, st.SessionModes, st.Agents)
 	sessions := NewSessions(records, reg, st.Projects, records, d.Authorizer, d.Clock)
+	sessions.owners = d.Keys
 	rules := NewPolicyRules(reg)
 	agents := NewAgents(records, sessions, d.Clock)
 	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock)
@@ -99,7 +100,7 @@ func NewApplication(d Dependencies) Application {
 		Agents:        agents,
 		ToolCalls:     calls,
 		Dashboard:     NewDashboard(records, st.Projects, st.Audit, d.Authorizer),
-		AgentTokens:   NewAgentTokens(sessions, records, agents, records, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits),
+		AgentTokens:   NewAgentTokens(sessions, records, agents, records, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits).withOwners(d.Keys),
 		Gateway:       NewGateway(calls, reg, d.Clock),
 		Registry:      reg,
 		Records:       records,

@@ -46,7 +46,9 @@ func (s *Gateway) Server(ctx context.Context, name string) (domain.Server, error
 // decides that principal's (its roles, its key's scope).
 type Caller struct {
 	// Grant is the agent token's; nil for a principal.
-	Grant     *domain.AgentGrant
+	Grant *domain.AgentGrant
+	// Principal is who the calls are decided for: the principal, or the
+	// agent token's session owner with its roles now.
 	Principal domain.Principal
 	// Subject and Chain are who the audit names: the session's owner
 	// (agent token) or the principal, then the agents, root first.
@@ -67,7 +69,7 @@ func (c Caller) Agent() string { return c.Chain[len(c.Chain)-1] }
 // takes instead of reading them again.
 func AgentCaller(v VerifiedAgent) Caller {
 	g := &v.Grant
-	return Caller{Grant: g, Principal: domain.Principal{Subject: g.Subject}, Subject: g.Subject, Chain: g.Chain, Session: g.Session,
+	return Caller{Grant: g, Principal: v.Owner, Subject: g.Subject, Chain: g.Chain, Session: g.Session,
 		sess: v.Session, agent: v.Agent}
 }
 
@@ -159,10 +161,10 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool, argsHa
 }
 
 // decide is the decision of POST …/tool-calls for the caller: an agent
-// token's (domain.DecideAgentCall), else the principal's.
+// token's (its owner's roles now within the token), else the principal's.
 func (s *Gateway) decide(in domain.ToolCallInput, c Caller) domain.ToolDecision {
 	if c.Grant != nil {
-		return domain.DecideAgentCall(in, *c.Grant)
+		return s.calls.authz.DecideAgentCall(in, *c.Grant)
 	}
 	return s.calls.authz.DecideToolCall(in)
 }

@@ -23,6 +23,9 @@ type Sessions struct {
 	// leads; modes change a session's mode.
 	projects ports.ProjectStore
 	modes    ports.SessionModeStore
+	// owners records the roles of whoever creates a session (see
+	// APIKeys.Remember); nil in hybrid mode.
+	owners *APIKeys
 }
 
 // NewSessions wires the use case.
@@ -81,6 +84,9 @@ func (s *Sessions) Create(ctx context.Context, p domain.Principal, in NewSession
 		State:      domain.SessionActive,
 		CreatedAt:  s.clock.Now().UTC(),
 		OwnerRoles: p.Roles,
+	}
+	if err := s.owners.Remember(ctx, p); err != nil {
+		return domain.Session{}, err
 	}
 	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return domain.Session{}, fmt.Errorf("create session: %w", err)

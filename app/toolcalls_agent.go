@@ -7,7 +7,7 @@ import (
 )
 
 // DecideWithToken decides and stores one tool call asked for with an agent
-// token (see domain.DecideAgentCall): only for the token's session and
+// token (see domain.Authorizer.DecideAgentCall: its owner's roles now within the token): only for the token's session and
 // agent; agent "" is the token's. The session and agent are those
 // AgentTokens.Authenticate read for this request.
 func (s *ToolCalls) DecideWithToken(ctx context.Context, caller VerifiedAgent, session, agent, tool string) (domain.ToolCall, error) {
@@ -23,11 +23,11 @@ func (s *ToolCalls) DecideWithToken(ctx context.Context, caller VerifiedAgent, s
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	in := domain.ToolCallInput{Principal: domain.Principal{Subject: g.Subject}, Session: caller.Session, Agent: caller.Agent, Tool: tool}
+	in := domain.ToolCallInput{Principal: caller.Owner, Session: caller.Session, Agent: caller.Agent, Tool: tool}
 	if err := s.withCatalogAndPolicy(ctx, &in); err != nil {
 		return domain.ToolCall{}, err
 	}
-	d := domain.DecideAgentCall(in, g)
+	d := s.authz.DecideAgentCall(in, g)
 	call := domain.ToolCall{ID: newID("call_"), Session: session, Agent: agent, Tool: tool, Decision: d,
 		Status: domain.StatusOf(d.Effect), RequestedBy: "agent:" + agent, CreatedAt: s.clock.Now().UTC()}
 	if err := s.store.CreateToolCall(ctx, call); err != nil {

@@ -83,12 +83,24 @@ func (c Config) RoleKeys() ([]LoadedRoleKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("auth.keys[%d].keyFile: %w", i, err)
 		}
-		out = append(out, LoadedRoleKey{Key: key, Principal: domain.Principal{
-			Subject:    "key:" + k.Subject,
-			Roles:      []domain.Role{domain.Role(strings.ToUpper(k.Role))},
-			Method:     domain.MethodAPIKey,
-			RoleSource: "auth.keys",
-		}})
+		out = append(out, LoadedRoleKey{Key: key, Principal: k.principal()})
 	}
 	return out, nil
+}
+
+// principal is who the key authenticates.
+func (k RoleKey) principal() domain.Principal {
+	return domain.Principal{Subject: "key:" + k.Subject, Roles: []domain.Role{domain.Role(strings.ToUpper(k.Role))},
+		Method: domain.MethodAPIKey, RoleSource: "auth.keys"}
+}
+
+// RoleKeyRoles are the roles auth.keys gives each subject it names (as the
+// keys authenticate them), without reading the keys.
+func (c Config) RoleKeyRoles() map[string][]domain.Role {
+	out := make(map[string][]domain.Role, len(c.Auth.Keys))
+	for _, k := range c.Auth.Keys {
+		p := k.principal()
+		out[p.Subject] = p.Roles
+	}
+	return out
 }

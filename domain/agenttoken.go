@@ -21,9 +21,10 @@ type AgentGrant struct {
 	Session  string
 	Mode     SessionMode
 	Tools    []string // canonical, sorted
-	// Ask are the tools among Tools whose calls a policy rule for the
-	// minter's roles asks approval for (the role-bound part of policy,
-	// fixed at minting; see DecideAgentCall).
+	// Ask are the tools among Tools whose calls a policy rule asked
+	// approval for when the token was minted: a claim for tool servers that
+	// verify offline. agentauth decides with the rules in force (see
+	// DecideAgentCall).
 	Ask      []string
 	IssuedAt time.Time
 	Expires  time.Time
@@ -60,7 +61,8 @@ const (
 	ReasonTokenNoTools         = "token_no_tools"
 	ReasonTokenTTL             = "token_ttl_invalid"
 	// ReasonTokenOwnerRolesUnknown: a manager other than the owner mints
-	// for a session that predates recording its owner's roles.
+	// for a session that predates recording its owner's roles, or an agent
+	// token's call is decided while agentauth knows no roles of the owner.
 	ReasonTokenOwnerRolesUnknown = "token_owner_roles_unknown"
 	// ReasonTokenWider: an exchange asked for more than the parent token
 	// holds (a tool it lacks, another audience).
@@ -236,7 +238,6 @@ func Among(list, set []string) []string {
 // Reason codes of tool calls asked for with an agent token.
 const (
 	ReasonTokenToolNotGranted = "token_tool_not_granted"
-	ReasonTokenPolicyAsk      = "token_policy_ask"
 	ReasonTokenPolicyAllow    = "token_policy_allow"
 	// ReasonAgentTokenRoute: an agent token was presented to an endpoint
 	// it does not open.
@@ -246,31 +247,52 @@ const (
 	ReasonTokenOtherSession = "token_session_mismatch"
 )
 
-// DecideAgentCall decides a tool call asked for with an agent token. The
-// role-bound part of policy was evaluated when the token was minted and is
-// fixed in it (Tools, Ask), for the token's short life; every other step
-// is taken as things stand now: session state, the security gateway, deny
-// rules for the owner or the session's project, the session's mode and the
-// agent's limits (as RecheckApproval does). in.Principal.Subject is the
-// session's owner.
-func DecideAgentCall(in ToolCallInput, g AgentGrant) ToolDecision {
+// DecideAgentCall decides a tool call asked for with an agent token:
+// in.Principal is the session's owner with the roles it holds now (as a
+// managed key's owner: see VerifiedAgent in app), and the call is decided
+// as that owner's own call (DecideToolCall: its roles and the rules in
+// force, session state, security gateway, session mode, the agent's
+// limits) within what the token grants (its tools). A rule made, changed
+// or removed after minting binds the next decision; so does an owner's
+// demotion. The token's ask_tools are what a rule asked at minting, for
+// verifiers that cannot ask agentauth; agentauth asks the rules in force.
+// The reason and message name the rule that decided.
+func (a *Authorizer) DecideAgentCall(in ToolCallInput, g AgentGrant) ToolDecision {
 	if !slices.ContainsFunc(g.Tools, func(t string) bool { return SameTool(t, in.Tool) }) {
 		return ToolDecision{Effect: EffectDeny, Reason: ReasonTokenToolNotGranted, Message: "the agent token does not grant tool " + in.Tool}
 	}
-	if d := RecheckApproval(in); d != nil {
-		return *d
+	if len(in.Principal.Roles) == 0 {
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonTokenOwnerRolesUnknown,
+			Message: "agentauth knows no roles of the session's owner " + in.Principal.Subject + " now, so none of its agents' calls is allowed"}
 	}
-	readOnly := in.Registered != nil && in.Registered.ReadOnly
-	steps := append(modeStep(in.Session.Mode, readOnly, in.Tool), agentSteps(in.Agent, readOnly, in.Tool)...)
-	if slices.ContainsFunc(g.Ask, func(t string) bool { return SameTool(t, in.Tool) }) {
-		steps = append([]ToolDecision{{Effect: EffectAsk, Reason: ReasonTokenPolicyAsk, Message: "policy requires approval for tool " + in.Tool + " (fixed in the agent token)"}}, steps...)
+	d := a.DecideToolCall(in)
+	if d.Effect == EffectAllow && d.Reason == ReasonPolicyAllow {
+		d.Reason = ReasonTokenPolicyAllow
+		d.Message = "policy rule " + d.Rule + " allows tool " + in.Tool + " for " + in.Principal.Subject + " with roles [" +
+			JoinRoles(in.Principal.Roles) + "] now, and the agent token grants it"
 	}
-	for i := range steps {
-		if steps[i].Effect == EffectAsk {
-			return steps[i]
+	return d
+}
+
+// TokenToolsNow returns the tools (of a token) that owner, with the roles
+// it holds now, may still use in session s: it holds toolcalls:write, and a
+// rule in force allows or asks for each, none denies it. Session mode and
+// agent limits are left to each call's decision.
+func (a *Authorizer) TokenToolsNow(owner Principal, s Session, policy *PolicyIndex, tools []string) []string {
+	if len(owner.Roles) == 0 || !a.Allow(owner, PermToolCallsWrite).Allowed {
+		return nil
+	}
+	subj := Subject{Subject: owner.Subject, Roles: a.PolicyRoles(owner.Roles)}
+	if s.Project != "" {
+		subj.Projects = []string{s.Project}
+	}
+	var out []string
+	for _, t := range tools {
+		if o := policy.Evaluate(subj, t); o.Rule != "" && o.Effect != EffectDeny {
+			out = append(out, t)
 		}
 	}
-	return ToolDecision{Effect: EffectAllow, Reason: ReasonTokenPolicyAllow, Message: "the agent token grants tool " + in.Tool + " and nothing now denies it"}
+	return out
 }
 
 // stricter returns the outcome that allows less: no rule, then deny, then

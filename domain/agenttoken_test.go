@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -132,5 +133,46 @@ func TestAgentGrantDescribe(t *testing.T) {
 		if got := tt.grant.Describe(); got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestDecideAgentCall: an agent token's call is decided with its owner's
+// roles as they are now (the principal of the input) within what the token
+// grants: a role rule made after minting binds it, the rule that decided is
+// named, and an owner demoted or unknown narrows the token at once.
+func TestDecideAgentCall(t *testing.T) {
+	a, _ := NewAuthorizer(nil)
+	allow := PolicyRule{ID: "pol_allow", Effect: EffectAllow, Tool: "fs.*", Scope: ScopeRole, Value: "USER"}
+	denyRead := PolicyRule{ID: "pol_deny", Effect: EffectDeny, Tool: "fs.read", Scope: ScopeRole, Value: "USER"}
+	askRead := PolicyRule{ID: "pol_ask", Effect: EffectAsk, Tool: "fs.read", Scope: ScopeRole, Value: "USER"}
+	g := AgentGrant{Subject: "uma", Chain: []string{"agt_1"}, Tools: []string{"fs.read", "fs.write"}, Ask: []string{"fs.write"}}
+	user := Principal{Subject: "uma", Roles: []Role{RoleUser}}
+	tests := []struct {
+		name    string
+		owner   Principal
+		tool    string
+		rules   []PolicyRule
+		effect  Effect
+		reason  string
+		rule    string
+		message string
+	}{
+		{"granted and allowed now", user, "fs.read", []PolicyRule{allow}, EffectAllow, ReasonTokenPolicyAllow, "pol_allow", "policy rule pol_allow allows"},
+		{"not in the token", user, "fs.delete", []PolicyRule{allow}, EffectDeny, ReasonTokenToolNotGranted, "", "does not grant"},
+		{"a role deny made after minting", user, "fs.read", []PolicyRule{allow, denyRead}, EffectDeny, ReasonPolicyDeny, "pol_deny", "pol_deny"},
+		{"a role ask made after minting", user, "fs.read", []PolicyRule{allow, askRead}, EffectAsk, ReasonPolicyAsk, "pol_ask", "pol_ask"},
+		{"the allow rule removed", user, "fs.read", nil, EffectDeny, ReasonNoPolicyRule, "", "no policy rule"},
+		{"an ask rule at minting, gone now", user, "fs.write", []PolicyRule{allow}, EffectAllow, ReasonTokenPolicyAllow, "pol_allow", "pol_allow"},
+		{"owner demoted to AUDITOR", Principal{Subject: "uma", Roles: []Role{RoleAuditor}}, "fs.read", []PolicyRule{allow}, EffectDeny, ReasonRoleLacksPermission, "", "AUDITOR"},
+		{"owner's roles unknown", Principal{Subject: "uma"}, "fs.read", []PolicyRule{allow}, EffectDeny, ReasonTokenOwnerRolesUnknown, "", "uma"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := a.DecideAgentCall(ToolCallInput{Principal: tt.owner, Session: Session{ID: "s", Owner: "uma", Mode: ModeAuto},
+				Agent: Agent{ID: "agt_1"}, Tool: tt.tool, Policy: NewPolicyIndex(tt.rules)}, g)
+			if d.Effect != tt.effect || d.Reason != tt.reason || d.Rule != tt.rule || !strings.Contains(d.Message, tt.message) {
+				t.Errorf("= %+v, want %s %s rule %q, message with %q", d, tt.effect, tt.reason, tt.rule, tt.message)
+			}
+		})
 	}
 }

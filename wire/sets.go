@@ -134,7 +134,8 @@ func managedKeys(cfg config.Config, st Stores, authz *domain.Authorizer, clock p
 	if cfg.Mode() == config.ModeHybrid {
 		return nil, func() {}, nil
 	}
-	k, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: cfg.Auth.APIKeys.MaxTTL, MaxPerOwner: cfg.Auth.APIKeys.MaxPerOwner}, st.Keys, st.Projects, authz, clock)
+	k, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: cfg.Auth.APIKeys.MaxTTL, MaxPerOwner: cfg.Auth.APIKeys.MaxPerOwner,
+		Configured: cfg.RoleKeyRoles()}, st.Keys, st.Projects, authz, clock)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/agentverify"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // The resource URLs (audiences) of the harness's servers fs and sh.
@@ -456,7 +459,7 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 	}{
 		{"granted tool", `{"tool":"fs.read"}`, 201, "allow", domain.ReasonTokenPolicyAllow},
 		{"the token's agent named", `{"agent":"` + root + `","tool":"fs.read"}`, 201, "allow", domain.ReasonTokenPolicyAllow},
-		{"policy asks (fixed at minting)", `{"tool":"fs.write"}`, 201, "ask", domain.ReasonTokenPolicyAsk},
+		{"policy asks", `{"tool":"fs.write"}`, 201, "ask", domain.ReasonPolicyAsk},
 		{"tool not in the token", `{"tool":"shell.run"}`, 201, "deny", domain.ReasonTokenToolNotGranted},
 		{"another agent", `{"agent":"` + child + `","tool":"fs.read"}`, 403, "", domain.ReasonTokenOtherSession},
 	}
@@ -547,6 +550,98 @@ func TestAgentTokenAsksAndRevokes(t *testing.T) {
 	if uses < len(decisions)+8 || introspections < 5 {
 		t.Errorf("%d token uses and %d introspections audited with the chain", uses, introspections)
 	}
+}
+
+// TestAgentTokenFollowsRoleRules: a role rule made after minting binds the
+// token's next decision, which names the rule; removing it lifts it.
+func TestAgentTokenFollowsRoleRules(t *testing.T) {
+	h := axNew(t)
+	session, root, _ := axTokenSession(t, h)
+	tok := axMint(t, h, session, root, `{"audience":"fs"}`)
+	calls := "/api/v2/sessions/" + session + "/tool-calls"
+	decide := func(step, effect, reason, rule string) {
+		t.Helper()
+		var tc toolCallJSON
+		h.doToken(t, tok, "POST", calls, `{"tool":"fs.read"}`).decode(t, &tc)
+		if tc.Decision != effect || tc.Reason != reason || tc.Rule != rule || rule != "" && !strings.Contains(tc.Message, rule) {
+			t.Errorf("%s: %+v, want %s %s naming rule %q", step, tc, effect, reason, rule)
+		}
+	}
+	var allow []policyJSON
+	var list struct{ Policies []policyJSON }
+	h.do(t, "adm", "GET", "/api/v2/policies", "").decode(t, &list)
+	for _, p := range list.Policies {
+		if p.Effect == "allow" {
+			allow = append(allow, p)
+		}
+	}
+	decide("minted", "allow", domain.ReasonTokenPolicyAllow, allow[0].ID)
+	deny := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.read","scope":"role","value":"USER"}`)["id"].(string)
+	decide("a role deny made after minting", "deny", domain.ReasonPolicyDeny, deny)
+	if in := h.introspect(t, "adm", tok); fmt.Sprint(in["tools"]) != "[fs.write]" {
+		t.Errorf("introspect after the role deny: %v", in)
+	}
+	h.must(t, 204, "adm", "DELETE", "/api/v2/policies/"+deny, "")
+	decide("the deny removed", "allow", domain.ReasonTokenPolicyAllow, allow[0].ID)
+	ask := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.read","scope":"role","value":"USER"}`)["id"].(string)
+	decide("a role ask made after minting", "ask", domain.ReasonPolicyAsk, ask)
+}
+
+// demotable is the test's identity provider: uma's roles are what the
+// test last set (a person demoted in its provider), every other caller's
+// the keys'.
+type demotable struct {
+	ports.Authenticator
+	uma atomic.Pointer[[]domain.Role]
+}
+
+func (d *demotable) Authenticate(ctx context.Context, cred ports.Credential) (domain.Principal, error) {
+	p, err := d.Authenticator.Authenticate(ctx, cred)
+	if r := d.uma.Load(); err == nil && p.Subject == "uma" && r != nil {
+		p.Roles = *r
+	}
+	return p, err
+}
+
+// TestDemotedOwnerNarrowsAgentTokens: the owner of a session, demoted by
+// its identity provider, narrows its agents' tokens from its next request
+// on (when agentauth learns of it), as it narrows its managed keys.
+func TestDemotedOwnerNarrowsAgentTokens(t *testing.T) {
+	idp := &demotable{}
+	h := axStart(t, filepath.Join(t.TempDir(), "agentauth.db"), axOptions{authn: func(keys ports.Authenticator) ports.Authenticator {
+		idp.Authenticator = keys
+		return idp
+	}})
+	session, root, _ := axTokenSession(t, h)
+	tok := axMint(t, h, session, root, `{"audience":"fs"}`)
+	calls := "/api/v2/sessions/" + session + "/tool-calls"
+	decide := func(step, effect, reason string) {
+		t.Helper()
+		var tc toolCallJSON
+		h.doToken(t, tok, "POST", calls, `{"tool":"fs.read"}`).decode(t, &tc)
+		if tc.Decision != effect || tc.Reason != reason {
+			t.Errorf("%s: %+v, want %s %s", step, tc, effect, reason)
+		}
+	}
+	decide("minted", "allow", domain.ReasonTokenPolicyAllow)
+	auditor := []domain.Role{domain.RoleAuditor}
+	idp.uma.Store(&auditor)
+	decide("demoted, not yet seen", "allow", domain.ReasonTokenPolicyAllow)
+	h.must(t, 200, "uma", "GET", "/api/v2/me", "")
+	decide("demoted and seen", "deny", domain.ReasonRoleLacksPermission)
+	if in := h.introspect(t, "adm", tok); in["active"] != false {
+		t.Errorf("introspect after the owner's demotion: %v", in)
+	}
+	user := []domain.Role{domain.RoleUser}
+	idp.uma.Store(&user)
+	h.must(t, 200, "uma", "GET", "/api/v2/me", "")
+	decide("restored", "allow", domain.ReasonTokenPolicyAllow)
+	// An owner suspended by an ADMIN (a person leaving) holds no roles for
+	// its agents until restored.
+	h.must(t, 204, "adm", "PUT", "/api/v2/key-owners/uma", `{"disabled":true}`)
+	decide("suspended", "deny", domain.ReasonTokenOwnerRolesUnknown)
+	h.must(t, 204, "adm", "PUT", "/api/v2/key-owners/uma", `{"disabled":false}`)
+	decide("no longer suspended", "allow", domain.ReasonTokenPolicyAllow)
 }
 
 // TestMintByAnotherManagerIsBoundedByTheOwner: an ADMIN (or a project's
