@@ -269,7 +269,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 			f.policies.EXPECT().ListPolicies(gomock.Any(), ports.Page{}).Return(rules, nil)
 			f.calls.EXPECT().CreateToolCall(gomock.Any(), gomock.Any()).Return(nil)
 			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
-			c, err := uc.Decide(context.Background(), uma, "s1", "agt_r", tt.tool)
+			c, err := uc.Decide(context.Background(), uma, "s1", app.CallRequest{Agent: "agt_r", Tool: tt.tool})
 			if err != nil || c.Status != tt.want || c.Decision.Reason != tt.reason || c.RequestedBy != "uma" {
 				t.Errorf("got %+v, %v; want %s/%s", c, err, tt.want, tt.reason)
 			}
@@ -282,7 +282,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
 		f.agents.EXPECT().GetAgent(gomock.Any(), "agt_x").Return(domain.Agent{ID: "agt_x", Session: "s2"}, nil)
 		uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
-		if _, err := uc.Decide(context.Background(), uma, "s1", "agt_x", "fs.read"); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := uc.Decide(context.Background(), uma, "s1", app.CallRequest{Agent: "agt_x", Tool: "fs.read"}); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("got %v, want ErrNotFound", err)
 		}
 	})
@@ -532,7 +532,7 @@ func TestReadingIsNotManaging(t *testing.T) {
 		}},
 		{"ask for a tool call", func(f fixture) error {
 			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
-			_, err := uc.Decide(context.Background(), both, "s1", "agt_r", "fs.read")
+			_, err := uc.Decide(context.Background(), both, "s1", app.CallRequest{Agent: "agt_r", Tool: "fs.read"})
 			return err
 		}},
 		{"make the mode stricter", func(f fixture) error {

@@ -122,12 +122,15 @@ func (s *Gateway) Callable(ctx context.Context, c Caller, server string, names [
 	return out, nil
 }
 
-// DecideCall decides one tools/call of caller c to server, with argsHash
-// (see domain.ArgumentsHash). Only a call that asks is stored (the pending
-// approval); allow and deny are recorded by the request's audit record
-// alone, so a decided call costs no database write of its own. A tool
-// registered on another server counts as unregistered.
-func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool, argsHash string) (domain.ToolCall, error) {
+// DecideCall decides one tools/call of caller c to server, with args (the
+// RFC 8785 canonical JSON of its arguments, an object). Only a call that
+// asks is stored (the pending approval, with its arguments and their hash
+// it binds to); allow and deny are recorded by the request's audit record
+// alone, so a decided call costs no database write of its own. A call that
+// would ask with arguments over domain.MaxArgumentsBytes is denied: an
+// approver could not be shown them. A tool registered on another server
+// counts as unregistered.
+func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool string, args []byte) (domain.ToolCall, error) {
 	tool, err := domain.CanonicalToolName(tool)
 	if err != nil {
 		return domain.ToolCall{}, err
@@ -136,7 +139,7 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool, argsHa
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	in.Tool = tool
+	in.Tool, in.Arguments = tool, args
 	switch t, err := s.catalog.GetTool(ctx, tool); {
 	case err == nil && t.Server == server:
 		in.Registered = &t
@@ -144,12 +147,16 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool, argsHa
 		return domain.ToolCall{}, err
 	}
 	d := s.decide(in, c)
+	if d.Effect == domain.EffectAsk && len(args) > domain.MaxArgumentsBytes {
+		d = domain.ToolDecision{Effect: domain.EffectDeny, Reason: domain.ReasonArgumentsTooLarge, Rule: d.Rule,
+			Message: fmt.Sprintf("tool %s needs approval (%s), and its arguments have %d bytes: an approver is shown at most %d", tool, d.Reason, len(args), domain.MaxArgumentsBytes)}
+	}
 	by := c.Principal.Subject
 	if c.Grant != nil {
 		by = "agent:" + c.Agent()
 	}
 	call := domain.ToolCall{Session: c.Session, Agent: c.Agent(), Tool: tool, Decision: d,
-		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), ArgsHash: argsHash}
+		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), Arguments: args, ArgsHash: domain.ArgumentsHash(args)}
 	if d.Effect != domain.EffectAsk {
 		return call, nil
 	}

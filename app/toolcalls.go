@@ -29,30 +29,72 @@ func NewToolCalls(store ports.ToolCallStore, agents ports.AgentStore, catalog po
 	return &ToolCalls{store: store, agents: agents, catalog: catalog, policies: policies, settings: settings, sessions: sessions, authz: authz, clock: clock}
 }
 
+// CallRequest is one tool call asked for.
+type CallRequest struct {
+	// Agent is the agent of the session that calls ("" with an agent
+	// token: the token's).
+	Agent string
+	Tool  string
+	// Arguments are the RFC 8785 canonical JSON of an object (the edge
+	// makes it canonical); nil is {}. What is stored, shown to approvers
+	// and hashed (domain.ArgumentsHash) is exactly these bytes.
+	Arguments []byte
+}
+
+// arguments checks a request's canonical arguments for storing: nil is
+// {}, more than domain.MaxArgumentsBytes is refused.
+func (r CallRequest) arguments() ([]byte, error) {
+	if r.Arguments == nil {
+		return []byte("{}"), nil
+	}
+	if len(r.Arguments) > domain.MaxArgumentsBytes || r.Arguments[0] != '{' {
+		return nil, fmt.Errorf("arguments: a JSON object of at most %d bytes (as RFC 8785 canonical JSON): %w", domain.MaxArgumentsBytes, domain.ErrInvalidInput)
+	}
+	return r.Arguments, nil
+}
+
 // Decide decides and stores one tool call of an agent of the session.
-func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session, agent, tool string) (domain.ToolCall, error) {
+func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session string, req CallRequest) (domain.ToolCall, error) {
 	sess, err := s.sessions.Manageable(ctx, p, session)
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	tool, err = domain.CanonicalToolName(tool)
-	if err != nil {
-		return domain.ToolCall{}, err
-	}
-	ag, err := s.agents.GetAgent(ctx, agent)
+	ag, err := s.agents.GetAgent(ctx, req.Agent)
 	if err == nil && ag.Session != session {
-		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotVisible)
+		err = fmt.Errorf("agent %s: %w", req.Agent, domain.ErrNotVisible)
 	}
 	if err != nil {
 		return domain.ToolCall{}, fmt.Errorf("agent of this session: %w", err)
 	}
-	in := domain.ToolCallInput{Principal: p, Session: sess, Agent: ag, Tool: tool}
-	if err := s.withCatalogAndPolicy(ctx, &in); err != nil {
+	in, err := s.input(ctx, req)
+	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	d := s.authz.DecideToolCall(in)
-	call := domain.ToolCall{ID: newID("call_"), Session: session, Agent: agent, Tool: tool, Decision: d,
-		Status: domain.StatusOf(d.Effect), RequestedBy: p.Subject, CreatedAt: s.clock.Now().UTC()}
+	in.Principal, in.Session, in.Agent = p, sess, ag
+	return s.keep(ctx, in, s.authz.DecideToolCall(in), p.Subject)
+}
+
+// input is a decision's input for req, without who asks: the canonical
+// tool and arguments, whether a server registered the tool, the security
+// gateway and the compiled policy.
+func (s *ToolCalls) input(ctx context.Context, req CallRequest) (domain.ToolCallInput, error) {
+	tool, err := domain.CanonicalToolName(req.Tool)
+	if err != nil {
+		return domain.ToolCallInput{}, err
+	}
+	args, err := req.arguments()
+	if err != nil {
+		return domain.ToolCallInput{}, err
+	}
+	in := domain.ToolCallInput{Tool: tool, Arguments: args}
+	return in, s.withCatalogAndPolicy(ctx, &in)
+}
+
+// keep stores the decision d of in, asked for by by.
+func (s *ToolCalls) keep(ctx context.Context, in domain.ToolCallInput, d domain.ToolDecision, by string) (domain.ToolCall, error) {
+	call := domain.ToolCall{ID: newID("call_"), Session: in.Session.ID, Agent: in.Agent.ID, Tool: in.Tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(),
+		Arguments: in.Arguments, ArgsHash: domain.ArgumentsHash(in.Arguments)}
 	if err := s.store.CreateToolCall(ctx, call); err != nil {
 		return domain.ToolCall{}, err
 	}

@@ -158,7 +158,7 @@ var Settings = []Setting{
 	{Key: "gateway.streamTimeout", Env: "SERVICE_GATEWAY_STREAM_TIMEOUT", Default: "30m", Accepts: "a duration from 1s to 24h, such as 30m",
 		Help: "How long a GET event stream relayed from a server stays open; the client then reconnects."},
 	{Key: "gateway.auditArguments", Env: "SERVICE_GATEWAY_AUDIT_ARGUMENTS", Default: "0 (the arguments' SHA-256 only)", Accepts: "a number of bytes from 0 to 4096",
-		Help: "Record each tools/call's arguments (RFC 8785 canonical JSON) in its audit record, cut to this many bytes; 0 records only their hash."},
+		Help: "Record each tool call's arguments (RFC 8785 canonical JSON; a tools/call, POST …/tool-calls, an approval) in its audit record, cut to this many bytes; 0 records only their hash. The whole arguments stay with the stored call, for its approver."},
 	{Key: "gateway.maxMessageBytes", Env: "SERVICE_GATEWAY_MAX_MESSAGE_BYTES", Default: "1048576", Accepts: "a number of bytes from 1024 to 1048576",
 		Help: "The largest message a client may send and a server may answer through the gateway (an SSE answer counts whole)."},
 	{Key: "auth.oidc.enabled", Env: "SERVICE_OIDC_ENABLED", Flag: "oidc-enabled", Default: "false", Accepts: acceptsBool,

@@ -41,7 +41,7 @@ func TestCustomRolesMeetRulesOfTheRoleTheyExtend(t *testing.T) {
 	})
 	sre := Principal{Subject: "sam", Roles: []Role{"SRE"}}
 	session := Session{ID: "s1", Owner: "sam", Mode: ModeAuto, State: SessionActive}
-	got := authz.DecideToolCall(ToolCallInput{sre, session, Agent{ID: "a0", Session: "s1"}, "shell.exec", nil, false, rules})
+	got := authz.DecideToolCall(ToolCallInput{sre, session, Agent{ID: "a0", Session: "s1"}, "shell.exec", nil, false, rules, nil})
 	if got.Effect != EffectDeny || got.Reason != ReasonPolicyDeny {
 		t.Errorf("SRE (extends USER) calling shell.exec: got %s/%s, want deny by the USER rule", got.Effect, got.Reason)
 	}

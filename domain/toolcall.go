@@ -37,7 +37,18 @@ type ToolCallInput struct {
 	Gateway    bool
 	// Policy holds the policy rules as they stand; nil holds none.
 	Policy *PolicyIndex
+	// Arguments are the call's arguments: the RFC 8785 canonical JSON of
+	// an object (see ArgumentsHash), what an approval binds to.
+	Arguments []byte
 }
+
+// MaxArgumentsBytes bounds the canonical arguments of a call that is
+// stored: an approver reads them whole, and the store keeps them whole.
+const MaxArgumentsBytes = 64 << 10
+
+// ReasonArgumentsTooLarge: a call that would wait for approval has
+// arguments over MaxArgumentsBytes, more than an approver can be shown.
+const ReasonArgumentsTooLarge = "arguments_too_large"
 
 // ToolDecision is the outcome of a tool call with its explanation.
 type ToolDecision struct {
@@ -200,10 +211,12 @@ type ToolCall struct {
 	CreatedAt   time.Time
 	ResolvedBy  string
 	ResolvedAt  time.Time
-	// ArgsHash is the hex SHA-256 of the RFC 8785 canonical JSON of the
-	// call's arguments, when the gateway decided it: an approval holds
-	// for these arguments only.
-	ArgsHash string
+	// Arguments are the RFC 8785 canonical JSON of the call's arguments
+	// (nil for a call stored before they were kept), and ArgsHash their
+	// hex SHA-256 (ArgumentsHash): an approval holds for these arguments
+	// only. What is stored is what was hashed.
+	Arguments []byte
+	ArgsHash  string
 	// UsedAt is when the gateway forwarded an approved call; an approval
 	// is used once.
 	UsedAt time.Time

@@ -1,11 +1,14 @@
 package rest
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gowebpki/jcs"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/app"
@@ -387,16 +390,18 @@ type toolCallJSON struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	ResolvedBy  string     `json:"resolved_by,omitempty"`
 	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
-	// ArgsHash and UsedAt: a call decided by the MCP gateway, the hash
-	// its approval binds to and when the approval was used.
-	ArgsHash string     `json:"args_sha256,omitempty"`
-	UsedAt   *time.Time `json:"used_at,omitempty"`
+	// Arguments (RFC 8785 canonical JSON) and ArgsHash, their SHA-256:
+	// what an approval binds to; UsedAt: when the gateway used the
+	// approval. Calls stored before arguments were kept have none.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	ArgsHash  string          `json:"args_sha256,omitempty"`
+	UsedAt    *time.Time      `json:"used_at,omitempty"`
 }
 
 func toToolCallJSON(tc domain.ToolCall) toolCallJSON {
 	out := toolCallJSON{ID: tc.ID, Session: tc.Session, Agent: tc.Agent, Tool: tc.Tool, Decision: string(tc.Decision.Effect),
 		Reason: tc.Decision.Reason, Rule: tc.Decision.Rule, Message: tc.Decision.Message, Status: string(tc.Status),
-		RequestedBy: tc.RequestedBy, CreatedAt: tc.CreatedAt, ResolvedBy: tc.ResolvedBy, ArgsHash: tc.ArgsHash}
+		RequestedBy: tc.RequestedBy, CreatedAt: tc.CreatedAt, ResolvedBy: tc.ResolvedBy, Arguments: tc.Arguments, ArgsHash: tc.ArgsHash}
 	if !tc.ResolvedAt.IsZero() {
 		at := tc.ResolvedAt
 		out.ResolvedAt = &at
@@ -421,8 +426,23 @@ func (s *Server) listToolCalls(c *fiber.Ctx) error {
 }
 
 type createToolCallRequest struct {
-	Agent string `json:"agent"`
-	Tool  string `json:"tool"`
+	Agent     string          `json:"agent"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// canonicalArguments is a call's arguments as RFC 8785 canonical JSON
+// (JCS), what an approval binds to and what is stored: absent or null
+// arguments are {}; anything but an object is refused.
+func canonicalArguments(raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil || len(canonical) == 0 || canonical[0] != '{' {
+		return nil, fmt.Errorf("arguments must be a JSON object: %w", domain.ErrInvalidInput)
+	}
+	return canonical, nil
 }
 
 func (s *Server) createToolCall(c *fiber.Ctx) error {
@@ -430,12 +450,16 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
+	args, err := canonicalArguments(req.Arguments)
+	if err != nil {
+		return err
+	}
+	call := app.CallRequest{Agent: req.Agent, Tool: req.Tool, Arguments: args}
 	var tc domain.ToolCall
-	var err error
 	if stateOf(c).agent != nil {
-		tc, err = s.uc.ToolCalls.DecideWithToken(c.UserContext(), verifiedAgentOf(c), c.Params("id"), req.Agent, req.Tool)
+		tc, err = s.uc.ToolCalls.DecideWithToken(c.UserContext(), verifiedAgentOf(c), c.Params("id"), call)
 	} else {
-		tc, err = s.uc.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), req.Agent, req.Tool)
+		tc, err = s.uc.ToolCalls.Decide(c.UserContext(), principalOf(c), c.Params("id"), call)
 	}
 	if err != nil {
 		return err
@@ -444,7 +468,7 @@ func (s *Server) createToolCall(c *fiber.Ctx) error {
 	if prev != "" {
 		prev += "; "
 	}
-	note(c, prev+"tool call "+tc.ID+" "+tc.Tool+": "+string(tc.Decision.Effect)+" ("+tc.Decision.Reason+")")
+	note(c, prev+"tool call "+tc.ID+" "+tc.Tool+": "+string(tc.Decision.Effect)+" ("+tc.Decision.Reason+")"+s.auditedArguments(tc))
 	if tc.Decision.Effect == domain.EffectDeny {
 		refused(c)
 	}
@@ -457,7 +481,7 @@ func (s *Server) resolveToolCall(approve bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		note(c, "tool call "+tc.ID+" "+string(tc.Status))
+		note(c, "tool call "+tc.ID+" "+string(tc.Status)+"; tool "+tc.Tool+s.auditedArguments(tc))
 		return c.JSON(toToolCallJSON(tc))
 	}
 }
@@ -482,4 +506,19 @@ func (s *Server) dashboard(c *fiber.Ctx) error {
 		"owners_capped":   v.OwnersCapped,
 		"recent_denials":  denials,
 	})
+}
+
+// auditedArguments is what a tool call's audit record says of its
+// arguments: their SHA-256 always, and their canonical JSON, cut to
+// gateway.auditArguments bytes, when the operator opted in; last, so that
+// nothing in them reads back as another field.
+func (s *Server) auditedArguments(tc domain.ToolCall) string {
+	if tc.ArgsHash == "" {
+		return ""
+	}
+	out := "; args_sha256 " + tc.ArgsHash
+	if gw := s.cfg.Gateway; gw != nil && gw.AuditArgumentBytes > 0 && tc.Arguments != nil {
+		out += "; args " + bounded(string(tc.Arguments), gw.AuditArgumentBytes)
+	}
+	return out
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gowebpki/jcs"
 
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/app"
@@ -473,12 +472,8 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms 
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments")
 	}
 	n.Tool = bounded(p.Name, maxNoteTool)
-	args := p.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	canonical, err := jcs.Transform(args)
-	if err != nil || canonical[0] != '{' {
+	canonical, err := canonicalArguments(p.Arguments)
+	if err != nil {
 		refused(c)
 		n.Decision, n.Reason = "deny", ReasonGatewayMalformed
 		return mcpError(c, fiber.StatusOK, msg.ID, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, "tools/call arguments must be a JSON object")
@@ -487,7 +482,7 @@ func (s *Server) mcpToolsCall(c *fiber.Ctx, sv domain.Server, cl app.Caller, ms 
 	if gw := s.cfg.Gateway; gw.AuditArgumentBytes > 0 {
 		n.ArgsText = bounded(string(canonical), gw.AuditArgumentBytes)
 	}
-	call, err := s.uc.Gateway.DecideCall(c.UserContext(), cl, sv.Name, p.Name, n.Args)
+	call, err := s.uc.Gateway.DecideCall(c.UserContext(), cl, sv.Name, p.Name, canonical)
 	if errors.Is(err, domain.ErrInvalidInput) {
 		// A name outside the tool-name charset: no such tool is registered.
 		refused(c)

@@ -127,7 +127,23 @@ func openSQLiteIndex(t *testing.T, dir string) faultStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeStore)
-	return faultStore{sessions: st, audit: indexedLog{dir: filepath.Join(dir, "audit"), index: st}, intents: st}
+	return faultStore{sessions: st, audit: indexedLog{dir: filepath.Join(dir, "audit"), index: st}, intents: sessionIntents{st}}
+}
+
+// sessionIntents counts the pending intents of session creations only: a
+// subject's first session also records its roles (an owner record), which
+// is no session row.
+type sessionIntents struct{ st *sqlite.Store }
+
+func (s sessionIntents) PendingIntents(ctx context.Context) (int, error) {
+	changes, err := s.st.PendingChanges(ctx, time.Now().Add(time.Hour))
+	n := 0
+	for _, c := range changes {
+		if strings.HasPrefix(c.Change, "create session ") {
+			n++
+		}
+	}
+	return n, err
 }
 
 // indexedLog reads the records the index holds from the audit log in dir,

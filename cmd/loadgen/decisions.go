@@ -137,7 +137,7 @@ func decideInProcess(n int) (time.Duration, error) {
 	calls := app.NewToolCalls(store, store, store, app.NewPolicyRules(store), store, sessions, authz, app.SystemClock{})
 	admin := domain.Principal{Subject: "adm", Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodAPIKey}
 	decide := func() error {
-		c, err := calls.Decide(ctx, admin, "s1", "a0", "tool7.exec")
+		c, err := calls.Decide(ctx, admin, "s1", app.CallRequest{Agent: "a0", Tool: "tool7.exec"})
 		if err == nil && c.Decision.Effect != domain.EffectAllow {
 			err = fmt.Errorf("decision %+v, want allow", c.Decision)
 		}

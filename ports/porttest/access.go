@@ -1,7 +1,10 @@
 package porttest
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -327,7 +330,7 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	if err := st.CreateToolCall(ctx, call); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("duplicate call: got %v, want ErrConflict", err)
 	}
-	if got, err := st.GetToolCall(ctx, "c1"); err != nil || got != call {
+	if got, err := st.GetToolCall(ctx, "c1"); err != nil || !sameCall(got, call) {
 		t.Errorf("GetToolCall = %+v, %v; want %+v", got, err, call)
 	}
 	got, err := st.ResolveToolCall(ctx, "c1", domain.CallApproved, "lea", t0.Add(time.Minute))
@@ -416,8 +419,11 @@ func testSessionsByProject(t *testing.T, st AccessStore) {
 // approval is used once; a call that is pending, denied or used refuses.
 func testUseApproval(t *testing.T, st AccessStore) {
 	ctx := ctxFor(t)
+	// Canonical arguments as an approver reads them: any Unicode, escapes
+	// of control characters, the largest a store keeps.
+	args := []byte(`{"mode":1,"note":"naïve \u0000 ` + "\u2028" + `","path":"` + strings.Repeat("x", domain.MaxArgumentsBytes-40) + `"}`)
 	gw := domain.ToolCall{ID: "c3", Session: "s3", Agent: "g0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "agent:g0",
-		CreatedAt: t0.Add(2 * time.Second), ArgsHash: strings.Repeat("ab", 32),
+		CreatedAt: t0.Add(2 * time.Second), Arguments: args, ArgsHash: domain.ArgumentsHash(args),
 		Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonPolicyAsk, Rule: "r2", Message: "ask"}}
 	denied := domain.ToolCall{ID: "c4", Session: "s3", Agent: "g0", Tool: "fs.rm", Status: domain.CallDenied, RequestedBy: "agent:g0",
 		CreatedAt: t0.Add(3 * time.Second), Decision: domain.ToolDecision{Effect: domain.EffectDeny, Reason: domain.ReasonPolicyDeny}}
@@ -426,8 +432,8 @@ func testUseApproval(t *testing.T, st AccessStore) {
 			t.Fatalf("CreateToolCall(%s): %v", c.ID, err)
 		}
 	}
-	if got, err := st.GetToolCall(ctx, "c3"); err != nil || got != gw {
-		t.Errorf("GetToolCall(c3) = %+v, %v; want %+v", got, err, gw)
+	if got, err := st.GetToolCall(ctx, "c3"); err != nil || !sameCall(got, gw) {
+		t.Errorf("GetToolCall(c3) = %s, %v; want %s", short(got), err, short(gw))
 	}
 	used := t0.Add(5 * time.Minute)
 	if err := st.UseApproval(ctx, "c3", used); !errors.Is(err, domain.ErrConflict) {
@@ -450,7 +456,26 @@ func testUseApproval(t *testing.T, st AccessStore) {
 			t.Errorf("UseApproval(%s) = %v, want %v", tt.id, err, tt.want)
 		}
 	}
-	if got, err := st.GetToolCall(ctx, "c3"); err != nil || !got.UsedAt.Equal(used) || got.ArgsHash != gw.ArgsHash || got.Status != domain.CallApproved {
-		t.Errorf("GetToolCall(c3) after use = %+v, %v; want used at %v", got, err, used)
+	if got, err := st.GetToolCall(ctx, "c3"); err != nil || !got.UsedAt.Equal(used) || got.ArgsHash != gw.ArgsHash ||
+		!bytes.Equal(got.Arguments, args) || got.Status != domain.CallApproved {
+		t.Errorf("GetToolCall(c3) after use = %s, %v; want used at %v", short(got), err, used)
 	}
+}
+
+// sameCall compares two tool calls field by field, the arguments byte by
+// byte (none stored reads as nil).
+func sameCall(a, b domain.ToolCall) bool {
+	if !bytes.Equal(a.Arguments, b.Arguments) || (a.Arguments == nil) != (b.Arguments == nil) {
+		return false
+	}
+	a.Arguments, b.Arguments = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// short prints a call with the length and hash of its arguments instead
+// of their bytes.
+func short(c domain.ToolCall) string {
+	args := fmt.Sprintf("%d bytes of arguments, SHA-256 %s", len(c.Arguments), domain.ArgumentsHash(c.Arguments))
+	c.Arguments = nil
+	return fmt.Sprintf("%+v with %s", c, args)
 }

@@ -420,23 +420,26 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
 		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-		args_hash, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, c.ID, c.Session, c.Agent, c.Tool,
+		args_hash, used_at, arguments) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, c.ID, c.Session, c.Agent, c.Tool,
 		string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt),
-		c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt))
+		c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments))
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-	args_hash, used_at`
+	args_hash, used_at, arguments`
 
 func scanToolCall(row pgx.CollectableRow) (domain.ToolCall, error) {
 	var (
 		c                       domain.ToolCall
-		effect, status          string
+		effect, status, args    string
 		created, resolved, used int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args); err != nil {
 		return domain.ToolCall{}, err
+	}
+	if args != "" {
+		c.Arguments = []byte(args)
 	}
 	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
 	c.CreatedAt, c.ResolvedAt, c.UsedAt = fromNanos(created), fromNanos(resolved), fromNanos(used)

@@ -111,12 +111,12 @@ func BenchmarkDecideToolCall(b *testing.B) {
 			authz, _ := domain.NewAuthorizer(nil)
 			sessions := app.NewSessions(store, store, store, store, authz, app.SystemClock{})
 			calls := app.NewToolCalls(store, store, store, app.NewPolicyRules(store), store, sessions, authz, app.SystemClock{})
-			if _, err := calls.Decide(ctx, admin, "s1", "a0", "tool7.exec"); err != nil { // compiles the rules
+			if _, err := calls.Decide(ctx, admin, "s1", app.CallRequest{Agent: "a0", Tool: "tool7.exec"}); err != nil { // compiles the rules
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c, err := calls.Decide(ctx, admin, "s1", "a0", "tool7.exec")
+				c, err := calls.Decide(ctx, admin, "s1", app.CallRequest{Agent: "a0", Tool: "tool7.exec"})
 				if err != nil || c.Decision.Effect != domain.EffectAllow {
 					b.Fatalf("Decide = %+v, %v", c, err)
 				}

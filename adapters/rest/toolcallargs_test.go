@@ -1,0 +1,74 @@
+package rest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/agentauth/agentauth/domain"
+)
+
+// TestToolCallArguments: POST …/tool-calls takes the call's arguments,
+// keeps them as RFC 8785 canonical JSON with their SHA-256 (what an
+// approval binds to, as at the gateway), and every read of the call shows
+// them; what is not a bounded JSON object is a 400.
+func TestToolCallArguments(t *testing.T) {
+	h := axNew(t)
+	_, session, agent := axSession(t, h, "ask")
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"USER"}`)
+	calls := "/api/v2/sessions/" + session + "/tool-calls"
+	sent := `{"path":"/etc/app.conf","env":"prod","opts":{"z":1,"a":[true,null,1.50]},"note":"naïve \u00e9"}`
+	want, err := jcs.Transform([]byte(sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made toolCallJSON
+	h.must(t, 201, "uma", "POST", calls, `{"agent":"`+agent+`","tool":"fs.write","arguments":`+sent+`}`)
+	list := h.must(t, 200, "uma", "GET", calls, "")["tool_calls"].([]any)
+	b, _ := json.Marshal(list[0])
+	if err := json.Unmarshal(b, &made); err != nil {
+		t.Fatal(err)
+	}
+	if string(made.Arguments) != string(want) || made.ArgsHash != domain.ArgumentsHash(want) || made.Status != "pending" {
+		t.Errorf("GET …/tool-calls = arguments %s, sha %s, status %s; want %s, %s, pending", made.Arguments, made.ArgsHash, made.Status, want, domain.ArgumentsHash(want))
+	}
+	var approved toolCallJSON
+	h.do(t, "lea", "POST", calls+"/"+made.ID+"/approve", "").decode(t, &approved)
+	if string(approved.Arguments) != string(want) || approved.ArgsHash != made.ArgsHash {
+		t.Errorf("the approval's answer = %s %s, want the arguments asked", approved.Arguments, approved.ArgsHash)
+	}
+	var none toolCallJSON
+	h.do(t, "uma", "POST", calls, `{"agent":"`+agent+`","tool":"fs.read"}`).decode(t, &none)
+	if string(none.Arguments) != "{}" || none.ArgsHash != domain.ArgumentsHash([]byte("{}")) {
+		t.Errorf("no arguments = %s %s, want {}", none.Arguments, none.ArgsHash)
+	}
+
+	var page struct {
+		Records []struct{ Reason string } `json:"records"`
+	}
+	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
+	asked, resolved := false, false
+	for _, rec := range page.Records {
+		asked = asked || strings.Contains(rec.Reason, "tool call "+made.ID+" fs.write: ask") && strings.HasSuffix(rec.Reason, "args_sha256 "+made.ArgsHash)
+		resolved = resolved || strings.Contains(rec.Reason, "tool call "+made.ID+" approved; tool fs.write; args_sha256 "+made.ArgsHash)
+	}
+	if !asked || !resolved {
+		t.Errorf("audit records of the call and its approval name the arguments' SHA-256: %v %v", asked, resolved)
+	}
+
+	bad := []struct{ name, args string }{
+		{"an array", `[1,2]`},
+		{"a string", `"x"`},
+		{"a name twice", `{"path":"/a","path":"/b"}`},
+		{"a name twice in another case", `{"path":"/a","Path":"/b"}`},
+		{"over the bound", `{"data":"` + strings.Repeat("x", domain.MaxArgumentsBytes) + `"}`},
+	}
+	for _, tt := range bad {
+		r := h.do(t, "uma", "POST", calls, `{"agent":"`+agent+`","tool":"fs.read","arguments":`+tt.args+`}`)
+		if r.status != 400 || !strings.Contains(string(r.body), "argument") && !strings.Contains(string(r.body), "twice") {
+			t.Errorf("%s: %d %s, want 400 naming the arguments", tt.name, r.status, r.body)
+		}
+	}
+}
