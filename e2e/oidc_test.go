@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -534,22 +535,24 @@ func message(body string) string {
 
 func testCheckCommand(t *testing.T, p *idp) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"SERVICE_OIDC_ISSUER=" + p.issuer, "SERVICE_OIDC_CLIENT_ID=" + clientID, "SERVICE_OIDC_CLIENT_SECRET=" + clientSecret,
+		"SERVICE_OIDC_ISSUER=" + p.issuer, "SERVICE_OIDC_CLIENT_ID=" + clientID,
 		"SERVICE_OIDC_REDIRECT_URI=" + p.redirectURI()}
 	tests := []struct {
-		user, password string
-		wantExit       int
-		want           []string
+		name, user, password string
+		secret               string // the client secret configured ("": the realm's)
+		wantExit             int
+		want                 []string
 	}{
-		{"henry", "henry-pw", 0, []string{"ok    JWKS", "ok    client credentials", `kept     resource_access.agentauth.roles "lead" -> LEAD`, "role granted: LEAD (from id_token)"}},
-		{"grace", "grace-pw", 0, []string{"role granted: USER (from default)", "resource_access.other-app: not our client id"}},
-		{"frank", "frank-pw", 0, []string{`dropped  realm_access.roles           "app-admin"`, "role granted: USER"}},
-		{"alice", "wrong", 1, []string{"FAIL  login"}},
+		{"henry", "henry", "henry-pw", "", 0, []string{"ok    JWKS", "ok    client credentials", `kept     resource_access.agentauth.roles "lead" -> LEAD`, "role granted: LEAD (from id_token)"}},
+		{"grace", "grace", "grace-pw", "", 0, []string{"role granted: USER (from default)", "resource_access.other-app: not our client id"}},
+		{"frank", "frank", "frank-pw", "", 0, []string{`dropped  realm_access.roles           "app-admin"`, "role granted: USER"}},
+		{"wrong password", "alice", "wrong", "", 1, []string{"FAIL  login"}},
+		{"wrong client secret", "alice", "alice-pw", "not-the-client-secret-0001", 1, []string{`FAIL  client credentials: the provider refused client "agentauth"`, "SERVICE_OIDC_CLIENT_SECRET"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.user, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(binary, "oidc", "check", "--username", tt.user)
-			cmd.Env = env
+			cmd.Env = append(env, "SERVICE_OIDC_CLIENT_SECRET="+cmp.Or(tt.secret, clientSecret))
 			cmd.Stdin = strings.NewReader(tt.password + "\n") // the password never goes on the command line
 			out, err := cmd.CombinedOutput()
 			code := 0

@@ -36,6 +36,10 @@ func TestWrongClientSecretIsAServiceFault(t *testing.T) {
 	}{
 		{"password grant", func() error { _, err := p.PasswordGrant(t.Context(), "alice", "alice-pw"); return err }},
 		{"refresh", func() error { _, err := p.Refresh(t.Context(), "rt-alice"); return err }},
+		// Keycloak 26.7 answers 401 invalid_client "Client authentication
+		// failed." (agentauth oidc check asks introspection to check the
+		// secret).
+		{"introspection", func() error { _, err := p.Introspect(t.Context(), "agentauth-oidc-check"); return err }},
 	}
 	for _, c := range calls {
 		err := c.call()

@@ -219,7 +219,14 @@ func (p *Provider) clientPost(ctx context.Context, endpoint string, form url.Val
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, &oauth2.RetrieveError{Response: resp, Body: body}
+		// The OAuth error (RFC 6749 section 5.2, RFC 7662 section 2.3), so
+		// that a refused client is told from a refused token.
+		var e struct {
+			Code        string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return nil, &oauth2.RetrieveError{Response: resp, Body: body, ErrorCode: e.Code, ErrorDescription: e.Description}
 	}
 	return body, nil
 }
