@@ -30,6 +30,8 @@ type Application struct {
 	Dashboard   *Dashboard
 	AgentTokens *AgentTokens
 	Gateway     *Gateway
+	// MCP is the MCP gateway's flow; nil when the gateway is off.
+	MCP *MCPGateway
 	// Registry is the settings, servers, tools and policy version every
 	// use case reads and writes through (see Registry.KeepInMemory).
 	Registry *Registry
@@ -75,6 +77,8 @@ type Dependencies struct {
 	// Application).
 	Keys  *APIKeys
 	Login *Login
+	// MCP configures the MCP gateway; nil leaves it off.
+	MCP *MCPSettings
 }
 
 // NewApplication builds every use case from d.
@@ -87,6 +91,14 @@ func NewApplication(d Dependencies) Application {
 	rules := NewPolicyRules(reg)
 	agents := NewAgents(records, sessions, d.Clock)
 	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock)
+	gateway := NewGateway(calls, reg, d.Clock)
+	var mcp *MCPGateway
+	if d.MCP != nil {
+		var err error
+		if mcp, err = NewMCPGateway(gateway, d.AuditLog, *d.MCP); err != nil {
+			panic("app: MCPSettings: " + err.Error()) // a bug of the wiring: it derives 32 bytes
+		}
+	}
 	return Application{
 		Authenticator: d.Authenticator,
 		Authorizer:    d.Authorizer,
@@ -101,7 +113,8 @@ func NewApplication(d Dependencies) Application {
 		ToolCalls:     calls,
 		Dashboard:     NewDashboard(records, st.Projects, st.Audit, d.Authorizer),
 		AgentTokens:   NewAgentTokens(sessions, records, agents, records, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits).withOwners(d.Keys),
-		Gateway:       NewGateway(calls, reg, d.Clock),
+		Gateway:       gateway,
+		MCP:           mcp,
 		Registry:      reg,
 		Records:       records,
 		Keys:          d.Keys,

@@ -66,8 +66,8 @@ func (c Caller) Agent() string { return c.Chain[len(c.Chain)-1] }
 
 // AgentCaller is the caller of an agent token, with the session and agent
 // its authentication read (AgentTokens.Authenticate), which the decision
-// takes instead of reading them again.
-func AgentCaller(v VerifiedAgent) Caller {
+// takes instead of reading them again. The caller points into v.
+func AgentCaller(v *VerifiedAgent) Caller {
 	g := &v.Grant
 	return Caller{Grant: g, Principal: v.Owner, Subject: g.Subject, Chain: g.Chain, Session: g.Session,
 		sess: v.Session, agent: v.Agent}

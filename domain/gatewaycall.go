@@ -6,6 +6,23 @@ import (
 	"time"
 )
 
+// Reason codes of the MCP gateway's own refusals and outcomes (a
+// decision's codes are the tool-call reasons).
+const (
+	ReasonGatewayAgentNamed   = "gateway_agent_required"
+	ReasonGatewayOtherServer  = "token_audience_other_server"
+	ReasonGatewayResource     = "token_audience_not_gateway_resource"
+	ReasonGatewayMethod       = "gateway_method_not_offered"
+	ReasonGatewayRejected     = "approval_rejected"
+	ReasonGatewayTimeout      = "approval_timeout"
+	ReasonGatewayUpstream     = "upstream_failed"
+	ReasonGatewayMalformed    = "jsonrpc_malformed"
+	ReasonGatewayBatch        = "jsonrpc_batch"
+	ReasonGatewayResponse     = "jsonrpc_response_not_asked"
+	ReasonGatewaySession      = "mcp_session_unknown"
+	ReasonGatewayProtoVersion = "mcp_protocol_version_unsupported"
+)
+
 // GatewayCall is what the audit record of one MCP gateway request says of
 // it, after the access decision: the message, the server, who called for
 // which agent, the tool and its arguments' hash, the decision and the

@@ -39,10 +39,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	gateway, err := gatewayEdge(cfg, signer)
-	if err != nil {
-		return nil, nil, err
-	}
+	gateway := gatewayEdge(cfg)
 	stores, cleanup, err := openStores(cfg, log)
 	if err != nil {
 		return nil, nil, err
@@ -102,6 +99,16 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	login := noLogin()
+	mcpSettings, err := gatewaySettings(cfg, signer)
+	if err != nil {
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -113,6 +120,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		AuditKey:         publicKey,
 		Keys:             apiKeys,
 		Login:            login,
+		MCP:              mcpSettings,
 	}
 	appApplication, cleanup7 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -219,15 +227,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	gateway, err := gatewayEdge(cfg, signer)
-	if err != nil {
-		cleanup5()
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	gateway := gatewayEdge(cfg)
 	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -282,6 +282,18 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 	auditLog, cleanup8 := recoveredAuditLog(committer, stores, cfg, log)
 	appAgentTokenLimits := agentTokenLimits(cfg)
 	publicKey := auditKey(checkpointer)
+	mcpSettings, err := gatewaySettings(cfg, signer)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    portsAuthenticator,
@@ -293,6 +305,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		AuditKey:         publicKey,
 		Keys:             apiKeys,
 		Login:            login,
+		MCP:              mcpSettings,
 	}
 	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -369,13 +382,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	gateway, err := gatewayEdge(cfg, signer)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	gateway := gatewayEdge(cfg)
 	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -431,6 +438,17 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	mcpSettings, err := gatewaySettings(cfg, signer)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -442,6 +460,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		AuditKey:         publicKey,
 		Keys:             apiKeys,
 		Login:            login,
+		MCP:              mcpSettings,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -514,13 +533,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	gateway, err := gatewayEdge(cfg, signer)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	gateway := gatewayEdge(cfg)
 	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -576,6 +589,17 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	mcpSettings, err := gatewaySettings(cfg, signer)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -587,6 +611,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		AuditKey:         publicKey,
 		Keys:             apiKeys,
 		Login:            login,
+		MCP:              mcpSettings,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -655,13 +680,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:      signer,
 		RateLimit: rateLimit,
 	}
-	gateway, err := gatewayEdge(cfg, signer)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	gateway := gatewayEdge(cfg)
 	auditStore := stores.Audit
 	auditCheckpointStore := stores.Checkpoints
 	auditsignSettings := auditSignSettings(cfg)
@@ -717,6 +736,17 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	mcpSettings, err := gatewaySettings(cfg, signer)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -728,6 +758,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		AuditKey:         publicKey,
 		Keys:             apiKeys,
 		Login:            login,
+		MCP:              mcpSettings,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)

@@ -1,7 +1,6 @@
 package mcpproxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,12 +13,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-)
 
-// Headers of the Streamable HTTP transport.
-const (
-	HeaderSessionID       = "Mcp-Session-Id"
-	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	"github.com/agentauth/agentauth/internal/mcpwire"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // Limits bound what an upstream may send for one request.
@@ -89,19 +85,8 @@ func NewUpstream(limits Limits) *Upstream {
 // noRedirect: a redirect would carry the upstream credential elsewhere.
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Request is one message for an upstream server.
-type Request struct {
-	Endpoint string
-	// Credential is the gateway's own token for the server ("" none); the
-	// caller's credential is never passed on.
-	Credential      string
-	SessionID       string
-	ProtocolVersion string
-	Body            []byte
-}
-
 // headers calls set with each header of r, the same for either client.
-func (r Request) headers(set func(key, value string)) {
+func headers(r ports.MCPRequest, set func(key, value string)) {
 	set("Accept", "application/json, text/event-stream")
 	if r.Body != nil {
 		set("Content-Type", "application/json")
@@ -110,36 +95,18 @@ func (r Request) headers(set func(key, value string)) {
 		set("Authorization", "Bearer "+r.Credential)
 	}
 	if r.SessionID != "" {
-		set(HeaderSessionID, r.SessionID)
+		set(mcpwire.HeaderSessionID, r.SessionID)
 	}
 	if r.ProtocolVersion != "" {
-		set(HeaderProtocolVersion, r.ProtocolVersion)
+		set(mcpwire.HeaderProtocolVersion, r.ProtocolVersion)
 	}
-}
-
-// Reply is what the server answered.
-type Reply struct {
-	Status      int
-	SessionID   string
-	ContentType string
-	// SSE: the answer came as an event stream.
-	SSE bool
-	// Messages are the server's messages: for a request, the notifications
-	// it sent first and its response last.
-	Messages []Message
-	// Dropped counts messages left out: requests of the server (the
-	// gateway offers it none of sampling, elicitation or roots) and
-	// responses to ids never asked.
-	Dropped int
-	// Body is a non-2xx answer's body (bounded), relayed as is.
-	Body []byte
 }
 
 // ErrUpstream wraps every failure of the server: unreachable, timed out,
 // too large, malformed.
 var ErrUpstream = errors.New("upstream")
 
-func (u *Upstream) newRequest(ctx context.Context, method string, r Request) (*http.Request, error) {
+func (u *Upstream) newRequest(ctx context.Context, method string, r ports.MCPRequest) (*http.Request, error) {
 	var body io.Reader
 	if r.Body != nil {
 		body = bytes.NewReader(r.Body)
@@ -148,34 +115,34 @@ func (u *Upstream) newRequest(ctx context.Context, method string, r Request) (*h
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
-	r.headers(req.Header.Set)
+	headers(r, req.Header.Set)
 	return req, nil
 }
 
 // Post sends r upstream. For a request (id non-nil) it reads the answer up
 // to the response with that id; for a notification or response it expects
 // 202 Accepted. ctx's deadline bounds the whole exchange; ctx must have one.
-func (u *Upstream) Post(ctx context.Context, r Request, id json.RawMessage) (Reply, error) {
+func (u *Upstream) Post(ctx context.Context, r ports.MCPRequest, id json.RawMessage) (ports.MCPReply, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return Reply{}, fmt.Errorf("%w: a call without a deadline", ErrUpstream)
+		return ports.MCPReply{}, fmt.Errorf("%w: a call without a deadline", ErrUpstream)
 	}
 	if err := ctx.Err(); err != nil {
-		return Reply{}, fmt.Errorf("%w: %v", ErrUpstream, err)
+		return ports.MCPReply{}, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI(r.Endpoint)
 	req.Header.SetMethod(fasthttp.MethodPost)
-	r.headers(req.Header.Set)
+	headers(r, req.Header.Set)
 	req.SetBodyRaw(r.Body)
 	err := u.posts.DoDeadline(req, resp, deadline)
 	// A body without a length (to the end of the connection) is read
 	// whole, and fails over MaxResponseBodySize.
 	tooLarge := errors.Is(err, fasthttp.ErrBodyTooLarge)
 	if err != nil && !tooLarge {
-		return Reply{}, fmt.Errorf("%w: %v", ErrUpstream, lateAsDeadline(err))
+		return ports.MCPReply{}, fmt.Errorf("%w: %v", ErrUpstream, lateAsDeadline(err))
 	}
 	stream := resp.BodyStream()
 	if stream == nil { // a status without a body (204, 304)
@@ -191,7 +158,7 @@ func (u *Upstream) Post(ctx context.Context, r Request, id json.RawMessage) (Rep
 		_ = resp.CloseBodyStream()
 	}()
 	resp.Header.SetNoDefaultContentType(true) // "" when the server sent none
-	rep := Reply{Status: resp.StatusCode(), SessionID: string(resp.Header.Peek(HeaderSessionID)), ContentType: string(resp.Header.ContentType())}
+	rep := ports.MCPReply{Status: resp.StatusCode(), SessionID: string(resp.Header.Peek(mcpwire.HeaderSessionID)), ContentType: string(resp.Header.ContentType())}
 	if tooLarge {
 		return rep, fmt.Errorf("%w: answer over %d bytes", ErrUpstream, u.Limits.MaxBytes)
 	}
@@ -200,7 +167,7 @@ func (u *Upstream) Post(ctx context.Context, r Request, id json.RawMessage) (Rep
 
 // readAnswer reads the body of rep: a non-2xx answer's or a notification's
 // as is, else the response to id (JSON or SSE).
-func (u *Upstream) readAnswer(body io.Reader, id json.RawMessage, rep *Reply) error {
+func (u *Upstream) readAnswer(body io.Reader, id json.RawMessage, rep *ports.MCPReply) error {
 	var err error
 	if rep.Status < 200 || rep.Status > 299 || id == nil {
 		rep.Body, err = io.ReadAll(body)
@@ -218,11 +185,11 @@ func (u *Upstream) readAnswer(body io.Reader, id json.RawMessage, rep *Reply) er
 		if int64(len(b)) > u.Limits.MaxBytes {
 			return fmt.Errorf("%w: answer over %d bytes", ErrUpstream, u.Limits.MaxBytes)
 		}
-		m, err := Parse(b)
-		if err != nil || !m.IsResponse() || !SameID(m.ID, id) {
+		m, err := mcpwire.Parse(b)
+		if err != nil || !m.IsResponse() || !mcpwire.SameID(m.ID, id) {
 			return fmt.Errorf("%w: the answer is not the response to id %s", ErrUpstream, id)
 		}
-		rep.Messages = []Message{m}
+		rep.Messages = []mcpwire.Message{m}
 		return nil
 	case "text/event-stream":
 		rep.SSE = true
@@ -272,8 +239,8 @@ func lateAsDeadline(err error) error {
 }
 
 // readUntilResponse reads SSE events until the response to id.
-func (u *Upstream) readUntilResponse(body io.Reader, id json.RawMessage, rep *Reply) error {
-	events := NewEventReader(body)
+func (u *Upstream) readUntilResponse(body io.Reader, id json.RawMessage, rep *ports.MCPReply) error {
+	events := mcpwire.NewEventReader(body)
 	for {
 		data, err := events.Next()
 		if errors.Is(err, io.EOF) {
@@ -285,11 +252,11 @@ func (u *Upstream) readUntilResponse(body io.Reader, id json.RawMessage, rep *Re
 		if len(data) == 0 {
 			continue // a priming or keep-alive event
 		}
-		m, err := Parse(data)
+		m, err := mcpwire.Parse(data)
 		switch {
 		case err != nil:
 			return fmt.Errorf("%w: an event is not a JSON-RPC message: %v", ErrUpstream, err)
-		case m.IsResponse() && SameID(m.ID, id):
+		case m.IsResponse() && mcpwire.SameID(m.ID, id):
 			rep.Messages = append(rep.Messages, m)
 			return nil
 		case m.IsNotification():
@@ -304,7 +271,7 @@ func (u *Upstream) readUntilResponse(body io.Reader, id json.RawMessage, rep *Re
 }
 
 // Delete ends the upstream session.
-func (u *Upstream) Delete(ctx context.Context, r Request) (int, error) {
+func (u *Upstream) Delete(ctx context.Context, r ports.MCPRequest) (int, error) {
 	req, err := u.newRequest(ctx, http.MethodDelete, r)
 	if err != nil {
 		return 0, err
@@ -318,9 +285,8 @@ func (u *Upstream) Delete(ctx context.Context, r Request) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// Stream opens the server's own event stream (GET). The caller reads it
-// with NewEventReader and closes it.
-func (u *Upstream) Stream(ctx context.Context, r Request) (*http.Response, error) {
+// Stream opens the server's own event stream (GET). The caller closes it.
+func (u *Upstream) Stream(ctx context.Context, r ports.MCPRequest) (ports.MCPStream, error) {
 	req, err := u.newRequest(ctx, http.MethodGet, r)
 	if err != nil {
 		return nil, err
@@ -330,58 +296,15 @@ func (u *Upstream) Stream(ctx context.Context, r Request) (*http.Response, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
-	return resp, nil
+	return &stream{resp: resp, events: mcpwire.NewEventReader(resp.Body)}, nil
 }
 
-// EventReader reads the data of SSE events, one at a time.
-type EventReader struct {
-	sc *bufio.Scanner
+// stream is a server's event stream (ports.MCPStream).
+type stream struct {
+	resp   *http.Response
+	events *mcpwire.EventReader
 }
 
-// maxEventBytes bounds one line of an event stream.
-const maxEventBytes = 4 << 20
-
-// NewEventReader reads events from r (bound r's total size yourself).
-func NewEventReader(r io.Reader) *EventReader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), maxEventBytes)
-	return &EventReader{sc: sc}
-}
-
-// Next returns the data of the next event (its data lines joined by \n);
-// comments, event names, ids and retry fields are skipped.
-func (e *EventReader) Next() ([]byte, error) {
-	var data []byte
-	seen := false
-	for e.sc.Scan() {
-		line := e.sc.Bytes()
-		if len(line) == 0 {
-			if seen {
-				return data, nil
-			}
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		if string(field) != "data" {
-			continue
-		}
-		value = bytes.TrimPrefix(value, []byte(" "))
-		if seen {
-			data = append(data, '\n')
-		}
-		data, seen = append(data, value...), true
-	}
-	if err := e.sc.Err(); err != nil {
-		return nil, err
-	}
-	if seen {
-		return data, nil
-	}
-	return nil, io.EOF
-}
-
-// WriteEvent writes one SSE message event.
-func WriteEvent(w io.Writer, data []byte) error {
-	_, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
-	return err
-}
+func (s *stream) Status() int           { return s.resp.StatusCode }
+func (s *stream) Next() ([]byte, error) { return s.events.Next() }
+func (s *stream) Close() error          { return s.resp.Body.Close() }

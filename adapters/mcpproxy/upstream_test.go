@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/mcpwire"
+	"github.com/agentauth/agentauth/ports"
 )
 
 // seen is what an upstream received of one request.
@@ -33,7 +36,7 @@ func (rc *recorder) handler(answer http.HandlerFunc) http.HandlerFunc {
 		rc.mu.Lock()
 		rc.reqs = append(rc.reqs, seen{method: r.Method, uri: r.RequestURI, body: string(body), auth: r.Header.Get("Authorization"),
 			accept: r.Header.Get("Accept"), contentType: r.Header.Get("Content-Type"),
-			sessionID: r.Header.Get(HeaderSessionID), protocolVersion: r.Header.Get(HeaderProtocolVersion)})
+			sessionID: r.Header.Get(mcpwire.HeaderSessionID), protocolVersion: r.Header.Get(mcpwire.HeaderProtocolVersion)})
 		rc.mu.Unlock()
 		answer(w, r)
 	}
@@ -69,69 +72,69 @@ func TestPost(t *testing.T) {
 		name string
 		// path is the endpoint's path (as registered, sent as is).
 		path   string
-		req    Request
+		req    ports.MCPRequest
 		id     json.RawMessage
 		answer http.HandlerFunc
-		want   Reply
+		want   ports.MCPReply
 		// err is a part of the error's text; "" for none.
 		err string
 	}{
-		{"a JSON answer", "/mcp", Request{Credential: "up-token", SessionID: "s1", ProtocolVersion: "2025-06-18"}, json.RawMessage("7"),
+		{"a JSON answer", "/mcp", ports.MCPRequest{Credential: "up-token", SessionID: "s1", ProtocolVersion: "2025-06-18"}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set(HeaderSessionID, "s2")
+				w.Header().Set(mcpwire.HeaderSessionID, "s2")
 				w.Header().Set("Content-Type", "application/json; charset=utf-8")
 				_, _ = io.WriteString(w, answer7)
 			},
-			Reply{Status: 200, SessionID: "s2", ContentType: "application/json; charset=utf-8", Messages: []Message{mustParse(t, answer7)}}, ""},
-		{"a JSON answer in chunks, no credential", "/a/../b//c%2Fd?x=1", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, SessionID: "s2", ContentType: "application/json; charset=utf-8", Messages: []mcpwire.Message{mustParse(t, answer7)}}, ""},
+		{"a JSON answer in chunks, no credential", "/a/../b//c%2Fd?x=1", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, answer7[:10])
 				w.(http.Flusher).Flush()
 				_, _ = io.WriteString(w, answer7[10:])
 			},
-			Reply{Status: 200, ContentType: "application/json", Messages: []Message{mustParse(t, answer7)}}, ""},
-		{"an SSE answer: notifications kept, requests and other responses dropped", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "application/json", Messages: []mcpwire.Message{mustParse(t, answer7)}}, ""},
+		{"an SSE answer: notifications kept, requests and other responses dropped", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
 				_, _ = w.Write([]byte(": priming\n\n"))
 				sse(w, progress, `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}`, `{"jsonrpc":"2.0","id":8,"result":{}}`, answer7, progress)
 			},
-			Reply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []Message{mustParse(t, progress), mustParse(t, answer7)}, Dropped: 2}, ""},
-		{"a notification: 202", "/mcp", Request{}, nil,
+			ports.MCPReply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []mcpwire.Message{mustParse(t, progress), mustParse(t, answer7)}, Dropped: 2}, ""},
+		{"a notification: 202", "/mcp", ports.MCPRequest{}, nil,
 			func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) },
-			Reply{Status: 202, Body: []byte{}}, ""},
-		{"a notification: 204, no body", "/mcp", Request{}, nil,
+			ports.MCPReply{Status: 202, Body: []byte{}}, ""},
+		{"a notification: 204, no body", "/mcp", ports.MCPRequest{}, nil,
 			func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) },
-			Reply{Status: 204, Body: []byte{}}, ""},
-		{"an error status: its body relayed", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 204, Body: []byte{}}, ""},
+		{"an error status: its body relayed", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusInternalServerError) },
-			Reply{Status: 500, ContentType: "text/plain; charset=utf-8", Body: []byte("no\n")}, ""},
-		{"a redirect is not followed", "/mcp", Request{Credential: "up-token"}, json.RawMessage("7"),
+			ports.MCPReply{Status: 500, ContentType: "text/plain; charset=utf-8", Body: []byte("no\n")}, ""},
+		{"a redirect is not followed", "/mcp", ports.MCPRequest{Credential: "up-token"}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Location", "/elsewhere")
 				w.WriteHeader(http.StatusTemporaryRedirect)
 			},
-			Reply{Status: 307, Body: []byte{}}, ""},
-		{"the answer to another id", "/mcp", Request{}, json.RawMessage("8"),
+			ports.MCPReply{Status: 307, Body: []byte{}}, ""},
+		{"the answer to another id", "/mcp", ports.MCPRequest{}, json.RawMessage("8"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, answer7)
 			},
-			Reply{Status: 200, ContentType: "application/json"}, "not the response to id 8"},
-		{"no content type", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "application/json"}, "not the response to id 8"},
+		{"no content type", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header()["Content-Type"] = nil
 				_, _ = io.WriteString(w, answer7)
 			},
-			Reply{Status: 200}, `answer of type ""`},
-		{"a JSON answer too large", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200}, `answer of type ""`},
+		{"a JSON answer too large", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, big)
 			},
-			Reply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
-		{"a JSON answer too large, in chunks", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
+		{"a JSON answer too large, in chunks", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				for i := 0; i < len(big); i += 1000 {
@@ -139,32 +142,32 @@ func TestPost(t *testing.T) {
 					w.(http.Flusher).Flush()
 				}
 			},
-			Reply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
-		{"a JSON answer too large, without a length (to the end of the connection)", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
+		{"a JSON answer too large, without a length (to the end of the connection)", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				conn, buf, _ := w.(http.Hijacker).Hijack()
 				defer conn.Close()
 				_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" + big)
 				_ = buf.Flush()
 			},
-			Reply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
-		{"an SSE stream too large: cut within an event", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "application/json"}, "answer over 4096 bytes"},
+		{"an SSE stream too large: cut within an event", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) { sse(w, progress, big) },
-			Reply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []Message{mustParse(t, progress)}}, "an event is not a JSON-RPC message"},
-		{"too many SSE messages", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []mcpwire.Message{mustParse(t, progress)}}, "an event is not a JSON-RPC message"},
+		{"too many SSE messages", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				sse(w, progress, progress, progress, progress, progress, progress, progress, progress, progress)
 			},
-			Reply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: repeat(mustParse(t, progress), 9)}, "over 8 messages"},
-		{"an SSE stream that ends first", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: repeat(mustParse(t, progress), 9)}, "over 8 messages"},
+		{"an SSE stream that ends first", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) { sse(w, progress) },
-			Reply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []Message{mustParse(t, progress)}}, "the stream ended before the response to id 7"},
-		{"no answer in time", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []mcpwire.Message{mustParse(t, progress)}}, "the stream ended before the response to id 7"},
+		{"no answer in time", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
-			Reply{}, "deadline exceeded"},
-		{"no response in time on an SSE stream", "/mcp", Request{}, json.RawMessage("7"),
+			ports.MCPReply{}, "deadline exceeded"},
+		{"no response in time on an SSE stream", "/mcp", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, r *http.Request) { sse(w, progress); <-r.Context().Done() },
-			Reply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []Message{mustParse(t, progress)}}, "deadline exceeded"},
+			ports.MCPReply{Status: 200, ContentType: "text/event-stream", SSE: true, Messages: []mcpwire.Message{mustParse(t, progress)}}, "deadline exceeded"},
 	}
 	u := NewUpstream(limits)
 	for _, tt := range tests {
@@ -205,7 +208,7 @@ func TestPostAfterAnOpenStream(t *testing.T) {
 	var calls sync.Mutex
 	n := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m Message
+		var m mcpwire.Message
 		body, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(body, &m)
 		calls.Lock()
@@ -231,7 +234,7 @@ func TestPostAfterAnOpenStream(t *testing.T) {
 	for i, want := range []string{`{"n":1}`, `{"n":2}`, `{"n":2}`} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		id := json.RawMessage(fmt.Sprint(i + 1))
-		rep, err := u.Post(ctx, Request{Endpoint: srv.URL, Body: []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"method":"ping"}`)}, id)
+		rep, err := u.Post(ctx, ports.MCPRequest{Endpoint: srv.URL, Body: []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"method":"ping"}`)}, id)
 		cancel()
 		if err != nil || len(rep.Messages) == 0 || string(rep.Messages[len(rep.Messages)-1].Result) != want {
 			t.Fatalf("call %d: %+v, %v; want the result %s", i+1, rep, err, want)
@@ -239,17 +242,17 @@ func TestPostAfterAnOpenStream(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, s string) Message {
+func mustParse(t *testing.T, s string) mcpwire.Message {
 	t.Helper()
-	m, err := Parse([]byte(s))
+	m, err := mcpwire.Parse([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func repeat(m Message, n int) []Message {
-	out := make([]Message, n)
+func repeat(m mcpwire.Message, n int) []mcpwire.Message {
+	out := make([]mcpwire.Message, n)
 	for i := range out {
 		out[i] = m
 	}

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gowebpki/jcs"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -431,28 +431,14 @@ type createToolCallRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// canonicalArguments is a call's arguments as RFC 8785 canonical JSON
-// (JCS), what an approval binds to and what is stored: absent or null
-// arguments are {}; anything but an object is refused.
-func canonicalArguments(raw json.RawMessage) ([]byte, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	canonical, err := jcs.Transform(raw)
-	if err != nil || len(canonical) == 0 || canonical[0] != '{' {
-		return nil, fmt.Errorf("arguments must be a JSON object: %w", domain.ErrInvalidInput)
-	}
-	return canonical, nil
-}
-
 func (s *Server) createToolCall(c *fiber.Ctx) error {
 	var req createToolCallRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	args, err := canonicalArguments(req.Arguments)
+	args, err := mcpwire.CanonicalArguments(req.Arguments)
 	if err != nil {
-		return err
+		return fmt.Errorf("%v: %w", err, domain.ErrInvalidInput)
 	}
 	call := app.CallRequest{Agent: req.Agent, Tool: req.Tool, Arguments: args}
 	var tc domain.ToolCall
@@ -517,8 +503,10 @@ func (s *Server) auditedArguments(tc domain.ToolCall) string {
 		return ""
 	}
 	out := "; args_sha256 " + tc.ArgsHash
-	if gw := s.cfg.Gateway; gw != nil && gw.AuditArgumentBytes > 0 && tc.Arguments != nil {
-		out += "; args " + bounded(string(tc.Arguments), gw.AuditArgumentBytes)
+	if s.uc.MCP != nil && tc.Arguments != nil {
+		if args := s.uc.MCP.AuditedArguments(tc.Arguments); args != "" {
+			out += "; args " + args
+		}
 	}
 	return out
 }

@@ -75,8 +75,8 @@ type axOptions struct {
 	// set, is the public listener.
 	issuer, basePath string
 	public           net.Listener
-	// gateway adds the MCP gateway to the configuration.
-	gateway func(cfg *Config)
+	// gateway adds the MCP gateway: the flow and its edge.
+	gateway *axGateway
 	// authn wraps the API keys' authenticator (other credentials).
 	authn func(ports.Authenticator) ports.Authenticator
 	// auditTable keeps the audit records in the store's table instead of
@@ -89,6 +89,13 @@ type axOptions struct {
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
 // file at path (created when absent).
+// axGateway is the MCP gateway of a harness: its flow's settings and its
+// edge's configuration.
+type axGateway struct {
+	mcp  app.MCPSettings
+	edge Gateway
+}
+
 func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	t.Helper()
 	log := zap.NewNop()
@@ -146,8 +153,12 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	if opt.authn != nil {
 		authn = opt.authn(authn)
 	}
+	var mcp *app.MCPSettings
+	if opt.gateway != nil {
+		mcp = &opt.gateway.mcp
+	}
 	uc := app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn, Authorizer: authz,
-		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed})
+		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed, MCP: mcp})
 	stopMemory := func() {}
 	if opt.inMemory {
 		stopRegistry, stopRecords := uc.Registry.KeepInMemory(hub), uc.Records.KeepInMemory(hub)
@@ -155,7 +166,7 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	}
 	cfg := Config{ShutdownTimeout: time.Second, AgentTokens: &AgentTokens{Keys: keys, RateLimit: rate}, BasePath: opt.basePath}
 	if opt.gateway != nil {
-		opt.gateway(&cfg)
+		cfg.Gateway = &opt.gateway.edge
 	}
 	srv, err := New(cfg, uc, log)
 	if err != nil {

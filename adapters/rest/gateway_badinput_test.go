@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
-	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 )
 
 // gwPost posts one raw message to the gateway with token and, when set,
@@ -30,7 +30,7 @@ func gwPost(t *testing.T, h *axHarness, server, token, session, body string) (in
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if session != "" {
-		req.Header.Set(mcpproxy.HeaderSessionID, session)
+		req.Header.Set(mcpwire.HeaderSessionID, session)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -47,10 +47,10 @@ const gwInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 func gwOpen(t *testing.T, h *axHarness, server, token string) string {
 	t.Helper()
 	status, hdr, body := gwPost(t, h, server, token, "", gwInitialize)
-	if status != 200 || hdr.Get(mcpproxy.HeaderSessionID) == "" {
-		t.Fatalf("initialize = %d %s (session %q)", status, body, hdr.Get(mcpproxy.HeaderSessionID))
+	if status != 200 || hdr.Get(mcpwire.HeaderSessionID) == "" {
+		t.Fatalf("initialize = %d %s (session %q)", status, body, hdr.Get(mcpwire.HeaderSessionID))
 	}
-	return hdr.Get(mcpproxy.HeaderSessionID)
+	return hdr.Get(mcpwire.HeaderSessionID)
 }
 
 // rpcErrorOf reads the JSON-RPC error of a JSON or SSE answer.
@@ -113,27 +113,27 @@ func TestGatewayBadInput(t *testing.T) {
 		// failed (audited allow, with the reason); else a denial.
 		upstream bool
 	}{
-		{"not JSON", "fs", token, mcpSession, `{"jsonrpc":`, 400, mcpproxy.CodeParseError, ReasonGatewayMalformed, false},
-		{"not JSON-RPC 2.0", "fs", token, mcpSession, `{"jsonrpc":"1.0","id":1,"method":"ping"}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
-		{"null id", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":null,"method":"ping"}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
-		{"batch", "fs", token, mcpSession, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayBatch, false},
-		{"a response never asked for", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":7,"result":{}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayResponse, false},
+		{"not JSON", "fs", token, mcpSession, `{"jsonrpc":`, 400, mcpwire.CodeParseError, domain.ReasonGatewayMalformed, false},
+		{"not JSON-RPC 2.0", "fs", token, mcpSession, `{"jsonrpc":"1.0","id":1,"method":"ping"}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
+		{"null id", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":null,"method":"ping"}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
+		{"batch", "fs", token, mcpSession, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayBatch, false},
+		{"a response never asked for", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":7,"result":{}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayResponse, false},
 		{"no session", "fs", token, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, 400, 0, "", false},
 		{"unknown session", "fs", token, "0123456789abcdef0123456789abcdef", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, 404, 0, "", false},
 		{"unknown server", "nope", token, mcpSession, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, 404, 0, "", false},
 		{"token for another server", "fs", otherToken, mcpSession, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, 403, 0, "", false},
-		{"hidden tool", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"secret.tool","arguments":{}}}`, 200, mcpproxy.CodeDenied, domain.ReasonTokenToolNotGranted, false},
-		{"tool name outside the charset", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs read","arguments":{}}}`, 200, mcpproxy.CodeDenied, domain.ReasonGatewayUnknown, false},
-		{"arguments not an object", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":[1]}}`, 200, mcpproxy.CodeInvalidParams, ReasonGatewayMalformed, false},
+		{"hidden tool", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"secret.tool","arguments":{}}}`, 200, mcpwire.CodeDenied, domain.ReasonTokenToolNotGranted, false},
+		{"tool name outside the charset", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs read","arguments":{}}}`, 200, mcpwire.CodeDenied, domain.ReasonGatewayUnknown, false},
+		{"arguments not an object", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":[1]}}`, 200, mcpwire.CodeInvalidParams, domain.ReasonGatewayMalformed, false},
 		// A name twice could mean one call to the gateway and another to
 		// a server that reads the first (see strictjson).
-		{"a tool named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.write","name":"fs.read","arguments":{}}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
-		{"an argument named twice in another case", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/etc/passwd","Path":"/a"}}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
-		{"a method named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","\u006dethod":"ping","params":{"name":"fs.read","arguments":{}}}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayMalformed, false},
-		{"a method not offered", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`, 200, mcpproxy.CodeMethodNotFound, ReasonGatewayMethod, false},
-		{"an unsupported protocol version", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, 400, mcpproxy.CodeInvalidRequest, ReasonGatewayProtoVersion, false},
-		{"a server that hangs", "hang", hangToken, "", gwInitialize, 200, mcpproxy.CodeUpstream, ReasonGatewayUpstream, true},
-		{"a server that floods", "flood", floodToken, "", gwInitialize, 200, mcpproxy.CodeUpstream, ReasonGatewayUpstream, true},
+		{"a tool named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.write","name":"fs.read","arguments":{}}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
+		{"an argument named twice in another case", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/etc/passwd","Path":"/a"}}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
+		{"a method named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","\u006dethod":"ping","params":{"name":"fs.read","arguments":{}}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
+		{"a method not offered", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`, 200, mcpwire.CodeMethodNotFound, domain.ReasonGatewayMethod, false},
+		{"an unsupported protocol version", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayProtoVersion, false},
+		{"a server that hangs", "hang", hangToken, "", gwInitialize, 200, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, true},
+		{"a server that floods", "flood", floodToken, "", gwInitialize, 200, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, true},
 		{"too large", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"` + strings.Repeat("x", 70<<10) + `"}}`, 413, 0, "", false},
 	}
 	for _, tt := range tests {
@@ -143,10 +143,10 @@ func TestGatewayBadInput(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+tt.token)
 			req.Header.Set("X-Request-ID", "bad-"+strings.ReplaceAll(tt.name, " ", "-"))
 			if tt.session != "" {
-				req.Header.Set(mcpproxy.HeaderSessionID, tt.session)
+				req.Header.Set(mcpwire.HeaderSessionID, tt.session)
 			}
-			if tt.reason == ReasonGatewayProtoVersion {
-				req.Header.Set(mcpproxy.HeaderProtocolVersion, "1999-01-01")
+			if tt.reason == domain.ReasonGatewayProtoVersion {
+				req.Header.Set(mcpwire.HeaderProtocolVersion, "1999-01-01")
 			}
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports/porttest"
 )
 
@@ -80,7 +80,7 @@ func benchGateway(b *testing.B, upstream string) (h *axHarness, token, session s
 		b.Fatalf("initialize: %v %v", res, err)
 	}
 	res.Body.Close()
-	return h, tok.AccessToken, res.Header.Get(mcpproxy.HeaderSessionID)
+	return h, tok.AccessToken, res.Header.Get(mcpwire.HeaderSessionID)
 }
 
 func cpuTime() time.Duration {
@@ -103,7 +103,7 @@ func runMCP(b *testing.B, url, token, session, body, want string) {
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set(mcpproxy.HeaderSessionID, session)
+				req.Header.Set(mcpwire.HeaderSessionID, session)
 			}
 			res, err := client.Do(req)
 			if err != nil {

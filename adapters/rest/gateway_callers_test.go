@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
-	"github.com/agentauth/agentauth/adapters/mcpproxy"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -105,16 +105,16 @@ func TestGatewayCallers(t *testing.T) {
 		reason  string // reason_code of a refusal
 	}{
 		{"agent token for fs", bearerOf(token), 200, ""},
-		{"agent token for another server", bearerOf(otherToken), 403, ReasonGatewayOtherServer},
+		{"agent token for another server", bearerOf(otherToken), 403, domain.ReasonGatewayOtherServer},
 		{"provider token for the resource", and(bearerOf("idp-token-for-resource"), named), 200, ""},
-		{"provider token for the client only", and(bearerOf("idp-token-for-client"), named), 403, ReasonGatewayResource},
+		{"provider token for the client only", and(bearerOf("idp-token-for-client"), named), 403, domain.ReasonGatewayResource},
 		{"provider token for another resource", and(bearerOf("idp-token-for-other"), named), 403, domain.ReasonTokenGatewayOnly},
 		{"provider token for the resource only", and(bearerOf("idp-token-fs-only"), named), 200, ""},
 		{"managed key", and(bearerOf(managed), named), 200, ""},
 		{"managed key without toolcalls:write", and(bearerOf(narrow), named), 403, domain.ReasonKeyLacksPermission},
-		{"managed key naming no agent", bearerOf(managed), 403, ReasonGatewayAgentNamed},
+		{"managed key naming no agent", bearerOf(managed), 403, domain.ReasonGatewayAgentNamed},
 		{"API key", and(bearerOf(axKey("uma")), named), 200, ""},
-		{"API key naming only the session", and(bearerOf(axKey("uma")), with(HeaderGatewaySession, session)), 403, ReasonGatewayAgentNamed},
+		{"API key naming only the session", and(bearerOf(axKey("uma")), with(HeaderGatewaySession, session)), 403, domain.ReasonGatewayAgentNamed},
 		{"API key of another user", and(bearerOf(axKey("bob")), named), 404, ""},
 		{"API key without toolcalls:write (AUDITOR)", and(bearerOf(axKey("aud")), named), 403, domain.ReasonRoleLacksPermission},
 		{"API key naming an agent of no such session", and(bearerOf(axKey("uma")), with(HeaderGatewaySession, session, HeaderGatewayAgent, "agent_none")), 404, ""},
@@ -174,8 +174,8 @@ func TestGatewayCallers(t *testing.T) {
 				t.Errorf("fs.read = %+v, %v", res, err)
 			}
 			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.delete", Arguments: map[string]any{"path": "/" + tt.name}})
-			if code, reason := gwRPCError(t, err); code != mcpproxy.CodeDenied || reason != domain.ReasonPolicyDeny {
-				t.Errorf("fs.delete: error %d %s, want %d %s", code, reason, mcpproxy.CodeDenied, domain.ReasonPolicyDeny)
+			if code, reason := gwRPCError(t, err); code != mcpwire.CodeDenied || reason != domain.ReasonPolicyDeny {
+				t.Errorf("fs.delete: error %d %s, want %d %s", code, reason, mcpwire.CodeDenied, domain.ReasonPolicyDeny)
 			}
 		})
 	}
@@ -220,7 +220,7 @@ func TestGatewayCallers(t *testing.T) {
 		"chain uma (oidc) → " + agent + ";":                false,
 		"chain uma (api_key) → " + agent + ";":             false,
 		"chain uma (managed_key key ":                      false,
-		"then: " + ReasonGatewayResource + ":":             false,
+		"then: " + domain.ReasonGatewayResource + ":":      false,
 		"decision deny; reason " + domain.ReasonPolicyDeny: false,
 	}
 	for _, rec := range page.Records {

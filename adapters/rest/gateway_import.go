@@ -12,7 +12,7 @@ import (
 // gatewayAdminRoutes: an ADMIN imports a server's tools from its own
 // tools/list, seeing the diff first (apply false) and then applying it.
 func (s *Server) gatewayAdminRoutes() []route {
-	if s.cfg.Gateway == nil {
+	if !s.gatewayOn() {
 		return nil
 	}
 	return []route{{fiber.MethodPost, "/api/v2/servers/:name/tools/import", domain.PermServersWrite, s.importTools}}
@@ -38,29 +38,9 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	gw := s.cfg.Gateway
-	sv, err := s.uc.Gateway.Server(c.UserContext(), c.Params("name"))
+	d, err := s.uc.MCP.ImportTools(c.UserContext(), c.Params("name"), req.Apply)
 	if err != nil {
-		return err
-	}
-	upstream, err := s.upstreamRequest(sv, nil, "", nil)
-	if err != nil {
-		return fiber.NewError(fiber.StatusBadGateway, "the gateway has no credential for server "+sv.Name)
-	}
-	ctx, cancel := contextWithTimeout(c, gw.CallTimeout)
-	defer cancel()
-	listed, err := gw.Upstream.ListTools(ctx, upstream)
-	if err != nil {
-		s.log.Info("tools import: " + err.Error())
-		return fiber.NewError(fiber.StatusBadGateway, "server "+sv.Name+" did not list its tools: "+upstreamSummary(err))
-	}
-	tools := make([]domain.Tool, len(listed))
-	for i, l := range listed {
-		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint}
-	}
-	d, err := s.uc.Gateway.ImportTools(c.UserContext(), sv.Name, tools, req.Apply)
-	if err != nil {
-		return err
+		return s.upstreamFailed(err)
 	}
 	out := importResponse{Applied: req.Apply, Add: make([]toolJSON, len(d.Add)), Unchanged: d.Unchanged, Unlisted: d.Unlisted,
 		Elsewhere: d.Elsewhere, Invalid: d.Invalid}
@@ -72,7 +52,7 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 	if req.Apply {
 		verb = "imported"
 	}
-	note(c, fmt.Sprintf("tools of server %s %s from its tools/list: add [%s], %d unchanged, %d registered but not listed", sv.Name, verb,
+	note(c, fmt.Sprintf("tools of server %s %s from its tools/list: add [%s], %d unchanged, %d registered but not listed", c.Params("name"), verb,
 		strings.Join(names, " "), len(d.Unchanged), len(d.Unlisted)))
 	return c.JSON(out)
 }

@@ -20,29 +20,23 @@ import (
 // answers 401 to anything without one), and named by the gateway's 401.
 const protectedResourcePath = "/.well-known/oauth-protected-resource"
 
-// resourceURL names the gateway resource of server.
-func (g *Gateway) resourceURL(server string) string {
-	return strings.TrimSuffix(g.ResourceBase, "/") + "/mcp/" + server
-}
-
 // metadataURL is where the resource's metadata is published.
-func (g *Gateway) metadataURL(server string) string {
-	u, err := url.Parse(g.resourceURL(server))
-	if err != nil || g.MetadataURL == "" {
+func (s *Server) metadataURL(server string) string {
+	u, err := url.Parse(s.uc.MCP.ResourceURL(server))
+	if err != nil || s.cfg.Gateway.MetadataURL == "" {
 		return ""
 	}
-	return g.MetadataURL + protectedResourcePath + u.EscapedPath()
+	return s.cfg.Gateway.MetadataURL + protectedResourcePath + u.EscapedPath()
 }
 
 // gatewayChallenge is the resource_metadata parameter (RFC 9728 §5.1) of
 // a 401 to a gateway request; "" elsewhere.
 func (s *Server) gatewayChallenge(c *fiber.Ctx) string {
-	gw := s.cfg.Gateway
 	server, ok := strings.CutPrefix(c.Path(), "/mcp/")
-	if gw == nil || !ok || domain.ValidateName("server", server) != nil || strings.Contains(server, "/") {
+	if !s.gatewayOn() || !ok || domain.ValidateName("server", server) != nil || strings.Contains(server, "/") {
 		return ""
 	}
-	if m := gw.metadataURL(server); m != "" {
+	if m := s.metadataURL(server); m != "" {
 		return `, resource_metadata="` + m + `"`
 	}
 	return ""
@@ -59,8 +53,7 @@ type protectedResource struct {
 // resourceMetadata is the metadata document at path (under
 // protectedResourcePath), for a registered server with an endpoint.
 func (s *Server) resourceMetadata(ctx context.Context, path string) (protectedResource, bool) {
-	gw := s.cfg.Gateway
-	base, err := url.Parse(gw.resourceURL(""))
+	base, err := url.Parse(s.uc.MCP.ResourceURL(""))
 	rest, ok := strings.CutPrefix(path, protectedResourcePath)
 	if err != nil || !ok {
 		return protectedResource{}, false
@@ -73,13 +66,13 @@ func (s *Server) resourceMetadata(ctx context.Context, path string) (protectedRe
 	if err != nil {
 		return protectedResource{}, false
 	}
-	return protectedResource{Resource: gw.resourceURL(sv.Name), AuthorizationServers: gw.AuthorizationServers,
+	return protectedResource{Resource: s.uc.MCP.ResourceURL(sv.Name), AuthorizationServers: s.cfg.Gateway.AuthorizationServers,
 		BearerMethodsSupported: []string{"header"}, ResourceName: "agentauth MCP gateway to " + sv.Name}, true
 }
 
 // managementGateway publishes the metadata on the management listener.
 func (s *Server) managementGateway(mux *http.ServeMux) {
-	if s.cfg.Gateway == nil {
+	if !s.gatewayOn() {
 		return
 	}
 	mux.HandleFunc("GET "+protectedResourcePath+"/", func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +91,7 @@ func (s *Server) managementGateway(mux *http.ServeMux) {
 // stage (its path lies outside the base path, as RFC 9728 §3.1 inserts
 // the resource's path after the well-known segment); next otherwise.
 func (s *Server) publicGateway(c *fiber.Ctx) (bool, error) {
-	if s.cfg.Gateway == nil || (c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead) ||
+	if !s.gatewayOn() || (c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead) ||
 		!strings.HasPrefix(c.Path(), protectedResourcePath+"/") {
 		return false, nil
 	}

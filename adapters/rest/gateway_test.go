@@ -21,7 +21,9 @@ import (
 
 	"github.com/agentauth/agentauth/adapters/auditjson"
 	"github.com/agentauth/agentauth/adapters/mcpproxy"
+	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -85,27 +87,26 @@ const gwResourceBase = "https://agentauth.test"
 
 // gwNew serves the access model with the gateway; the upstream
 // credential fs-token is a file in a credentials folder.
-func gwNew(t testing.TB, callTimeout time.Duration, opts ...func(*Gateway)) *axHarness {
+func gwNew(t testing.TB, callTimeout time.Duration, opts ...func(*app.MCPSettings)) *axHarness {
 	t.Helper()
 	return gwStart(t, axOptions{}, callTimeout, opts...)
 }
 
 // gwStart is gwNew with the harness's options.
-func gwStart(t testing.TB, ax axOptions, callTimeout time.Duration, opts ...func(*Gateway)) *axHarness {
+func gwStart(t testing.TB, ax axOptions, callTimeout time.Duration, opts ...func(*app.MCPSettings)) *axHarness {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "fs-token"), []byte(gwUpstreamSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ax.gateway = func(cfg *Config) {
-		cfg.Gateway = &Gateway{Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: 1 << 20, MaxMessages: 64}),
-			CredentialsDir: dir, ResourceBase: gwResourceBase, MetadataURL: "http://metadata.test",
-			AuthorizationServers: []string{"https://idp.test/realms/agentauth", axIssuer},
-			CallTimeout:          callTimeout, AskTimeout: time.Minute, StreamTimeout: time.Minute, MaxMessageBytes: 64 << 10,
-			Poll: 5 * time.Millisecond, KeepAlive: 20 * time.Millisecond}
-		for _, o := range opts {
-			o(cfg.Gateway)
-		}
+	ax.gateway = &axGateway{
+		mcp: app.MCPSettings{Upstream: mcpproxy.NewUpstream(mcpproxy.Limits{MaxBytes: 1 << 20, MaxMessages: 64}),
+			Credentials: mcpproxy.NewCredentials(dir), ResourceBase: gwResourceBase,
+			CallTimeout: callTimeout, AskTimeout: time.Minute, StreamTimeout: time.Minute, MaxMessageBytes: 64 << 10,
+			Poll: 5 * time.Millisecond, KeepAlive: 20 * time.Millisecond},
+		edge: Gateway{MetadataURL: "http://metadata.test", AuthorizationServers: []string{"https://idp.test/realms/agentauth", axIssuer}}}
+	for _, o := range opts {
+		o(&ax.gateway.mcp)
 	}
 	return axStart(t, filepath.Join(t.TempDir(), "agentauth.db"), ax)
 }
@@ -246,8 +247,8 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: map[string]any{"path": "/d"}})
-		if code, reason := gwRPCError(t, err); code != mcpproxy.CodeDenied || reason != tt.reason {
-			t.Errorf("%s: error %d %s, want %d %s", tt.tool, code, reason, mcpproxy.CodeDenied, tt.reason)
+		if code, reason := gwRPCError(t, err); code != mcpwire.CodeDenied || reason != tt.reason {
+			t.Errorf("%s: error %d %s, want %d %s", tt.tool, code, reason, mcpwire.CodeDenied, tt.reason)
 		}
 	}
 
@@ -295,8 +296,8 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id2+"/reject", "")
 	if o := <-second; o.err == nil {
 		t.Errorf("rejected call answered %+v", o.res)
-	} else if code, reason := gwRPCError(t, o.err); code != mcpproxy.CodeNotApproved || reason != ReasonGatewayRejected {
-		t.Errorf("rejected call: error %d %s, want %d %s", code, reason, mcpproxy.CodeNotApproved, ReasonGatewayRejected)
+	} else if code, reason := gwRPCError(t, o.err); code != mcpwire.CodeNotApproved || reason != domain.ReasonGatewayRejected {
+		t.Errorf("rejected call: error %d %s, want %d %s", code, reason, mcpwire.CodeNotApproved, domain.ReasonGatewayRejected)
 	}
 	if err := h.srv.uc.Gateway.UseApproval(auditCtx(), stored, stored.ArgsHash); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("second use of the approval: %v, want ErrConflict", err)
@@ -326,10 +327,10 @@ func TestGatewayWithGoSDK(t *testing.T) {
 		Records []auditjson.Record `json:"records"`
 	}
 	h.do(t, "adm", "GET", "/api/v2/audit?limit=500", "").decode(t, &page)
-	want := map[string]bool{"tool fs.read;": false, "tool fs.delete;": false, "decision ask": false, "held tool call released": false, ReasonGatewayOtherServer: false}
+	want := map[string]bool{"tool fs.read;": false, "tool fs.delete;": false, "decision ask": false, "held tool call released": false, domain.ReasonGatewayOtherServer: false}
 	for _, rec := range page.Records {
 		for k := range want {
-			if strings.Contains(rec.Reason, k) && (k == ReasonGatewayOtherServer || strings.Contains(rec.Reason, "args_sha256 ")) {
+			if strings.Contains(rec.Reason, k) && (k == domain.ReasonGatewayOtherServer || strings.Contains(rec.Reason, "args_sha256 ")) {
 				want[k] = true
 			}
 		}
@@ -407,7 +408,7 @@ func TestGatewayAuditArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		u := newGWUpstream(t)
-		h := gwNew(t, 10*time.Second, func(g *Gateway) { g.AuditArgumentBytes = tt.bytes })
+		h := gwNew(t, 10*time.Second, func(g *app.MCPSettings) { g.AuditArgumentBytes = tt.bytes })
 		_, _, token := gwWorld(t, h, u)
 		ctx := context.Background()
 		cs, err := gwConnect(ctx, h, "fs", token)

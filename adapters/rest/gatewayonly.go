@@ -22,9 +22,9 @@ func (s *Server) gatewayOnly(c *fiber.Ctx) error {
 	if !st.principal.ResourceOnly {
 		return c.Next()
 	}
-	if gw := s.cfg.Gateway; gw != nil {
+	if s.gatewayOn() {
 		server, ok := strings.CutPrefix(c.Path(), "/mcp/")
-		if ok && st.principal.NamesGatewayServer(gw.ResourceBase, server) {
+		if ok && st.principal.NamesGatewayServer(s.uc.MCP.ResourceBase(), server) {
 			return c.Next()
 		}
 	}

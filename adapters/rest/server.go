@@ -83,10 +83,6 @@ type Server struct {
 	exchangeLimit, introspectLimit *windowLimiter
 	// publicApp serves the public listener; nil without agent tokens.
 	publicApp *fiber.App
-	// gwSessions and gwCreds are the MCP gateway's sessions and upstream
-	// credentials (with Config.Gateway).
-	gwSessions *mcpSessions
-	gwCreds    *credentialCache
 }
 
 // Set provides the server.
@@ -331,8 +327,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.ready.stopping.Store(true)
 	s.log.Info("shutting down: finishing in-flight requests")
-	if s.gwSessions != nil {
-		s.gwSessions.stop() // relayed streams and held calls end now, not at their own timeouts
+	if s.uc.MCP != nil {
+		s.uc.MCP.Stop() // relayed streams and held calls end now, not at their own timeouts
 	}
 	if err := s.app.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
 
+	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -55,6 +56,9 @@ type reqState struct {
 	// keyOwnerChange names the change of the caller's managed keys its
 	// roles made (a narrowing), for the audit record.
 	keyOwnerChange string
+	// mcp is an MCP gateway request as read for the flow (pooled with the
+	// state, so that reading it allocates nothing).
+	mcp app.MCPRequest
 }
 
 type stateKey struct{}

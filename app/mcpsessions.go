@@ -1,4 +1,4 @@
-package rest
+package app
 
 import (
 	"context"
@@ -10,53 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gofiber/fiber/v2"
-
-	"github.com/agentauth/agentauth/domain"
 )
-
-// methodAction is what the gateway does with one MCP method.
-type methodAction int
-
-const (
-	// ruleForward: relayed as is (initialize with client capabilities
-	// stripped; tools/list with the result filtered).
-	ruleForward methodAction = iota
-	// ruleToolsCall: decided, then forwarded, refused or held.
-	ruleToolsCall
-	// ruleRefuse: answered -32601 (a notification: dropped), never
-	// forwarded: policy covers tools only, so resources, prompts,
-	// completion and logging stay closed until it covers them.
-	ruleRefuse
-)
-
-// methodRules lists every method the gateway relays; any other is refused.
-var methodRules = map[string]methodAction{
-	"initialize":                ruleForward,
-	"ping":                      ruleForward,
-	"tools/list":                ruleForward,
-	"tools/call":                ruleToolsCall,
-	"notifications/initialized": ruleForward,
-	"notifications/cancelled":   ruleForward,
-	"notifications/progress":    ruleForward,
-}
-
-func ruleOf(method string) methodAction {
-	if r, ok := methodRules[method]; ok {
-		return r
-	}
-	return ruleRefuse
-}
-
-func contextWithTimeout(c *fiber.Ctx, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.UserContext(), d)
-}
 
 // mcpSessionMaxAge is how long a gateway MCP session id opens; the client
 // then gets 404 and initializes again, as MCP clients do.
@@ -206,53 +163,4 @@ func (s *mcpSessions) stream(id string) (context.Context, func()) {
 			}
 		}
 	}
-}
-
-// credentialTTL is how long a read credential is used before the file is
-// read again (a rotated Secret is picked up within it).
-const credentialTTL = 10 * time.Second
-
-// credentialCache reads upstream credentials from their folder, keeping
-// each for credentialTTL so that a call costs no file read.
-type credentialCache struct {
-	dir string
-	mu  sync.Mutex
-	m   map[string]cachedCredential
-}
-
-type cachedCredential struct {
-	value string
-	read  time.Time
-}
-
-func newCredentialCache(dir string) *credentialCache {
-	return &credentialCache{dir: dir, m: map[string]cachedCredential{}}
-}
-
-// get returns credential name's value; "" for no credential.
-func (cc *credentialCache) get(name string) (string, error) {
-	if name == "" {
-		return "", nil
-	}
-	if cc.dir == "" {
-		return "", fmt.Errorf("credential %s: gateway.credentialsDir is not set", name)
-	}
-	if err := domain.ValidateCredentialName(name); err != nil {
-		return "", err
-	}
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if c, ok := cc.m[name]; ok && time.Since(c.read) < credentialTTL {
-		return c.value, nil
-	}
-	b, err := os.ReadFile(filepath.Join(cc.dir, name))
-	if err != nil {
-		return "", fmt.Errorf("credential %s: %w", name, err)
-	}
-	v := strings.TrimRight(string(b), "\r\n")
-	if !domain.IsBearerToken(v) {
-		return "", fmt.Errorf("credential %s: not a Bearer token (RFC 6750 characters)", name)
-	}
-	cc.m[name] = cachedCredential{value: v, read: time.Now()}
-	return v, nil
 }

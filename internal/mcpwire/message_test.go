@@ -1,4 +1,4 @@
-package mcpproxy
+package mcpwire
 
 import (
 	"encoding/json"

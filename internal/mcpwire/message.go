@@ -1,8 +1,9 @@
-// Package mcpproxy is the client side of MCP's Streamable HTTP transport
-// (spec 2025-06-18) that the gateway uses towards an upstream server: it
-// reads a JSON-RPC message as a client sent it, posts messages upstream
-// and reads the answer, a JSON body or an SSE stream, within bounds of
-// size, count and time. It decides nothing: the gateway does.
+// Package mcpwire is MCP's messages as bytes: JSON-RPC 2.0 messages read
+// as a client or a server sent them, checked, and written back; the
+// gateway's error answers; and the framing of Server-Sent Events. The
+// edge reads requests with it, the gateway's use case (app) rewrites and
+// answers with it, and the upstream adapter (adapters/mcpproxy) reads the
+// servers' answers with it. It decides nothing.
 //
 // It is written against the spec rather than taken from the MCP Go SDK:
 // the gateway must see, check and rewrite every message as bytes (decide
@@ -10,13 +11,15 @@
 // and unknown ids) and relay what it does not understand unchanged; the
 // SDK's client and server types parse into typed structs, manage their own
 // sessions and would hide exactly what the gateway must inspect.
-package mcpproxy
+package mcpwire
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/gowebpki/jcs"
 
 	// Messages are read with encoding/json's behaviour (names matched
 	// without regard to case, the last of two kept; the gateway refuses
@@ -25,6 +28,12 @@ import (
 	// implementation of v1. FuzzParse holds its readings equal to
 	// encoding/json's.
 	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// Headers of the Streamable HTTP transport.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
 )
 
 // JSON-RPC 2.0 error codes, and the gateway's own (-32000 to -32099 are
@@ -155,5 +164,83 @@ func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
 // Encode writes m back as JSON.
 func Encode(m Message) []byte {
 	b, _ := json.Marshal(m)
+	return b
+}
+
+// CanonicalArguments is a tool call's arguments in the canonical JSON of
+// RFC 8785 (JCS), what an approval is bound to and what is stored: absent
+// or null arguments are {}; anything but an object is refused.
+func CanonicalArguments(args json.RawMessage) ([]byte, error) {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	canonical, err := jcs.Transform(args)
+	if err != nil || len(canonical) == 0 || canonical[0] != '{' {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	return canonical, nil
+}
+
+// WithoutClientCapabilities drops sampling, elicitation and roots from an
+// initialize request's capabilities: the gateway relays no server request,
+// so the server must not count on them.
+func WithoutClientCapabilities(msg Message) ([]byte, error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(msg.Params, &params); err != nil {
+		return nil, fmt.Errorf("initialize params must be an object")
+	}
+	if raw, ok := params["capabilities"]; ok {
+		var caps map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &caps); err != nil {
+			return nil, fmt.Errorf("initialize params.capabilities must be an object")
+		}
+		delete(caps, "sampling")
+		delete(caps, "elicitation")
+		delete(caps, "roots")
+		params["capabilities"], _ = json.Marshal(caps)
+	}
+	msg.Params, _ = json.Marshal(params)
+	return Encode(msg), nil
+}
+
+// ToolList is a tools/list result as read: its members, its tools, and
+// each tool's name ("" for a tool without one, never callable).
+type ToolList struct {
+	members map[string]json.RawMessage
+	tools   []json.RawMessage
+	Names   []string
+}
+
+// ReadToolList reads a tools/list result.
+func ReadToolList(result json.RawMessage) (ToolList, error) {
+	var l ToolList
+	if err := json.Unmarshal(result, &l.members); err != nil {
+		return l, fmt.Errorf("tools/list result: %w", err)
+	}
+	if err := json.Unmarshal(l.members["tools"], &l.tools); err != nil {
+		return l, fmt.Errorf("tools/list result: %w", err)
+	}
+	l.Names = make([]string, len(l.tools))
+	for i, t := range l.tools {
+		var named struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(t, &named) // an unnamed tool is never callable
+		l.Names[i] = named.Name
+	}
+	return l, nil
+}
+
+// Keep is the result with only the tools whose keep is true (in Names'
+// order); every other member is kept as it was.
+func (l ToolList) Keep(keep []bool) json.RawMessage {
+	kept := make([]json.RawMessage, 0, len(l.tools))
+	for i, t := range l.tools {
+		if keep[i] {
+			kept = append(kept, t)
+		}
+	}
+	l.members["tools"], _ = json.Marshal(kept)
+	b, _ := json.Marshal(l.members)
 	return b
 }
