@@ -381,6 +381,13 @@ func (s *MCPGateway) Post(ctx context.Context, in *MCPRequest) (MCPAnswer, error
 		return x.rpcError(400, msg.ID, mcpwire.CodeInvalidRequest, x.n.Reason,
 			"the gateway relays no server requests, so it takes no responses"), nil
 	}
+	if msg.IsNotification() && !strings.HasPrefix(msg.Method, "notifications/") {
+		// A request without an id: it could get no answer, so it is not
+		// decided, and a notification gets no JSON-RPC answer either.
+		x.refuse(domain.ReasonGatewayMalformed)
+		x.n.Reason = domain.ReasonGatewayMalformed
+		return x.fail(400, "method "+msg.Method+" is a request: it needs an id"), nil
+	}
 	if msg.Method != "initialize" {
 		if err := s.mcpSession(x); err != nil {
 			x.refuse(x.answer.Reason)

@@ -72,11 +72,11 @@ func (s *Server) requireGateway(c *fiber.Ctx) error {
 
 // providerBearer reports whether the request authenticated with a Bearer
 // token the identity provider issued: neither an agent token nor a key
-// (API, debug or managed), which carry no audience.
+// (API, local mode's, debug or managed), which carry no audience.
 func providerBearer(c *fiber.Ctx, p domain.Principal) bool {
 	cred, err := credentialFrom(c)
 	return err == nil && cred.Kind == ports.CredentialBearer && p.Key == nil &&
-		p.Method != domain.MethodAPIKey && p.Method != domain.MethodDebug
+		p.Method != domain.MethodAPIKey && p.Method != domain.MethodLocal && p.Method != domain.MethodDebug
 }
 
 // mcpRequest reads the request for the flow (into the request's state).

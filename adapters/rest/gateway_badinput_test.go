@@ -130,6 +130,9 @@ func TestGatewayBadInput(t *testing.T) {
 		{"a tool named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.write","name":"fs.read","arguments":{}}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
 		{"an argument named twice in another case", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/etc/passwd","Path":"/a"}}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
 		{"a method named twice", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":3,"method":"tools/call","\u006dethod":"ping","params":{"name":"fs.read","arguments":{}}}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayMalformed, false},
+		// A request sent as a notification (no id) gets no JSON-RPC answer,
+		// and is neither decided nor relayed.
+		{"a tool call sent as a notification", "fs", token, mcpSession, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"fs.delete","arguments":{}}}`, 400, 0, domain.ReasonGatewayMalformed, false},
 		{"a method not offered", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`, 200, mcpwire.CodeMethodNotFound, domain.ReasonGatewayMethod, false},
 		{"an unsupported protocol version", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayProtoVersion, false},
 		{"a server that hangs", "hang", hangToken, "", gwInitialize, 200, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, true},
@@ -159,6 +162,9 @@ func TestGatewayBadInput(t *testing.T) {
 			}
 			if code, reason := rpcErrorOf(body); tt.code != 0 && (code != tt.code || reason != tt.reason) {
 				t.Errorf("error %d %s (%s), want %d %s", code, reason, body, tt.code, tt.reason)
+			}
+			if tt.code == 0 && strings.Contains(string(body), `"jsonrpc"`) {
+				t.Errorf("answered a JSON-RPC message %s; want the API's error", body)
 			}
 		})
 	}

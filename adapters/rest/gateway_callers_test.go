@@ -23,10 +23,14 @@ import (
 // harness's API keys: each Bearer token below is uma's access token with
 // the aud it names (as the OIDC adapter reports it: resource-only when
 // the aud does not name the client), and the cookie is uma's login
-// session (no aud).
+// session (no aud). gwLocalKey is a key as local mode's keyring reports it
+// (uma's here, so that the policy of gwWorld decides it).
 type gwIdP struct{ keys ports.Authenticator }
 
-const gwCookie = "uma-login-session"
+const (
+	gwCookie   = "uma-login-session"
+	gwLocalKey = "uma-local-mode-key"
+)
 
 var gwIdPTokens = map[string][]string{
 	"idp-token-for-resource": {"agentauth", gwResourceBase + "/mcp/fs"},
@@ -42,6 +46,9 @@ func (a gwIdP) Authenticate(ctx context.Context, cred ports.Credential) (domain.
 		uma.Audience, uma.ResourceOnly = aud, !slices.Contains(aud, "agentauth")
 		return uma, nil
 	case cred.Kind == ports.CredentialCookie && cred.Value == gwCookie:
+		return uma, nil
+	case cred.Kind == ports.CredentialBearer && cred.Value == gwLocalKey:
+		uma.Method, uma.RoleSource = domain.MethodLocal, "local key"
 		return uma, nil
 	}
 	return a.keys.Authenticate(ctx, cred)
@@ -116,6 +123,7 @@ func TestGatewayCallers(t *testing.T) {
 		{"API key", and(bearerOf(axKey("uma")), named), 200, ""},
 		{"API key naming only the session", and(bearerOf(axKey("uma")), with(HeaderGatewaySession, session)), 403, domain.ReasonGatewayAgentNamed},
 		{"API key of another user", and(bearerOf(axKey("bob")), named), 404, ""},
+		{"local mode's key", and(bearerOf(gwLocalKey), named), 200, ""},
 		{"API key without toolcalls:write (AUDITOR)", and(bearerOf(axKey("aud")), named), 403, domain.ReasonRoleLacksPermission},
 		{"API key naming an agent of no such session", and(bearerOf(axKey("uma")), with(HeaderGatewaySession, session, HeaderGatewayAgent, "agent_none")), 404, ""},
 		{"cookie", and(cookie, named), 200, ""},
@@ -219,6 +227,7 @@ func TestGatewayCallers(t *testing.T) {
 		"chain uma → " + agent + ";":                       false,
 		"chain uma (oidc) → " + agent + ";":                false,
 		"chain uma (api_key) → " + agent + ";":             false,
+		"chain uma (local) → " + agent + ";":               false,
 		"chain uma (managed_key key ":                      false,
 		"then: " + domain.ReasonGatewayResource + ":":      false,
 		"decision deny; reason " + domain.ReasonPolicyDeny: false,
