@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -508,20 +509,30 @@ func FuzzCredentials(f *testing.F) {
 	})
 }
 
-// presentsTestKey reports whether authorization is a correct Bearer header
-// carrying one of testKeyring's keys (RFC 6750: the scheme in any case, then
-// spaces or tabs, then the credential and nothing else). The fuzzer finds
-// them by mutating the seeds that wrap a key in a forbidden character.
+// presentsTestKey reports whether authorization, as the server receives it,
+// is a correct Bearer header carrying one of testKeyring's keys (RFC 6750:
+// the scheme in any case, then spaces or tabs, then the credential and
+// nothing else). The fuzzer finds them by mutating the seeds that wrap a key
+// in a forbidden character.
 func presentsTestKey(authorization string) bool {
-	if len(authorization) < len("Bearer ") || !strings.EqualFold(authorization[:len("Bearer")], "Bearer") {
+	v := received(authorization)
+	if len(v) < len("Bearer ") || !strings.EqualFold(v[:len("Bearer")], "Bearer") {
 		return false
 	}
-	rest := authorization[len("Bearer"):]
+	rest := v[len("Bearer"):]
 	key := strings.TrimLeft(rest, " \t")
 	if key == rest {
 		return false
 	}
 	return slices.Contains([]string{keyAdmin, keyUser, keyUser2, keyLead, keyAuditor}, key)
+}
+
+// received is a header value as the server reads it: net/http's client
+// writes CR and LF as spaces and drops leading and trailing ASCII
+// whitespace (http.Header.Write), and HTTP excludes the whitespace around
+// a field value from it (RFC 9110 §5.5), so "Bearer <key> " is the key.
+func received(value string) string {
+	return textproto.TrimString(strings.NewReplacer("\n", " ", "\r", " ").Replace(value))
 }
 
 // startOIDCForFuzz is startOIDC for a fuzz target (one server for all
