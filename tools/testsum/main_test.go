@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -110,8 +112,13 @@ func TestRunCountsEachFormat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.TrimSpace(string(got)) != tt.want {
-				t.Errorf("totals line = %q, want %q", strings.TrimSpace(string(got)), tt.want)
+			line := strings.TrimSpace(string(got))
+			counted, secs, _ := strings.Cut(line, " "+lastField(line))
+			if counted != tt.want || secs != "" {
+				t.Errorf("totals line = %q, want %q and the wall time", line, tt.want)
+			}
+			if _, err := strconv.ParseFloat(lastField(line), 64); err != nil {
+				t.Errorf("totals line %q: the wall time is not a number of seconds", line)
 			}
 			for _, w := range tt.wantOut {
 				if !strings.Contains(out.String(), w) {
@@ -132,9 +139,10 @@ func TestReportAddsUpAndFailsOnAnyFailure(t *testing.T) {
 		name, totals, expect, wantLast string
 		wantFailed                     bool
 	}{
-		{"all green", "go 10 0 2\nhelm 5 0 0\n", "go,helm", "15 passed, 0 failed, 2 skipped", false},
-		{"one red suite", "go 10 0 2\ne2e 3 1 0\n", "", "13 passed, 1 failed, 2 skipped", true},
-		{"an expected suite missing", "go 10 0 2\n", "go,helm", "10 passed, 1 failed, 2 skipped", true},
+		{"all green", "go 10 0 2 61.0\nhelm 5 0 0 3.2\n", "go,helm", "15 passed, 0 failed, 2 skipped", false},
+		{"one red suite", "go 10 0 2 61.0\ne2e 3 1 0 300.4\n", "", "13 passed, 1 failed, 2 skipped", true},
+		{"an expected suite missing", "go 10 0 2 61.0\n", "go,helm", "10 passed, 1 failed, 2 skipped", true},
+		{"a run with its start noted", "# started 1000\ngo 10 0 0 61.0\n", "go", "10 passed, 0 failed, 0 skipped", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,5 +160,51 @@ func TestReportAddsUpAndFailsOnAnyFailure(t *testing.T) {
 				t.Errorf("last line %q failed %v, want %q %v", got, failed, tt.wantLast, tt.wantFailed)
 			}
 		})
+	}
+}
+
+func lastField(s string) string {
+	f := strings.Fields(s)
+	return f[len(f)-1]
+}
+
+func TestReportShowsEachSuitesTime(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "totals")
+	if err := start([]string{"-totals", f}); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendTotals(f, "go", counts{Passed: 3, Seconds: 83.4}, 0, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendTotals(f, "e2e", counts{Passed: 2, Seconds: 4.3}, 0, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if _, err := report([]string{"-totals", f}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"time", "go                3        0        0     1m23s", "e2e               2        0        0      4.3s", "the whole run"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestRunHoldsOutput: with -hold a suite's output reaches the caller in
+// one piece at its end, after a line saying it started.
+func TestRunHoldsOutput(t *testing.T) {
+	totals := filepath.Join(t.TempDir(), "totals")
+	var out strings.Builder
+	code, err := run([]string{"-suite", "s", "-format", "line", "-hold", "-totals", totals, "--",
+		"sh", "-c", "echo first; echo 2 passed, 0 failed"}, &out)
+	if err != nil || code != 0 {
+		t.Fatalf("run: %d %v", code, err)
+	}
+	got := out.String()
+	started := strings.Index(got, "testsum: suite s started")
+	first := strings.Index(got, "first\n2 passed, 0 failed\n")
+	ended := strings.Index(got, "testsum: suite s ended in ")
+	if started != 0 || first < 0 || ended < first {
+		t.Errorf("output:\n%s\nwant the start line, then the suite's lines together, then the end line", got)
 	}
 }
