@@ -8,16 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,41 +95,13 @@ func startCredService(t *testing.T, env ...string) *service {
 	}
 	seed := make([]byte, 32)
 	_, _ = rand.Read(seed)
-	port, mgmt := freePort(t), freePort(t)
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
+	s := startAgentauth(t, "agentauth-cred", append([]string{
 		"SERVICE_CONFIG=" + cfg,
 		"SERVICE_API_KEY=" + credAdminKey,
 		"SERVICE_AGENT_TOKENS_ISSUER=" + credIssuer,
 		"SERVICE_AGENT_TOKENS_SIGNING_KEY=" + base64.RawURLEncoding.EncodeToString(seed),
 		"SERVICE_AGENT_TOKENS_MAX_TTL=10m",
-		"SERVICE_PORT=" + fmt.Sprint(port),
-		"SERVICE_MANAGEMENT_PORT=" + fmt.Sprint(mgmt),
-		"SERVICE_DATA_DIR=" + t.TempDir(),
-	}
-	cmd.Env = append(cmd.Env, env...)
-	w := logFile(t, fmt.Sprintf("agentauth-cred-%d", port))
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agentauth: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmt), cmd: cmd}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		res, err := http.Get(s.url + "/health")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentauth did not answer /health within 20s: %v", err)
-		}
-	}
+	}, env...)...)
 	s.waitReady(t, 30*time.Second)
 	return s
 }

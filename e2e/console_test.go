@@ -7,8 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,32 +76,7 @@ func lower(s string) string {
 // or API-key mode) and returns its URL.
 func startKeyService(t *testing.T, env ...string) string {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SERVICE_PORT=" + fmt.Sprint(port),
-		"SERVICE_DATA_DIR=" + t.TempDir(), "SERVICE_AUDIT_CHECKPOINT_EVERY=20"}, env...)
-	w := logFile(t, fmt.Sprintf("agentauth-%d", port))
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agentauth: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			return url
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentauth did not answer /health within 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return startAgentauth(t, "agentauth", append([]string{"SERVICE_AUDIT_CHECKPOINT_EVERY=20"}, env...)...).url
 }
 
 // runConsoleTests runs node --test on e2e/js/console against url.

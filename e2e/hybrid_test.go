@@ -4,13 +4,9 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -80,35 +76,5 @@ func meOf(t *testing.T, req *http.Request) (int, me) {
 // startHybrid runs agentauth in hybrid mode against the centre.
 func startHybrid(t *testing.T, centre string) *service {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
-		"SERVICE_HYBRID_REMOTE_URL=" + centre,
-		"SERVICE_PORT=" + fmt.Sprint(port),
-		"SERVICE_DATA_DIR=" + t.TempDir(),
-	}
-	w := logFile(t, fmt.Sprintf("agentauth-hybrid-%d", port))
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agentauth (hybrid): %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(s.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentauth (hybrid) did not answer /health within 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return startAgentauth(t, "agentauth-hybrid", "SERVICE_HYBRID_REMOTE_URL="+centre)
 }

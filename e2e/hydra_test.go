@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -65,22 +64,24 @@ func startHydra(t *testing.T, strategy string, servicePort int) *hydraOP {
 		"SECRETS_SYSTEM=agentauth-e2e-hydra-system-secret-0123456789",
 		fmt.Sprintf("SERVE_PUBLIC_PORT=%d", pub), "SERVE_PUBLIC_HOST=127.0.0.1", fmt.Sprintf("SERVE_ADMIN_PORT=%d", adm), "SERVE_ADMIN_HOST=127.0.0.1",
 		"STRATEGIES_ACCESS_TOKEN="+strategy, "OAUTH2_EXPOSE_INTERNAL_ERRORS=true")
-	waitForLine(t, cmd, "hydra", "Setting up http server on 127.0.0.1:"+fmt.Sprint(pub), 60*time.Second)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	startProc(t, cmd, "hydra").waitLine(t, 60*time.Second, "Setting up http server on 127.0.0.1:"+fmt.Sprint(pub))
+	eventually(t, 30*time.Second, "Hydra's admin API ready", func() (bool, string) {
 		resp, err := http.Get(op.admin + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Hydra's admin API not ready within 30s: %v", err)
-		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	// Hydra makes its signing keys on the first request for its key set,
+	// and abandons them when that request is cancelled: on a busy machine
+	// agentauth's 10 s fetches can cancel every attempt. The test asks once
+	// and waits for the keys, as an operator's first deployment would.
+	keys := &http.Client{Timeout: 3 * time.Minute}
+	if resp, err := keys.Get(op.issuer + ".well-known/jwks.json"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("Hydra's key set: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	client := map[string]any{
 		"client_id": hydraClient, "client_secret": hydraSecret, "token_endpoint_auth_method": "client_secret_basic",
@@ -277,17 +278,10 @@ func TestHydra(t *testing.T) {
 				t.Fatalf("end the session at Hydra: %d %s", st, b)
 			}
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			st, _ := withCookie(t, s, cookie)
-			if st == http.StatusUnauthorized {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cookie after Hydra ended the session: %d, want 401 (back-channel logout)", st)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		eventually(t, 10*time.Second, "cookie refused after Hydra ended the session (back-channel logout)", func() (bool, string) {
+			st, body := withCookie(t, s, cookie)
+			return st == http.StatusUnauthorized, fmt.Sprint(st, " ", body)
+		})
 		// A Bearer token is tied to a provider session by its sid claim.
 		// Hydra's JWT access tokens carry none (client_id, ext, scp, no
 		// sid): nothing ties them to the session ended, so they stay valid

@@ -17,7 +17,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,7 +30,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,7 +129,7 @@ type idp struct {
 	base    string // http://127.0.0.1:P
 	issuer  string // base + /realms/agents
 	standin bool
-	cmd     *exec.Cmd
+	proc    *proc
 	// servicePort is the port of the agentauth redirect URIs the provider
 	// accepts: a service doing browser logins listens there.
 	servicePort int
@@ -168,52 +166,21 @@ func startIDP(t *testing.T, port int, env ...string) *idp {
 		"--port", fmt.Sprint(port), "--service-url", fmt.Sprintf("http://127.0.0.1:%d", servicePort))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = logFile(t, "standin")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start stand-in: %v", err)
-	}
-	p := &idp{standin: true, cmd: cmd, servicePort: servicePort}
-	t.Cleanup(func() { p.stop() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on ") {
-				lines <- sc.Text()
-			}
-		}
-	}()
-	select {
-	case line := <-lines:
-		p.issuer = strings.TrimSpace(line[strings.Index(line, "http"):])
-		p.base = strings.TrimSuffix(p.issuer, "/realms/"+realmName)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("stand-in did not start within 30s")
-	}
+	p := &idp{standin: true, servicePort: servicePort}
+	p.proc = startProc(t, cmd, "standin")
+	line := p.proc.waitLine(t, 30*time.Second, "listening on ")
+	p.issuer = strings.TrimSpace(line[strings.Index(line, "http"):])
+	p.base = strings.TrimSuffix(p.issuer, "/realms/"+realmName)
 	return p
 }
 
 func (p *idp) stop() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
+	if p.proc != nil {
+		p.proc.stop()
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-	p.cmd = nil
 }
 
-func logFile(t *testing.T, name string) io.Writer {
+func logFile(t testing.TB, name string) io.Writer {
 	f, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +207,7 @@ type service struct {
 	url  string
 	mgmt string // the management listener
 	cmd  *exec.Cmd
-	log  string // the process log's file
+	proc *proc
 }
 
 // startService runs agentauth in OIDC mode against p on port (0: free;
@@ -254,11 +221,7 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 	} else {
 		l.Close()
 	}
-	mgmtPort := freePort(t)
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
+	return startAgentauth(t, "agentauth", append([]string{
 		"SERVICE_OIDC_ENABLED=true",
 		"SERVICE_OIDC_ISSUER=" + p.issuer,
 		"SERVICE_OIDC_CLIENT_ID=" + clientID,
@@ -267,55 +230,11 @@ func startService(t *testing.T, p *idp, port int, env ...string) *service {
 		"SERVICE_OIDC_CLOCK_SKEW=1s",
 		"SERVICE_OIDC_JWKS_REFETCH=1s",
 		"SERVICE_PORT=" + fmt.Sprint(port),
-		"SERVICE_MANAGEMENT_PORT=" + fmt.Sprint(mgmtPort),
-		"SERVICE_DATA_DIR=" + t.TempDir(),
 		"SERVICE_LOG_LEVEL=debug",
-	}, env...)
-	w := logFile(t, fmt.Sprintf("agentauth-%d", port))
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agentauth: %v", err)
-	}
-	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmtPort), cmd: cmd}
-	if f, ok := w.(*os.File); ok {
-		s.log = f.Name()
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(s.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentauth did not answer /health within 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}, env...)...)
 }
 
-// waitReady polls the management listener's /health/ready until it says
-// ok.
-func (s *service) waitReady(t *testing.T, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		status, body := get(t, noRedirects(nil), s.mgmt+"/health/ready", "")
-		if status == http.StatusOK {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health/ready not ok within %s: %d %s", within, status, body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	port, err := freePortNow()
 	if err != nil {

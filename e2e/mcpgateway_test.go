@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,38 +70,10 @@ func startGatewayService(t *testing.T) *service {
 	}
 	seed := make([]byte, 32)
 	_, _ = rand.Read(seed)
-	port, mgmt := freePort(t), freePort(t)
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
-		"SERVICE_API_KEY=" + credAdminKey,
-		"SERVICE_AGENT_TOKENS_SIGNING_KEY=" + base64.RawURLEncoding.EncodeToString(seed),
-		"SERVICE_PORT=" + fmt.Sprint(port),
-		"SERVICE_MANAGEMENT_PORT=" + fmt.Sprint(mgmt),
-		"SERVICE_DATA_DIR=" + t.TempDir(),
-		"SERVICE_GATEWAY_CREDENTIALS_DIR=" + creds,
-	}
-	w := logFile(t, fmt.Sprintf("agentauth-mcp-%d", port))
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agentauth: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmt), cmd: cmd}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		res, err := http.Get(s.url + "/health")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentauth did not answer /health within 20s: %v", err)
-		}
-	}
+	s := startAgentauth(t, "agentauth-mcp",
+		"SERVICE_API_KEY="+credAdminKey,
+		"SERVICE_AGENT_TOKENS_SIGNING_KEY="+base64.RawURLEncoding.EncodeToString(seed),
+		"SERVICE_GATEWAY_CREDENTIALS_DIR="+creds)
 	s.waitReady(t, 30*time.Second)
 	return s
 }
@@ -110,18 +81,20 @@ func startGatewayService(t *testing.T) *service {
 // pendingCall waits for a pending call of tool in session, other than skip.
 func pendingCall(t *testing.T, s *service, session, tool, skip string) string {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	var id string
+	eventually(t, 60*time.Second, "a pending call of "+tool, func() (bool, string) {
 		list := credCall(t, s, "GET", "/api/v2/sessions/"+session+"/tool-calls", "", 200)
 		calls, _ := list["tool_calls"].([]any)
 		for _, c := range calls {
 			m := c.(map[string]any)
 			if m["tool"] == tool && m["status"] == "pending" && m["id"] != skip {
-				return m["id"].(string)
+				id = m["id"].(string)
+				return true, ""
 			}
 		}
-	}
-	t.Fatalf("no pending call of %s", tool)
-	return ""
+		return false, fmt.Sprint(calls)
+	})
+	return id
 }
 
 // TestMCPGatewayTypeScriptSDK: the official MCP TypeScript SDK (npm

@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -116,19 +117,12 @@ func testCodeFlow(t *testing.T, s *service) {
 		t.Fatalf("login form: %v", err)
 	}
 	var loc, body string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually(t, 30*time.Second, "the browser lands on /api/v2/me", func() (bool, string) {
 		if err := chromedp.Run(ctx, chromedp.Location(&loc)); err != nil {
 			t.Fatalf("location: %v", err)
 		}
-		if loc == s.url+"/api/v2/me" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("browser did not land on /api/v2/me; at %s", loc)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return loc == s.url+"/api/v2/me", loc
+	})
 	var cookies []*network.Cookie
 	err = chromedp.Run(ctx,
 		chromedp.WaitReady("body", chromedp.ByQuery),
@@ -383,17 +377,10 @@ func testRotation(t *testing.T, p *idp, s *service) {
 	}
 	// The new key is fetched on first sight of its kid (at most once per
 	// SERVICE_OIDC_JWKS_REFETCH, 1s here): poll until accepted.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	eventually(t, 15*time.Second, "the token of the rotated key accepted as ADMIN", func() (bool, string) {
 		status, m := whoami(t, noRedirects(nil), s, after.AccessToken)
-		if status == http.StatusOK && slices.Equal(m.Roles, []string{"ADMIN"}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("token of the rotated key: got %d, want 200 within 15s", status)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return status == http.StatusOK && slices.Equal(m.Roles, []string{"ADMIN"}), fmt.Sprint(status, m.Roles)
+	})
 	if status, _ := whoami(t, noRedirects(nil), s, before.AccessToken); status != http.StatusOK {
 		t.Errorf("token of the previous key (still published): got %d, want 200", status)
 	}
@@ -427,17 +414,21 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 	}
 	c := noRedirects(jar)
 	lead.revoke(t)
-	time.Sleep(4500 * time.Millisecond) // past the access token's 3s and the 1s skew
-	status, m := whoami(t, c, s, "")
-	if status != http.StatusOK {
-		t.Fatalf("after the access token expired: got %d, want 200 (refreshed)", status)
-	}
-	if slices.Contains(m.Roles, "LEAD") {
-		t.Errorf("roles after refresh: got %v, want LEAD gone", m.Roles)
-	}
-	if status, _ := whoami(t, noRedirects(nil), s, expired.AccessToken); status != http.StatusUnauthorized {
-		t.Errorf("expired Bearer token: got %d, want 401", status)
-	}
+	// Until the access token expires (3 s, and the 1 s skew) the session
+	// answers from what it has; then it refreshes, and LEAD is gone.
+	eventually(t, 30*time.Second, "the session refreshed without LEAD", func() (bool, string) {
+		status, m := whoami(t, c, s, "")
+		if status != http.StatusOK {
+			t.Fatalf("the session answered %d; want 200 before and after its refresh", status)
+		}
+		return !slices.Contains(m.Roles, "LEAD"), fmt.Sprint(m.Roles)
+	})
+	// The session refreshes a second before its access token expires;
+	// expired, issued before it, is refused once past its exp and the skew.
+	eventually(t, 30*time.Second, "the expired Bearer token refused", func() (bool, string) {
+		status, _ := whoami(t, noRedirects(nil), s, expired.AccessToken)
+		return status == http.StatusUnauthorized, fmt.Sprint(status)
+	})
 
 	// A provider that no longer knows the session (restarted: its sessions
 	// and refresh tokens are gone) refuses the refresh, which ends the
@@ -448,10 +439,15 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 	}
 	p.stop()
 	_ = startIDP(t, port, "STANDIN_ACCESS_TOKEN_TTL=3")
-	time.Sleep(4500 * time.Millisecond)
-	if status, _ := whoami(t, noRedirects(jar), s, ""); status != http.StatusUnauthorized {
-		t.Errorf("after the provider forgot the session: got %d, want 401 (a refused refresh ends the session)", status)
-	}
+	// The session answers 200 until its access token expires, then its
+	// refresh is refused and it ends.
+	eventually(t, 30*time.Second, "the session ended by the refused refresh", func() (bool, string) {
+		status, _ := whoami(t, noRedirects(jar), s, "")
+		if status != http.StatusOK && status != http.StatusUnauthorized {
+			t.Fatalf("the session answered %d; want 200, then 401", status)
+		}
+		return status == http.StatusUnauthorized, fmt.Sprint(status)
+	})
 	if status, _ := whoami(t, noRedirects(jar), s, ""); status != http.StatusUnauthorized {
 		t.Errorf("the ended session again: got %d, want 401", status)
 	}

@@ -8,7 +8,6 @@ package e2e
 // (e2e/js/providers/browser-login.mjs).
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 )
@@ -143,35 +141,4 @@ func withCookie(t *testing.T, s *service, cookie string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, s.url+"/api/v2/me", nil)
 	req.AddCookie(&http.Cookie{Name: "user_session", Value: cookie})
 	return do(t, noRedirects(nil), req)
-}
-
-// waitForLine starts cmd and waits until a line of its standard error
-// contains want.
-func waitForLine(t *testing.T, cmd *exec.Cmd, name, want string, within time.Duration) {
-	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	log := logFile(t, name)
-	found := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			fmt.Fprintln(log, sc.Text())
-			if !once && strings.Contains(sc.Text(), want) {
-				once = true
-				close(found)
-			}
-		}
-	}()
-	select {
-	case <-found:
-	case <-time.After(within):
-		t.Fatalf("%s did not say %q within %s", name, want, within)
-	}
 }

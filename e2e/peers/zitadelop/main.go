@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -57,13 +58,17 @@ func main() {
 		"web": storage.WebClient("web", "secret", redirects...),
 		"jwt": storage.WebClient("jwt", "secret", redirects...),
 	}
-	s := &store{Storage: storage.NewStorageWithClients(users, clients), ttl: ttl, roles: roles}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s := &store{Storage: storage.NewStorageWithClients(users, clients), ttl: ttl, roles: roles, log: log}
 	router := exampleop.SetupServer(issuer, s, log, false)
-	srv := &http.Server{Addr: "127.0.0.1:" + port, Handler: router, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("listening", "issuer", issuer)
-	if err := srv.ListenAndServe(); err != nil {
+	srv := &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
 		fail("listen", err)
+	}
+	log.Info("listening", "issuer", issuer) // bound: a test may connect now
+	if err := srv.Serve(ln); err != nil {
+		fail("serve", err)
 	}
 }
 
@@ -78,6 +83,7 @@ type store struct {
 	*storage.Storage
 	ttl   time.Duration
 	roles map[string][]string
+	log   *slog.Logger
 }
 
 func (s *store) ext(userID string) (map[string]any, bool) {
@@ -105,8 +111,14 @@ func (s *store) CreateAccessToken(ctx context.Context, r op.TokenRequest) (strin
 	return id, time.Now().Add(s.ttl), err
 }
 
+// CreateAccessAndRefreshTokens says when a refresh token is redeemed
+// (current is the one given), so that a test can wait for a client's
+// refresh instead of for time to pass.
 func (s *store) CreateAccessAndRefreshTokens(ctx context.Context, r op.TokenRequest, current string) (string, string, time.Time, error) {
 	id, rt, _, err := s.Storage.CreateAccessAndRefreshTokens(ctx, r, current)
+	if current != "" && err == nil {
+		s.log.Info("refresh token redeemed", "subject", r.GetSubject())
+	}
 	return id, rt, time.Now().Add(s.ttl), err
 }
 
