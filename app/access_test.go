@@ -309,6 +309,27 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 		}
 	})
 
+	// A call held by the gateway whose wait ended (nobody waits for it any
+	// more) is withdrawn by the next approval or rejection, which then
+	// answers a conflict: nothing could receive its result.
+	t.Run("resolve: a call nobody waits for is withdrawn", func(t *testing.T) {
+		for _, approve := range []bool{true, false} {
+			f := newFixture(t)
+			f.memberships("lea", apollo)
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil)
+			abandoned := domain.ToolCall{ID: "c1", Session: "s1", Agent: "agt_r", Tool: "fs.read", Status: domain.CallPending,
+				Waiter: "w1", WaitUntil: now.t.Add(-time.Second)}
+			f.calls.EXPECT().GetToolCall(gomock.Any(), "c1").Return(abandoned, nil)
+			withdrawn := abandoned
+			withdrawn.Status = domain.CallWithdrawn
+			f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallWithdrawn, app.WithdrawnNobodyWaits, now.t).Return(withdrawn, nil)
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
+			if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", approve); !errors.Is(err, domain.ErrConflict) {
+				t.Errorf("approve %t: got %+v, %v; want ErrConflict", approve, c, err)
+			}
+		}
+	})
+
 	// Seeing a session is not managing it: a caller whose roles read every
 	// session (AUDITOR) and approve calls of its own (USER) may not approve
 	// another user's call.

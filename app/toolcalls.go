@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -118,10 +119,16 @@ func (s *ToolCalls) List(ctx context.Context, p domain.Principal, session string
 	return pageOf(list, page, func(c domain.ToolCall) ports.Cursor { return ports.CursorOf(c.CreatedAt, c.ID) }, nil), nil
 }
 
+// WithdrawnNobodyWaits is who withdrew a call whose wait ended (its
+// ResolvedBy).
+const WithdrawnNobodyWaits = "agentauth: nobody waits for it any more"
+
 // Resolve approves or rejects a pending call of a session the caller
 // manages. A call that is no longer pending is a conflict, and so is the
 // approval of a call that the session's current state, the gateway or the
-// agent's limits would now deny (a session made readonly meanwhile).
+// agent's limits would now deny (a session made readonly meanwhile), and
+// any resolution of a call the gateway held whose wait ended: it is
+// withdrawn instead.
 func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id string, approve bool) (domain.ToolCall, error) {
 	sess, err := s.sessions.Manageable(ctx, p, session)
 	if err != nil {
@@ -133,6 +140,14 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 	}
 	if err != nil {
 		return domain.ToolCall{}, err
+	}
+	if at := s.clock.Now().UTC(); call.Abandoned(at) {
+		// Its waiter's wait ended: nothing could receive its result.
+		if _, err := s.store.ResolveToolCall(ctx, id, domain.CallWithdrawn, WithdrawnNobodyWaits, at); err != nil {
+			return domain.ToolCall{}, err
+		}
+		return domain.ToolCall{}, fmt.Errorf("tool call %s is withdrawn: nobody waits for it any more (its wait ended %s): %w",
+			id, call.WaitUntil.Format(time.RFC3339), domain.ErrConflict)
 	}
 	status := domain.CallRejected
 	if approve {

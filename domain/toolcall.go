@@ -179,13 +179,16 @@ func agentSteps(ag Agent, readOnly bool, tool string) []ToolDecision {
 // ToolCallStatus is where a tool call stands.
 type ToolCallStatus string
 
-// Tool-call statuses. Only pending calls can be approved or rejected.
+// Tool-call statuses. Only pending calls can be approved, rejected or
+// withdrawn; a withdrawn call is one nobody waits for any more (its
+// caller gave up, went away, or its wait ended), and cannot be approved.
 const (
-	CallAllowed  ToolCallStatus = "allowed"
-	CallDenied   ToolCallStatus = "denied"
-	CallPending  ToolCallStatus = "pending"
-	CallApproved ToolCallStatus = "approved"
-	CallRejected ToolCallStatus = "rejected"
+	CallAllowed   ToolCallStatus = "allowed"
+	CallDenied    ToolCallStatus = "denied"
+	CallPending   ToolCallStatus = "pending"
+	CallApproved  ToolCallStatus = "approved"
+	CallRejected  ToolCallStatus = "rejected"
+	CallWithdrawn ToolCallStatus = "withdrawn"
 )
 
 // StatusOf is the initial status of a call decided with effect e.
@@ -220,6 +223,19 @@ type ToolCall struct {
 	// UsedAt is when the gateway forwarded an approved call; an approval
 	// is used once.
 	UsedAt time.Time
+	// Waiter names who waits for a pending call's outcome through the
+	// gateway (a digest of its MCP session and request id; "" for a call
+	// of the API), and WaitUntil when the wait ends (zero: it does not).
+	// Once nobody waits, the call is withdrawn: nothing is ever forwarded
+	// without a waiter to receive the result.
+	Waiter    string
+	WaitUntil time.Time
+}
+
+// Abandoned reports whether c is a pending call whose wait ended before
+// now: it can only be withdrawn.
+func (c ToolCall) Abandoned(now time.Time) bool {
+	return c.Status == CallPending && !c.WaitUntil.IsZero() && now.After(c.WaitUntil)
 }
 
 // ArgumentsHash is the hex SHA-256 of canonical, the RFC 8785 canonical

@@ -100,10 +100,14 @@ type ToolCallStore interface {
 	GetToolCall(ctx context.Context, id string) (domain.ToolCall, error)
 	// ListToolCalls returns calls newest first (creation time, then ID).
 	ListToolCalls(ctx context.Context, f ToolCallFilter) ([]domain.ToolCall, error)
-	// ResolveToolCall moves a pending call to status (approved or
-	// rejected) atomically and returns it; a call that is no longer pending
-	// fails with domain.ErrConflict, so two approvers cannot both win.
+	// ResolveToolCall moves a pending call to status (approved, rejected
+	// or withdrawn) atomically and returns it; a call that is no longer
+	// pending fails with domain.ErrConflict, so two approvers cannot both
+	// win, nor an approver and the waiter giving up.
 	ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error)
+	// WithdrawWaiting withdraws, atomically, the pending call whose Waiter
+	// is waiter and returns it; domain.ErrNotFound when none is pending.
+	WithdrawWaiting(ctx context.Context, waiter, by string, at time.Time) (domain.ToolCall, error)
 	// UseApproval marks an approved call used at at, atomically: a call
 	// that is not approved or was used already fails with
 	// domain.ErrConflict (domain.ErrNotFound when there is none), so an

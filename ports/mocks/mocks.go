@@ -914,6 +914,21 @@ func (mr *MockToolCallStoreMockRecorder) UseApproval(arg0, arg1, arg2 interface{
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UseApproval", reflect.TypeOf((*MockToolCallStore)(nil).UseApproval), arg0, arg1, arg2)
 }
 
+// WithdrawWaiting mocks base method.
+func (m *MockToolCallStore) WithdrawWaiting(arg0 context.Context, arg1, arg2 string, arg3 time.Time) (domain.ToolCall, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "WithdrawWaiting", arg0, arg1, arg2, arg3)
+	ret0, _ := ret[0].(domain.ToolCall)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// WithdrawWaiting indicates an expected call of WithdrawWaiting.
+func (mr *MockToolCallStoreMockRecorder) WithdrawWaiting(arg0, arg1, arg2, arg3 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "WithdrawWaiting", reflect.TypeOf((*MockToolCallStore)(nil).WithdrawWaiting), arg0, arg1, arg2, arg3)
+}
+
 // MockSessionModeStore is a mock of SessionModeStore interface.
 type MockSessionModeStore struct {
 	ctrl     *gomock.Controller

@@ -40,14 +40,14 @@ func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
 }
 
 // RunSharedAccessStore checks what instances sharing one database rely on:
-// a pending tool call resolved at once from several instances is resolved
-// exactly once.
+// a pending tool call resolved (or withdrawn by its waiter) at once from
+// several instances is resolved exactly once.
 func RunSharedAccessStore(t *testing.T, open SharedFactory[AccessStore]) {
 	t.Run("OneResolutionWinsAcrossInstances", func(t *testing.T) {
 		handles := open(t, 3)
 		ctx := ctxFor(t)
 		call := domain.ToolCall{ID: "c1", Session: "s1", Agent: "a0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "uma", CreatedAt: base,
-			Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Message: "ask"}}
+			Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Message: "ask"}, Waiter: "w1"}
 		if err := handles[0].CreateToolCall(ctx, call); err != nil {
 			t.Fatalf("CreateToolCall: %v", err)
 		}
@@ -60,6 +60,10 @@ func RunSharedAccessStore(t *testing.T, open SharedFactory[AccessStore]) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if i%3 == 2 {
+					_, errs[i] = handles[i%len(handles)].WithdrawWaiting(ctx, "w1", "waiter gone", base.Add(time.Minute))
+					return
+				}
 				status := []domain.ToolCallStatus{domain.CallApproved, domain.CallRejected}[i%2]
 				_, errs[i] = handles[i%len(handles)].ResolveToolCall(ctx, "c1", status, "approver", base.Add(time.Minute))
 			}()
@@ -70,8 +74,8 @@ func RunSharedAccessStore(t *testing.T, open SharedFactory[AccessStore]) {
 			switch {
 			case err == nil:
 				wins++
-			case !errors.Is(err, domain.ErrConflict):
-				t.Fatalf("ResolveToolCall: %v, want nil or ErrConflict", err)
+			case !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound):
+				t.Fatalf("ResolveToolCall, WithdrawWaiting: %v, want nil, ErrConflict or ErrNotFound", err)
 			}
 		}
 		if wins != 1 {
@@ -370,6 +374,7 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 			t.Errorf("ListToolCalls(%+v) = %v, %v; want %v", tt.f, ids, err, tt.want)
 		}
 	}
+	testWaiters(t, st)
 }
 
 func testSessionsByProject(t *testing.T, st AccessStore) {
@@ -417,6 +422,40 @@ func testSessionsByProject(t *testing.T, st AccessStore) {
 
 // testUseApproval: a gateway call keeps its arguments' hash, and its
 // approval is used once; a call that is pending, denied or used refuses.
+// testWaiters: a call the gateway holds keeps who waits and until when;
+// its waiter withdraws it once, and a withdrawn call is approved no more.
+func testWaiters(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	held := domain.ToolCall{ID: "c5", Session: "s3", Agent: "g0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "agent:g0",
+		CreatedAt: t0.Add(4 * time.Second), Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonPolicyAsk, Message: "ask"},
+		Waiter: "w-c5", WaitUntil: t0.Add(5 * time.Minute)}
+	other := held
+	other.ID, other.Waiter = "c6", "w-c6"
+	for _, c := range []domain.ToolCall{held, other} {
+		if err := st.CreateToolCall(ctx, c); err != nil {
+			t.Fatalf("CreateToolCall(%s): %v", c.ID, err)
+		}
+	}
+	if got, err := st.GetToolCall(ctx, "c5"); err != nil || !sameCall(got, held) {
+		t.Errorf("GetToolCall(c5) = %+v, %v; want %+v", got, err, held)
+	}
+	got, err := st.WithdrawWaiting(ctx, "w-c5", "client gone", t0.Add(time.Minute))
+	if err != nil || got.ID != "c5" || got.Status != domain.CallWithdrawn || got.ResolvedBy != "client gone" || !got.ResolvedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("WithdrawWaiting(w-c5) = %+v, %v", got, err)
+	}
+	for _, w := range []string{"w-c5", "", "w-none"} {
+		if _, err := st.WithdrawWaiting(ctx, w, "x", t0); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("WithdrawWaiting(%q) again: got %v, want ErrNotFound", w, err)
+		}
+	}
+	if _, err := st.ResolveToolCall(ctx, "c5", domain.CallApproved, "lea", t0.Add(2*time.Minute)); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("approving a withdrawn call: got %v, want ErrConflict", err)
+	}
+	if c, err := st.GetToolCall(ctx, "c6"); err != nil || c.Status != domain.CallPending {
+		t.Errorf("another waiter's call: %+v, %v; want it pending", c, err)
+	}
+}
+
 func testUseApproval(t *testing.T, st AccessStore) {
 	ctx := ctxFor(t)
 	// Canonical arguments as an approver reads them: any Unicode, escapes

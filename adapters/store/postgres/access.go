@@ -420,29 +420,30 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
 		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-		args_hash, used_at, arguments) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, c.ID, c.Session, c.Agent, c.Tool,
-		string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt),
-		c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments))
+		args_hash, used_at, arguments, waiter, wait_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, c.ID,
+		c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy,
+		nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments), c.Waiter, nanos(c.WaitUntil))
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-	args_hash, used_at, arguments`
+	args_hash, used_at, arguments, waiter, wait_until`
 
 func scanToolCall(row pgx.CollectableRow) (domain.ToolCall, error) {
 	var (
 		c                       domain.ToolCall
 		effect, status, args    string
 		created, resolved, used int64
+		until                   int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args, &c.Waiter, &until); err != nil {
 		return domain.ToolCall{}, err
 	}
 	if args != "" {
 		c.Arguments = []byte(args)
 	}
 	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
-	c.CreatedAt, c.ResolvedAt, c.UsedAt = fromNanos(created), fromNanos(resolved), fromNanos(used)
+	c.CreatedAt, c.ResolvedAt, c.UsedAt, c.WaitUntil = fromNanos(created), fromNanos(resolved), fromNanos(used), fromNanos(until)
 	return c, nil
 }
 
@@ -490,6 +491,27 @@ func toolCallsQuery(f ports.ToolCallFilter) (string, []any) {
 
 // ResolveToolCall approves or rejects a pending call. The UPDATE's WHERE
 // makes it a compare-and-set: two approvers on two instances cannot both
+// WithdrawWaiting withdraws the pending call waiter waits for; the WHERE
+// clause makes it a compare-and-set against an approval.
+func (s *Store) WithdrawWaiting(ctx context.Context, waiter, by string, at time.Time) (domain.ToolCall, error) {
+	var c domain.ToolCall
+	err := s.change(ctx, "withdraw the tool call nobody waits for", func(ctx context.Context, tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `UPDATE tool_calls SET status = $1, resolved_by = $2, resolved_at = $3
+			WHERE id = (SELECT id FROM tool_calls WHERE waiter = $4 AND waiter <> '' AND status = $5 LIMIT 1) AND status = $5
+			RETURNING `+toolCallColumns, string(domain.CallWithdrawn), by, nanos(at), waiter, string(domain.CallPending))
+		var err error
+		c, err = pgx.CollectExactlyOneRow(rows, scanToolCall)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("no pending tool call waited for: %w", domain.ErrNotFound)
+		}
+		if err != nil {
+			return storeErr("withdraw tool call", err)
+		}
+		return nil
+	})
+	return c, err
+}
+
 // win, the second waits for the first's row lock and then matches nothing.
 func (s *Store) ResolveToolCall(ctx context.Context, id string, status domain.ToolCallStatus, by string, at time.Time) (domain.ToolCall, error) {
 	var c domain.ToolCall

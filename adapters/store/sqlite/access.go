@@ -475,29 +475,30 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
 		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-		args_hash, used_at, arguments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason,
-		c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt),
-		c.ArgsHash, nanos(c.UsedAt), string(c.Arguments))
+		args_hash, used_at, arguments, waiter, wait_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool,
+		string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy,
+		nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments), c.Waiter, nanos(c.WaitUntil))
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-	args_hash, used_at, arguments`
+	args_hash, used_at, arguments, waiter, wait_until`
 
 func scanToolCall(row scanner) (domain.ToolCall, error) {
 	var (
 		c                       domain.ToolCall
 		effect, status, args    string
 		created, resolved, used int64
+		until                   int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args, &c.Waiter, &until); err != nil {
 		return domain.ToolCall{}, err
 	}
 	if args != "" {
 		c.Arguments = []byte(args)
 	}
 	c.Decision.Effect, c.Status = domain.Effect(effect), domain.ToolCallStatus(status)
-	c.CreatedAt, c.ResolvedAt, c.UsedAt = fromNanos(created), fromNanos(resolved), fromNanos(used)
+	c.CreatedAt, c.ResolvedAt, c.UsedAt, c.WaitUntil = fromNanos(created), fromNanos(resolved), fromNanos(used), fromNanos(until)
 	return c, nil
 }
 
@@ -546,6 +547,33 @@ func toolCallsQuery(f ports.ToolCallFilter) (string, []any) {
 	}
 	tail, args := keyset(where, args, f.Page, "id")
 	return `SELECT ` + toolCallColumns + ` FROM tool_calls` + tail, args
+}
+
+// WithdrawWaiting withdraws the pending call waiter waits for; the WHERE
+// clause makes it a compare-and-set against an approval.
+func (s *Store) WithdrawWaiting(ctx context.Context, waiter, by string, at time.Time) (domain.ToolCall, error) {
+	var c domain.ToolCall
+	err := s.change(ctx, "withdraw the tool call nobody waits for", func(ctx context.Context, tx *sql.Tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM tool_calls WHERE waiter = ? AND waiter <> '' AND status = ? LIMIT 1`,
+			waiter, string(domain.CallPending)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no pending tool call waited for: %w", domain.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: find a waited tool call: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = ?`,
+			string(domain.CallWithdrawn), by, nanos(at), id, string(domain.CallPending)); err != nil {
+			return fmt.Errorf("sqlite: withdraw tool call: %w", err)
+		}
+		c, err = scanToolCall(tx.QueryRowContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE id = ?`, id))
+		if err != nil {
+			return fmt.Errorf("sqlite: read tool call: %w", err)
+		}
+		return nil
+	})
+	return c, err
 }
 
 // ResolveToolCall approves or rejects a pending call; the WHERE clause
