@@ -513,7 +513,7 @@ func (s *MCPGateway) callableTools(ctx context.Context, x *exchange, result json
 // forwards it, deny answers the reason and never reaches the server, ask
 // holds it until an approval (bound to these arguments) releases it.
 func (s *MCPGateway) toolsCall(ctx context.Context, x *exchange, version string, msg mcpwire.Message) (MCPAnswer, error) {
-	p, err := mcpwire.ParseToolCall(msg.Params)
+	p, err := mcpwire.ParseParams(msg.Params)
 	if err != nil || p.Name == "" {
 		x.refuse("")
 		x.n.Decision, x.n.Reason = "deny", domain.ReasonGatewayMalformed

@@ -43,8 +43,17 @@ type MCPRequest struct {
 	Credential      string
 	SessionID       string
 	ProtocolVersion string
-	Body            []byte
+	// Method and Name are the Mcp-Method and Mcp-Name headers of a request
+	// in MCP 2026-07-28 ("" none; Name as it goes on the wire), Params its
+	// Mcp-Param-* headers.
+	Method, Name string
+	Params       []MCPParam
+	Body         []byte
 }
+
+// MCPParam is one Mcp-Param-{Name} header: Name without the prefix, the
+// value as it goes on the wire.
+type MCPParam struct{ Name, Value string }
 
 // MCPReply is what the server answered.
 type MCPReply struct {

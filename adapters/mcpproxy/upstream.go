@@ -100,6 +100,15 @@ func headers(r ports.MCPRequest, set func(key, value string)) {
 	if r.ProtocolVersion != "" {
 		set(mcpwire.HeaderProtocolVersion, r.ProtocolVersion)
 	}
+	if r.Method != "" {
+		set(mcpwire.HeaderMethod, r.Method)
+	}
+	if r.Name != "" {
+		set(mcpwire.HeaderName, r.Name)
+	}
+	for _, p := range r.Params {
+		set(mcpwire.HeaderParamPrefix+p.Name, p.Value)
+	}
 }
 
 // ErrUpstream wraps every failure of the server: unreachable, timed out,

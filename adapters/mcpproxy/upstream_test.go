@@ -22,6 +22,9 @@ import (
 type seen struct {
 	method, uri, body                                     string
 	auth, accept, contentType, sessionID, protocolVersion string
+	// mcpMethod, mcpName and mcpParam are the MCP 2026-07-28 headers
+	// (mcpParam: Mcp-Param-Region).
+	mcpMethod, mcpName, mcpParam string
 }
 
 // recorder serves answer and records what it received.
@@ -36,7 +39,8 @@ func (rc *recorder) handler(answer http.HandlerFunc) http.HandlerFunc {
 		rc.mu.Lock()
 		rc.reqs = append(rc.reqs, seen{method: r.Method, uri: r.RequestURI, body: string(body), auth: r.Header.Get("Authorization"),
 			accept: r.Header.Get("Accept"), contentType: r.Header.Get("Content-Type"),
-			sessionID: r.Header.Get(mcpwire.HeaderSessionID), protocolVersion: r.Header.Get(mcpwire.HeaderProtocolVersion)})
+			sessionID: r.Header.Get(mcpwire.HeaderSessionID), protocolVersion: r.Header.Get(mcpwire.HeaderProtocolVersion),
+			mcpMethod: r.Header.Get(mcpwire.HeaderMethod), mcpName: r.Header.Get(mcpwire.HeaderName), mcpParam: r.Header.Get(mcpwire.HeaderParamPrefix + "Region")})
 		rc.mu.Unlock()
 		answer(w, r)
 	}
@@ -86,6 +90,13 @@ func TestPost(t *testing.T) {
 				_, _ = io.WriteString(w, answer7)
 			},
 			ports.MCPReply{Status: 200, SessionID: "s2", ContentType: "application/json; charset=utf-8", Messages: []mcpwire.Message{mustParse(t, answer7)}}, ""},
+		{"MCP 2026-07-28: the request's headers", "/mcp", ports.MCPRequest{ProtocolVersion: "2026-07-28", Method: "tools/call", Name: "t",
+			Params: []ports.MCPParam{{Name: "Region", Value: "=?base64?IHBhZGRlZCA=?="}}}, json.RawMessage("7"),
+			func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, answer7)
+			},
+			ports.MCPReply{Status: 200, ContentType: "application/json", Messages: []mcpwire.Message{mustParse(t, answer7)}}, ""},
 		{"a JSON answer in chunks, no credential", "/a/../b//c%2Fd?x=1", ports.MCPRequest{}, json.RawMessage("7"),
 			func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
@@ -190,7 +201,11 @@ func TestPost(t *testing.T) {
 				t.Errorf("reply\n%+v, want\n%+v", got, tt.want)
 			}
 			wantSeen := seen{method: "POST", uri: tt.path, body: ask, auth: "", accept: "application/json, text/event-stream",
-				contentType: "application/json", sessionID: tt.req.SessionID, protocolVersion: tt.req.ProtocolVersion}
+				contentType: "application/json", sessionID: tt.req.SessionID, protocolVersion: tt.req.ProtocolVersion,
+				mcpMethod: tt.req.Method, mcpName: tt.req.Name}
+			if len(tt.req.Params) > 0 {
+				wantSeen.mcpParam = tt.req.Params[0].Value
+			}
 			if tt.req.Credential != "" {
 				wantSeen.auth = "Bearer " + tt.req.Credential
 			}

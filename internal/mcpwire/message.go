@@ -113,16 +113,32 @@ func Parse(body []byte) (Message, error) {
 	return m, nil
 }
 
-// ToolCall is what the gateway reads of a tools/call's params.
-type ToolCall struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+// Params is what the gateway reads of a request's params: the name (a
+// tool's, a prompt's) or URI it is about, a tool call's arguments, the
+// per-request metadata of MCP 2026-07-28, and a multi round-trip retry's
+// request state and input responses.
+type Params struct {
+	Name           string          `json:"name"`
+	URI            string          `json:"uri"`
+	Arguments      json.RawMessage `json:"arguments"`
+	Meta           Meta            `json:"_meta"`
+	RequestState   string          `json:"requestState"`
+	InputResponses json.RawMessage `json:"inputResponses"`
 }
 
-// ParseToolCall reads a tools/call's params; the call does not share
-// params' bytes.
-func ParseToolCall(params json.RawMessage) (ToolCall, error) {
-	var p ToolCall
+// Meta is what the gateway reads of a request's _meta (MCP 2026-07-28).
+type Meta struct {
+	ProtocolVersion    string          `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+}
+
+// ParseParams reads a request's params (none when there are none); what
+// it reads does not share params' bytes.
+func ParseParams(params json.RawMessage) (Params, error) {
+	var p Params
+	if len(params) == 0 {
+		return p, nil
+	}
 	err := jsonv1.Unmarshal(params, &p)
 	return p, err
 }
