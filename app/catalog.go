@@ -31,28 +31,73 @@ func NewCatalog(store ports.CatalogStore, policies *PolicyRules, projects ports.
 // sv.Credential the name of the file holding the token the gateway
 // presents there.
 func (s *Catalog) CreateServer(ctx context.Context, sv domain.Server) (domain.Server, error) {
-	if err := domain.ValidateName("server", sv.Name); err != nil {
+	if err := validServer(sv); err != nil {
 		return domain.Server{}, err
-	}
-	if _, err := domain.CanonicalResource(sv.URL); err != nil {
-		return domain.Server{}, fmt.Errorf("server url %q: want an http:// or https:// URL without fragment or user information: %w", sv.URL, domain.ErrInvalidInput)
-	}
-	if sv.Endpoint != "" {
-		if err := httpURL("server endpoint", sv.Endpoint); err != nil {
-			return domain.Server{}, err
-		}
-	}
-	if err := domain.ValidateCredentialName(sv.Credential); err != nil {
-		return domain.Server{}, err
-	}
-	if sv.Credential != "" && sv.Endpoint == "" {
-		return domain.Server{}, fmt.Errorf("server credential: set the endpoint it is presented to: %w", domain.ErrInvalidInput)
 	}
 	sv.CreatedAt = s.clock.Now().UTC()
 	if err := s.store.CreateServer(ctx, sv); err != nil {
 		return domain.Server{}, err
 	}
 	return sv, nil
+}
+
+// validServer is every check of a server's registration, made and changed.
+func validServer(sv domain.Server) error {
+	if err := domain.ValidateName("server", sv.Name); err != nil {
+		return err
+	}
+	if _, err := domain.CanonicalResource(sv.URL); err != nil {
+		return fmt.Errorf("server url %q: want an http:// or https:// URL without fragment or user information: %w", sv.URL, domain.ErrInvalidInput)
+	}
+	if sv.Endpoint != "" {
+		if err := httpURL("server endpoint", sv.Endpoint); err != nil {
+			return err
+		}
+	}
+	if err := domain.ValidateCredentialName(sv.Credential); err != nil {
+		return err
+	}
+	if sv.Credential != "" && sv.Endpoint == "" {
+		return fmt.Errorf("server credential: set the endpoint it is presented to: %w", domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+// ServerChange is what a change of a server sets; nil leaves a field as
+// it is (PATCH), a replacement sets every one (PUT).
+type ServerChange struct {
+	URL, Endpoint, Credential *string
+}
+
+// ChangeServer changes the registration of server name, validated as a
+// new one is; never while a call of its tools waits for approval
+// (domain.ErrConflict). A new URL is a new audience: the agent tokens
+// minted for the old one are refused at its gateway endpoint.
+func (s *Catalog) ChangeServer(ctx context.Context, name string, ch ServerChange) (before, after domain.Server, err error) {
+	before, err = s.store.GetServer(ctx, name)
+	if err != nil {
+		return before, after, err
+	}
+	after = before
+	if ch.URL != nil {
+		after.URL = *ch.URL
+	}
+	if ch.Endpoint != nil {
+		after.Endpoint = *ch.Endpoint
+	}
+	if ch.Credential != nil {
+		after.Credential = *ch.Credential
+	}
+	if err := validServer(after); err != nil {
+		return before, after, err
+	}
+	return before, after, s.store.UpdateServer(ctx, after)
+}
+
+// DeleteServer removes server name, once no tool is registered on it and
+// no call of its tools waits for approval (domain.ErrConflict).
+func (s *Catalog) DeleteServer(ctx context.Context, name string) error {
+	return s.store.DeleteServer(ctx, name)
 }
 
 func httpURL(what, raw string) error {
@@ -83,7 +128,7 @@ func (s *Catalog) CreateTool(ctx context.Context, t domain.Tool) (domain.Tool, e
 		return domain.Tool{}, err
 	}
 	t.Name = name
-	if err := domain.ValidateName("server", t.Server); err != nil {
+	if err := validTool(t); err != nil {
 		return domain.Tool{}, err
 	}
 	t.CreatedAt = s.clock.Now().UTC()
@@ -91,6 +136,61 @@ func (s *Catalog) CreateTool(ctx context.Context, t domain.Tool) (domain.Tool, e
 		return domain.Tool{}, err
 	}
 	return t, nil
+}
+
+// validTool checks what a tool's registration says besides its name.
+func validTool(t domain.Tool) error {
+	if err := domain.ValidateName("server", t.Server); err != nil {
+		return err
+	}
+	return domain.ValidateToolDescription(t.Description)
+}
+
+// ToolChange is what a change of a tool sets; nil leaves a field as it is
+// (PATCH), a replacement sets every one (PUT).
+type ToolChange struct {
+	Server                   *string
+	ReadOnly, SecondApprover *bool
+	Description              *string
+}
+
+// ChangeTool changes the registration of tool name, validated as a new
+// one is; never while a call of it waits for approval (domain.ErrConflict).
+func (s *Catalog) ChangeTool(ctx context.Context, name string, ch ToolChange) (before, after domain.Tool, err error) {
+	if name, err = domain.CanonicalToolName(name); err != nil {
+		return before, after, err
+	}
+	if before, err = s.store.GetTool(ctx, name); err != nil {
+		return before, after, err
+	}
+	after = before
+	after.Name = name
+	if ch.Server != nil {
+		after.Server = *ch.Server
+	}
+	if ch.ReadOnly != nil {
+		after.ReadOnly = *ch.ReadOnly
+	}
+	if ch.SecondApprover != nil {
+		after.SecondApprover = *ch.SecondApprover
+	}
+	if ch.Description != nil {
+		after.Description = *ch.Description
+	}
+	if err := validTool(after); err != nil {
+		return before, after, err
+	}
+	return before, after, s.store.UpdateTool(ctx, after)
+}
+
+// DeleteTool removes tool name, once no call of it waits for approval
+// (domain.ErrConflict). Rules naming it stay: they name a pattern.
+func (s *Catalog) DeleteTool(ctx context.Context, name string) error {
+	name, err := domain.CanonicalToolName(name)
+	if err != nil {
+		return err
+	}
+	return s.store.DeleteTool(ctx, name)
 }
 
 // ListTools returns a page of the tools the caller may use, newest first:

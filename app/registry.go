@@ -97,6 +97,26 @@ func (r *Registry) ListTools(ctx context.Context, page ports.Page) ([]domain.Too
 	return kept(r.mem, "tools", func() ([]domain.Tool, error) { return r.catalog.ListTools(ctx, page) })
 }
 
+// UpdateServer changes a server's registration.
+func (r *Registry) UpdateServer(ctx context.Context, s domain.Server) error {
+	return r.change(ctx, ports.RegistryServer+s.Name, func() error { return r.catalog.UpdateServer(ctx, s) })
+}
+
+// DeleteServer removes a server.
+func (r *Registry) DeleteServer(ctx context.Context, name string) error {
+	return r.change(ctx, ports.RegistryServer+name, func() error { return r.catalog.DeleteServer(ctx, name) })
+}
+
+// UpdateTool changes a tool's registration.
+func (r *Registry) UpdateTool(ctx context.Context, t domain.Tool) error {
+	return r.change(ctx, ports.RegistryTool+t.Name, func() error { return r.catalog.UpdateTool(ctx, t) })
+}
+
+// DeleteTool removes a tool.
+func (r *Registry) DeleteTool(ctx context.Context, name string) error {
+	return r.change(ctx, ports.RegistryTool+name, func() error { return r.catalog.DeleteTool(ctx, name) })
+}
+
 // CreatePolicy stores a rule.
 func (r *Registry) CreatePolicy(ctx context.Context, p domain.PolicyRule) error {
 	return r.change(ctx, ports.RegistryPolicy+p.ID, func() error { return r.policies.CreatePolicy(ctx, p) })

@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Server is a registered MCP-style tool server.
@@ -28,7 +29,28 @@ type Tool struct {
 	// SecondApprover: a call that needs approval must be approved by
 	// someone other than the session's owner.
 	SecondApprover bool
-	CreatedAt      time.Time
+	// Description is what the tool does, as its server describes it (an
+	// import copies tools/list's) or an ADMIN wrote it: shown to whoever
+	// approves its calls.
+	Description string
+	CreatedAt   time.Time
+}
+
+// MaxToolDescription bounds a tool's description, in bytes.
+const MaxToolDescription = 4096
+
+// ValidateToolDescription accepts UTF-8 text of at most MaxToolDescription
+// bytes without control characters other than tab and newline.
+func ValidateToolDescription(d string) error {
+	if len(d) > MaxToolDescription || !utf8.ValidString(d) {
+		return fmt.Errorf("tool description: at most %d bytes of UTF-8 text: %w", MaxToolDescription, ErrInvalidInput)
+	}
+	for _, r := range d {
+		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f {
+			return fmt.Errorf("tool description: control character %U: %w", r, ErrInvalidInput)
+		}
+	}
+	return nil
 }
 
 const maxNameLen = 128

@@ -58,6 +58,24 @@ type CatalogStore interface {
 	// ListTools returns a page of tools newest first (creation time, then
 	// name).
 	ListTools(ctx context.Context, page Page) ([]domain.Tool, error)
+
+	// UpdateServer replaces what is registered of the server s.Name (all
+	// but its name and creation time). DeleteServer removes it. Both fail
+	// with domain.ErrNotFound when it is not registered, and with
+	// domain.ErrConflict, changing nothing, while a call of one of its
+	// tools waits for approval (it would run against another registration)
+	// or, for DeleteServer, while tools are registered on it. The check
+	// and the change are one atomic step.
+	UpdateServer(ctx context.Context, s domain.Server) error
+	DeleteServer(ctx context.Context, name string) error
+	// UpdateTool replaces what is registered of the tool t.Name (all but
+	// its name and creation time; every spelling of it stored before names
+	// were canonical). DeleteTool removes it. Both fail with
+	// domain.ErrNotFound when it is not registered (UpdateTool: or t.Server
+	// is not), and with domain.ErrConflict, changing nothing, while a call
+	// of it waits for approval; atomically.
+	UpdateTool(ctx context.Context, t domain.Tool) error
+	DeleteTool(ctx context.Context, name string) error
 }
 
 // PolicyStore keeps the tool policy rules.

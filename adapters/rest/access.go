@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +32,14 @@ func (s *Server) accessRoutes() []route {
 
 		{fiber.MethodGet, "/api/v2/servers", domain.PermServersRead, s.listServers},
 		{fiber.MethodPost, "/api/v2/servers", domain.PermServersWrite, s.createServer},
+		{fiber.MethodPut, "/api/v2/servers/:name", domain.PermServersWrite, s.changeServer(true)},
+		{fiber.MethodPatch, "/api/v2/servers/:name", domain.PermServersWrite, s.changeServer(false)},
+		{fiber.MethodDelete, "/api/v2/servers/:name", domain.PermServersWrite, s.deleteServer},
 		{fiber.MethodGet, "/api/v2/tools", domain.PermToolsRead, s.listTools},
 		{fiber.MethodPost, "/api/v2/tools", domain.PermToolsWrite, s.createTool},
+		{fiber.MethodPut, "/api/v2/tools/:name", domain.PermToolsWrite, s.changeTool(true)},
+		{fiber.MethodPatch, "/api/v2/tools/:name", domain.PermToolsWrite, s.changeTool(false)},
+		{fiber.MethodDelete, "/api/v2/tools/:name", domain.PermToolsWrite, s.deleteTool},
 
 		{fiber.MethodGet, "/api/v2/policies", domain.PermPoliciesRead, s.listPolicies},
 		{fiber.MethodPost, "/api/v2/policies", domain.PermPoliciesWrite, s.createPolicy},
@@ -231,6 +238,7 @@ type toolJSON struct {
 	// SecondApprover: its calls that need approval must be approved by
 	// someone other than the session's owner.
 	SecondApprover bool      `json:"second_approver"`
+	Description    string    `json:"description"`
 	CreatedAt      time.Time `json:"created_at"`
 }
 
@@ -251,6 +259,7 @@ type createToolRequest struct {
 	Server         string `json:"server"`
 	ReadOnly       bool   `json:"read_only"`
 	SecondApprover bool   `json:"second_approver"`
+	Description    string `json:"description"`
 }
 
 func (s *Server) createTool(c *fiber.Ctx) error {
@@ -259,11 +268,146 @@ func (s *Server) createTool(c *fiber.Ctx) error {
 		return err
 	}
 	t, err := s.uc.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly,
-		SecondApprover: req.SecondApprover})
+		SecondApprover: req.SecondApprover, Description: req.Description})
 	if err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(toolJSON(t))
+}
+
+// changeServerRequest is a server's registration as PUT replaces it
+// (every field; absent: empty) or PATCH changes it (absent: as it is). A
+// name, when given, is the one in the path.
+type changeServerRequest struct {
+	Name       *string `json:"name"`
+	URL        *string `json:"url"`
+	Endpoint   *string `json:"endpoint"`
+	Credential *string `json:"credential"`
+}
+
+func (s *Server) changeServer(replace bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var req changeServerRequest
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+		name, err := pathName(c)
+		if err != nil {
+			return err
+		}
+		if err := samePathName(req.Name, name); err != nil {
+			return err
+		}
+		if replace {
+			for _, f := range []**string{&req.URL, &req.Endpoint, &req.Credential} {
+				if *f == nil {
+					*f = new(string)
+				}
+			}
+		}
+		before, after, err := s.uc.Catalog.ChangeServer(c.UserContext(), name, app.ServerChange{URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential})
+		if err != nil {
+			return err
+		}
+		note(c, fmt.Sprintf("server %s changed: url %q → %q, endpoint %q → %q, credential %q → %q", name,
+			before.URL, after.URL, before.Endpoint, after.Endpoint, before.Credential, after.Credential))
+		return c.JSON(serverJSON(after))
+	}
+}
+
+// samePathName refuses a body naming another resource than its path.
+func samePathName(body *string, path string) error {
+	if body != nil && *body != path {
+		return fmt.Errorf("name %q differs from the path's %q: a registration keeps its name (remove it and register another): %w", *body, path, domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+// pathName is the :name of a server's or tool's path, unescaped: names
+// may hold "/" (sent as %2F) and ":".
+func pathName(c *fiber.Ctx) (string, error) {
+	name, err := url.PathUnescape(c.Params("name"))
+	if err != nil {
+		return "", fmt.Errorf("name in the path: %v: %w", err, domain.ErrInvalidInput)
+	}
+	return name, nil
+}
+
+func (s *Server) deleteServer(c *fiber.Ctx) error {
+	name, err := pathName(c)
+	if err != nil {
+		return err
+	}
+	if err := s.uc.Catalog.DeleteServer(c.UserContext(), name); err != nil {
+		return err
+	}
+	note(c, "server "+name+" removed")
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// changeToolRequest is a tool's registration as PUT replaces it (every
+// field; absent: empty or false) or PATCH changes it (absent: as it is).
+type changeToolRequest struct {
+	Name           *string `json:"name"`
+	Server         *string `json:"server"`
+	ReadOnly       *bool   `json:"read_only"`
+	SecondApprover *bool   `json:"second_approver"`
+	Description    *string `json:"description"`
+}
+
+func (s *Server) changeTool(replace bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var req changeToolRequest
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+		name, err := pathName(c)
+		if err != nil {
+			return err
+		}
+		if req.Name != nil {
+			canonical, err := domain.CanonicalToolName(*req.Name)
+			if err != nil {
+				return err
+			}
+			req.Name = &canonical
+			if err := samePathName(req.Name, strings.ToLower(name)); err != nil {
+				return err
+			}
+		}
+		if replace {
+			for _, f := range []**string{&req.Server, &req.Description} {
+				if *f == nil {
+					*f = new(string)
+				}
+			}
+			for _, f := range []**bool{&req.ReadOnly, &req.SecondApprover} {
+				if *f == nil {
+					*f = new(bool)
+				}
+			}
+		}
+		before, after, err := s.uc.Catalog.ChangeTool(c.UserContext(), name, app.ToolChange{Server: req.Server, ReadOnly: req.ReadOnly,
+			SecondApprover: req.SecondApprover, Description: req.Description})
+		if err != nil {
+			return err
+		}
+		note(c, fmt.Sprintf("tool %s changed: server %s → %s, read_only %t → %t, second_approver %t → %t, description of %d → %d bytes", after.Name,
+			before.Server, after.Server, before.ReadOnly, after.ReadOnly, before.SecondApprover, after.SecondApprover, len(before.Description), len(after.Description)))
+		return c.JSON(toolJSON(after))
+	}
+}
+
+func (s *Server) deleteTool(c *fiber.Ctx) error {
+	name, err := pathName(c)
+	if err != nil {
+		return err
+	}
+	if err := s.uc.Catalog.DeleteTool(c.UserContext(), name); err != nil {
+		return err
+	}
+	note(c, "tool "+name+" removed")
+	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // --- policies ---

@@ -42,6 +42,11 @@ func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 			Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Message: "m"}, RequestedBy: subject, CreatedAt: now}),
 		h.store.CreateServer(ctx, domain.Server{Name: server, URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
 		h.store.CreateTool(ctx, domain.Tool{Name: f.tool, Server: server, CreatedAt: now}),
+		// A server and a tool no call waits for (their changes are refused
+		// while one does), and a server without tools (removable).
+		h.store.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("free-%d", n), URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
+		h.store.CreateTool(ctx, domain.Tool{Name: fmt.Sprintf("free.%d", n), Server: fmt.Sprintf("free-%d", n), CreatedAt: now}),
+		h.store.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("bare-%d", n), URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
 		h.store.CreatePolicy(ctx, domain.PolicyRule{ID: f.policy, Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeSubject, Value: subject, CreatedAt: now}),
 		h.store.PutKeyOwner(ctx, domain.KeyOwner{Subject: subject, Roles: []domain.Role{role}, UpdatedAt: now}),
 		h.store.CreateAPIKey(ctx, domain.APIKey{ID: f.key, Name: "k", Owner: subject, Hash: make([]byte, 32), Permissions: []domain.Permission{domain.PermMeRead},
@@ -78,6 +83,14 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		path = strings.Replace(r.path, ":id", f.key, 1)
 	}
 	path = strings.Replace(path, ":subject", subject, 1)
+	switch {
+	case r.path == "/api/v2/servers/:name" && r.method == fiber.MethodDelete:
+		path = strings.Replace(path, ":name", fmt.Sprintf("bare-%d", n), 1)
+	case r.path == "/api/v2/servers/:name":
+		path = strings.Replace(path, ":name", fmt.Sprintf("free-%d", n), 1)
+	case r.path == "/api/v2/tools/:name":
+		path = strings.Replace(path, ":name", fmt.Sprintf("free.%d", n), 1)
+	}
 	bodies := map[string]string{
 		"POST /api/v2/sessions":                              `{"title":"t","project":"` + f.project + `"}`,
 		"PATCH /api/v2/sessions/:id":                         `{"mode":"readonly"}`,
@@ -85,6 +98,10 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"PUT /api/v2/projects/:id/members":                   `{"members":[{"subject":"` + subject + `","lead":true},{"subject":"bob"}]}`,
 		"POST /api/v2/servers":                               fmt.Sprintf(`{"name":"new-%d","url":"https://127.0.0.1/mcp"}`, n),
 		"POST /api/v2/tools":                                 fmt.Sprintf(`{"name":"new.%d","server":"srv-%d","read_only":true}`, n, n),
+		"PUT /api/v2/servers/:name":                          `{"url":"https://127.0.0.1/mcp"}`,
+		"PATCH /api/v2/servers/:name":                        `{"endpoint":"https://127.0.0.1/mcp"}`,
+		"PUT /api/v2/tools/:name":                            fmt.Sprintf(`{"server":"free-%d","read_only":true}`, n),
+		"PATCH /api/v2/tools/:name":                          `{"description":"changed"}`,
 		"POST /api/v2/policies":                              `{"effect":"deny","tool":"shell.*","scope":"role","value":"USER"}`,
 		"POST /api/v2/sessions/:id/agents":                   `{"parent":"` + f.agent + `","tools":["` + f.tool + `"]}`,
 		"POST /api/v2/sessions/:id/tool-calls":               `{"agent":"` + f.agent + `","tool":"` + f.tool + `"}`,
@@ -204,8 +221,14 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"PUT /api/v2/projects/:id/members":                    domain.PermProjectsWrite,
 		"GET /api/v2/servers":                                 domain.PermServersRead,
 		"POST /api/v2/servers":                                domain.PermServersWrite,
+		"PUT /api/v2/servers/:name":                           domain.PermServersWrite,
+		"PATCH /api/v2/servers/:name":                         domain.PermServersWrite,
+		"DELETE /api/v2/servers/:name":                        domain.PermServersWrite,
 		"GET /api/v2/tools":                                   domain.PermToolsRead,
 		"POST /api/v2/tools":                                  domain.PermToolsWrite,
+		"PUT /api/v2/tools/:name":                             domain.PermToolsWrite,
+		"PATCH /api/v2/tools/:name":                           domain.PermToolsWrite,
+		"DELETE /api/v2/tools/:name":                          domain.PermToolsWrite,
 		"GET /api/v2/policies":                                domain.PermPoliciesRead,
 		"POST /api/v2/policies":                               domain.PermPoliciesWrite,
 		"DELETE /api/v2/policies/:id":                         domain.PermPoliciesWrite,

@@ -595,6 +595,34 @@ func (mr *MockCatalogStoreMockRecorder) CreateTool(arg0, arg1 interface{}) *gomo
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CreateTool", reflect.TypeOf((*MockCatalogStore)(nil).CreateTool), arg0, arg1)
 }
 
+// DeleteServer mocks base method.
+func (m *MockCatalogStore) DeleteServer(arg0 context.Context, arg1 string) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "DeleteServer", arg0, arg1)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// DeleteServer indicates an expected call of DeleteServer.
+func (mr *MockCatalogStoreMockRecorder) DeleteServer(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteServer", reflect.TypeOf((*MockCatalogStore)(nil).DeleteServer), arg0, arg1)
+}
+
+// DeleteTool mocks base method.
+func (m *MockCatalogStore) DeleteTool(arg0 context.Context, arg1 string) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "DeleteTool", arg0, arg1)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// DeleteTool indicates an expected call of DeleteTool.
+func (mr *MockCatalogStoreMockRecorder) DeleteTool(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteTool", reflect.TypeOf((*MockCatalogStore)(nil).DeleteTool), arg0, arg1)
+}
+
 // GetServer mocks base method.
 func (m *MockCatalogStore) GetServer(arg0 context.Context, arg1 string) (domain.Server, error) {
 	m.ctrl.T.Helper()
@@ -653,6 +681,34 @@ func (m *MockCatalogStore) ListTools(arg0 context.Context, arg1 ports.Page) ([]d
 func (mr *MockCatalogStoreMockRecorder) ListTools(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListTools", reflect.TypeOf((*MockCatalogStore)(nil).ListTools), arg0, arg1)
+}
+
+// UpdateServer mocks base method.
+func (m *MockCatalogStore) UpdateServer(arg0 context.Context, arg1 domain.Server) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "UpdateServer", arg0, arg1)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// UpdateServer indicates an expected call of UpdateServer.
+func (mr *MockCatalogStoreMockRecorder) UpdateServer(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UpdateServer", reflect.TypeOf((*MockCatalogStore)(nil).UpdateServer), arg0, arg1)
+}
+
+// UpdateTool mocks base method.
+func (m *MockCatalogStore) UpdateTool(arg0 context.Context, arg1 domain.Tool) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "UpdateTool", arg0, arg1)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// UpdateTool indicates an expected call of UpdateTool.
+func (mr *MockCatalogStoreMockRecorder) UpdateTool(arg0, arg1 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UpdateTool", reflect.TypeOf((*MockCatalogStore)(nil).UpdateTool), arg0, arg1)
 }
 
 // MockPolicyStore is a mock of PolicyStore interface.

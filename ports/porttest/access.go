@@ -36,6 +36,7 @@ func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
 	t.Run("AgentsAndToolCalls", func(t *testing.T) { testAgentsAndToolCalls(t, newStore(t)) })
 	t.Run("AgentAndToolCallPages", func(t *testing.T) { testAgentAndToolCallPages(t, newStore(t)) })
 	t.Run("CatalogPages", func(t *testing.T) { testCatalogPages(t, newStore(t)) })
+	t.Run("CatalogChanges", func(t *testing.T) { testCatalogChanges(t, newStore(t)) })
 	t.Run("SessionsByOwnerOrProjectAndMode", func(t *testing.T) { testSessionsByProject(t, newStore(t)) })
 }
 
@@ -517,4 +518,113 @@ func short(c domain.ToolCall) string {
 	args := fmt.Sprintf("%d bytes of arguments, SHA-256 %s", len(c.Arguments), domain.ArgumentsHash(c.Arguments))
 	c.Arguments = nil
 	return fmt.Sprintf("%+v with %s", c, args)
+}
+
+// testCatalogChanges: servers and tools are changed and removed, whole;
+// never while a call of theirs waits for approval, nor a server that still
+// has tools; a missing one is ErrNotFound.
+func testCatalogChanges(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	fs := domain.Server{Name: "fs", URL: "http://127.0.0.1:9/mcp", CreatedAt: t0}
+	git := domain.Server{Name: "git", URL: "http://127.0.0.1:8/mcp", CreatedAt: t0}
+	for _, sv := range []domain.Server{fs, git} {
+		if err := st.CreateServer(ctx, sv); err != nil {
+			t.Fatalf("CreateServer(%s): %v", sv.Name, err)
+		}
+	}
+	write := domain.Tool{Name: "fs.write", Server: "fs", CreatedAt: t0}
+	legacy := domain.Tool{Name: "Fs.Legacy", Server: "fs", ReadOnly: true, CreatedAt: t0}
+	for _, tl := range []domain.Tool{write, legacy} {
+		if err := st.CreateTool(ctx, tl); err != nil {
+			t.Fatalf("CreateTool(%s): %v", tl.Name, err)
+		}
+	}
+
+	moved := domain.Server{Name: "fs", URL: "https://fs.example/mcp", Endpoint: "https://fs.internal/mcp", Credential: "fs-token", CreatedAt: t0.Add(time.Hour)}
+	if err := st.UpdateServer(ctx, moved); err != nil {
+		t.Fatalf("UpdateServer: %v", err)
+	}
+	moved.CreatedAt = t0 // kept
+	if got, err := st.GetServer(ctx, "fs"); err != nil || got != moved {
+		t.Errorf("GetServer after UpdateServer = %+v, %v; want %+v", got, err, moved)
+	}
+	changed := domain.Tool{Name: "fs.write", Server: "git", ReadOnly: true, SecondApprover: true, Description: "Write a file.\nNaïve: ⚠", CreatedAt: t0.Add(time.Hour)}
+	if err := st.UpdateTool(ctx, changed); err != nil {
+		t.Fatalf("UpdateTool: %v", err)
+	}
+	changed.CreatedAt = t0
+	if got, err := st.GetTool(ctx, "fs.write"); err != nil || got != changed {
+		t.Errorf("GetTool after UpdateTool = %+v, %v; want %+v", got, err, changed)
+	}
+	if err := st.UpdateTool(ctx, domain.Tool{Name: "fs.legacy", Server: "fs", Description: "old spelling"}); err != nil {
+		t.Errorf("UpdateTool(fs.legacy) of a row stored as Fs.Legacy: %v", err)
+	}
+	if got, err := st.GetTool(ctx, "fs.legacy"); err != nil || got.Description != "old spelling" || got.ReadOnly {
+		t.Errorf("GetTool(fs.legacy) = %+v, %v; want it changed", got, err)
+	}
+	missing := []struct {
+		name string
+		err  error
+	}{
+		{"UpdateServer(nope)", st.UpdateServer(ctx, domain.Server{Name: "nope", URL: "http://x"})},
+		{"DeleteServer(nope)", st.DeleteServer(ctx, "nope")},
+		{"UpdateTool(nope)", st.UpdateTool(ctx, domain.Tool{Name: "nope", Server: "fs"})},
+		{"UpdateTool onto a server not registered", st.UpdateTool(ctx, domain.Tool{Name: "fs.write", Server: "nope"})},
+		{"DeleteTool(nope)", st.DeleteTool(ctx, "nope")},
+	}
+	for _, m := range missing {
+		if !errors.Is(m.err, domain.ErrNotFound) {
+			t.Errorf("%s = %v, want ErrNotFound", m.name, m.err)
+		}
+	}
+
+	// A call of fs.write waits for approval: neither it nor its server
+	// (git now) changes until it is resolved.
+	pending := domain.ToolCall{ID: "c1", Session: "s1", Agent: "a0", Tool: "fs.write", Status: domain.CallPending, RequestedBy: "uma", CreatedAt: t0,
+		Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonPolicyAsk}}
+	if err := st.CreateToolCall(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	held := []struct {
+		name string
+		err  error
+	}{
+		{"UpdateTool", st.UpdateTool(ctx, domain.Tool{Name: "fs.write", Server: "git"})},
+		{"DeleteTool", st.DeleteTool(ctx, "fs.write")},
+		{"UpdateServer", st.UpdateServer(ctx, domain.Server{Name: "git", URL: "http://127.0.0.1:7/mcp"})},
+		{"DeleteServer with its tools", st.DeleteServer(ctx, "git")},
+		{"DeleteServer with tools", st.DeleteServer(ctx, "fs")},
+	}
+	for _, h := range held {
+		if !errors.Is(h.err, domain.ErrConflict) {
+			t.Errorf("%s = %v, want ErrConflict", h.name, h.err)
+		}
+	}
+	if got, _ := st.GetTool(ctx, "fs.write"); got != changed {
+		t.Errorf("a refused change changed the tool: %+v", got)
+	}
+	if got, _ := st.GetServer(ctx, "git"); got != git {
+		t.Errorf("a refused change changed the server: %+v", got)
+	}
+	// Another server's tools are free.
+	if err := st.DeleteTool(ctx, "fs.legacy"); err != nil {
+		t.Errorf("DeleteTool(fs.legacy): %v", err)
+	}
+	if _, err := st.ResolveToolCall(ctx, "c1", domain.CallRejected, "lea", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteTool(ctx, "fs.write"); err != nil {
+		t.Fatalf("DeleteTool once the call is resolved: %v", err)
+	}
+	if _, err := st.GetTool(ctx, "fs.write"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("GetTool after DeleteTool = %v, want ErrNotFound", err)
+	}
+	for _, name := range []string{"git", "fs"} {
+		if err := st.DeleteServer(ctx, name); err != nil {
+			t.Fatalf("DeleteServer(%s) without tools: %v", name, err)
+		}
+	}
+	if list, err := st.ListServers(ctx, ports.Page{}); err != nil || len(list) != 0 {
+		t.Errorf("ListServers after deleting both = %+v, %v", list, err)
+	}
 }

@@ -248,8 +248,8 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	return s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			t.Name, t.Server, t.ReadOnly, t.SecondApprover, nanos(t.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			t.Name, t.Server, t.ReadOnly, t.SecondApprover, t.Description, nanos(t.CreatedAt))
 		if isForeignKey(err) {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
@@ -260,14 +260,14 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	})
 }
 
-const toolColumns = `name, server, read_only, second_approver, created_at`
+const toolColumns = `name, server, read_only, second_approver, description, created_at`
 
 func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
 	var (
 		t       domain.Tool
 		created int64
 	)
-	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &created)
+	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &t.Description, &created)
 	t.CreatedAt = fromNanos(created)
 	return t, err
 }
@@ -285,6 +285,86 @@ func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
 		return domain.Tool{}, storeErr("read tool", err)
 	}
 	return t, nil
+}
+
+// Whether a call waits for approval: of the tool named (any spelling), or
+// of a tool registered on the server named.
+const (
+	toolPending   = `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE status = 'pending' AND lower(tool) = lower($1))`
+	serverPending = `SELECT EXISTS (SELECT 1 FROM tool_calls c JOIN tools t ON lower(c.tool) = lower(t.name) WHERE c.status = 'pending' AND t.server = $1)`
+)
+
+// catalogChange runs change in one transaction after locking what it
+// changes (lock: a query whose rows are locked FOR UPDATE; none: not
+// registered) and checking, inside it, that nothing waits for approval
+// (pending). The registry's triggers announce the change.
+func (s *Store) catalogChange(ctx context.Context, what, lock, pending, name string, change func(tx pgx.Tx) error) error {
+	return s.change(ctx, what, func(ctx context.Context, tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, lock, name)
+		n, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return storeErr(what, err)
+		}
+		if len(n) == 0 {
+			return fmt.Errorf("%s is not registered: %w", name, domain.ErrNotFound)
+		}
+		var waits bool
+		if err := tx.QueryRow(ctx, pending, name).Scan(&waits); err != nil {
+			return storeErr(what, err)
+		}
+		if waits {
+			return fmt.Errorf("a call of %s waits for approval; approve or reject it first: %w", name, domain.ErrConflict)
+		}
+		if err := change(tx); err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
+			return storeErr(what, err)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+}
+
+// UpdateServer replaces a server's registration.
+func (s *Store) UpdateServer(ctx context.Context, sv domain.Server) error {
+	return s.catalogChange(ctx, "change server "+sv.Name, `SELECT name FROM servers WHERE name = $1 FOR UPDATE`, serverPending, sv.Name, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE servers SET url = $1, endpoint = $2, credential = $3 WHERE name = $4`, sv.URL, sv.Endpoint, sv.Credential, sv.Name)
+		return err
+	})
+}
+
+// DeleteServer removes a server without tools.
+func (s *Store) DeleteServer(ctx context.Context, name string) error {
+	return s.catalogChange(ctx, "remove server "+name, `SELECT name FROM servers WHERE name = $1 FOR UPDATE`, serverPending, name, func(tx pgx.Tx) error {
+		var tools int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM tools WHERE server = $1`, name).Scan(&tools); err != nil {
+			return err
+		}
+		if tools > 0 {
+			return fmt.Errorf("server %s has %d tools registered; remove them first: %w", name, tools, domain.ErrConflict)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM servers WHERE name = $1`, name)
+		return err
+	})
+}
+
+// UpdateTool replaces a tool's registration (every spelling of its name).
+func (s *Store) UpdateTool(ctx context.Context, t domain.Tool) error {
+	return s.catalogChange(ctx, "change tool "+t.Name, `SELECT name FROM tools WHERE lower(name) = lower($1) FOR UPDATE`, toolPending, t.Name, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE tools SET server = $1, read_only = $2, second_approver = $3, description = $4 WHERE lower(name) = lower($5)`,
+			t.Server, t.ReadOnly, t.SecondApprover, t.Description, t.Name)
+		if isForeignKey(err) {
+			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
+		}
+		return err
+	})
+}
+
+// DeleteTool removes a tool (every spelling of its name).
+func (s *Store) DeleteTool(ctx context.Context, name string) error {
+	return s.catalogChange(ctx, "remove tool "+name, `SELECT name FROM tools WHERE lower(name) = lower($1) FOR UPDATE`, toolPending, name, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM tools WHERE lower(name) = lower($1)`, name)
+		return err
+	})
 }
 
 // ListTools returns a page of tools newest first.

@@ -282,8 +282,8 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 		if n == 0 {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, created_at) VALUES (?, ?, ?, ?, ?)`,
-			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), nanos(t.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, nanos(t.CreatedAt))
 		if isUnique(err) {
 			return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
 		}
@@ -294,7 +294,7 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	}))
 }
 
-const toolColumns = `name, server, read_only, second_approver, created_at`
+const toolColumns = `name, server, read_only, second_approver, description, created_at`
 
 func scanTool(row scanner) (domain.Tool, error) {
 	var (
@@ -302,7 +302,7 @@ func scanTool(row scanner) (domain.Tool, error) {
 		ro, second int
 		created    int64
 	)
-	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &created); err != nil {
+	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &t.Description, &created); err != nil {
 		return domain.Tool{}, err
 	}
 	t.ReadOnly, t.SecondApprover, t.CreatedAt = ro != 0, second != 0, fromNanos(created)
@@ -321,6 +321,92 @@ func (s *Store) GetTool(ctx context.Context, name string) (domain.Tool, error) {
 		return domain.Tool{}, fmt.Errorf("sqlite: read tool: %w", err)
 	}
 	return t, nil
+}
+
+// Whether a call waits for approval: of the tool named (any spelling), or
+// of a tool registered on the server named.
+const (
+	toolPending   = `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE status = 'pending' AND lower(tool) = lower(?))`
+	serverPending = `SELECT EXISTS (SELECT 1 FROM tool_calls c JOIN tools t ON lower(c.tool) = lower(t.name) WHERE c.status = 'pending' AND t.server = ?)`
+)
+
+// catalogChange runs change in one transaction after checking, inside it,
+// that what exists (a count query) is there and that nothing waits for
+// approval (pending), and announces report.
+func (s *Store) catalogChange(ctx context.Context, what, report string, exists, pending, name string, change func(tx *sql.Tx) error) error {
+	return s.announced(report, s.change(ctx, what, func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		var waits bool
+		if err := tx.QueryRowContext(ctx, exists, name).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%s is not registered: %w", name, domain.ErrNotFound)
+		}
+		if err := tx.QueryRowContext(ctx, pending, name).Scan(&waits); err != nil {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		if waits {
+			return fmt.Errorf("a call of %s waits for approval; approve or reject it first: %w", name, domain.ErrConflict)
+		}
+		if err := change(tx); err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
+			return fmt.Errorf("sqlite: %s: %w", what, err)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}))
+}
+
+// UpdateServer replaces a server's registration.
+func (s *Store) UpdateServer(ctx context.Context, sv domain.Server) error {
+	return s.catalogChange(ctx, "change server "+sv.Name, ports.RegistryChangeKey(ports.RegistryServer+sv.Name),
+		`SELECT count(*) FROM servers WHERE name = ?`, serverPending, sv.Name, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE servers SET url = ?, endpoint = ?, credential = ? WHERE name = ?`, sv.URL, sv.Endpoint, sv.Credential, sv.Name)
+			return err
+		})
+}
+
+// DeleteServer removes a server without tools.
+func (s *Store) DeleteServer(ctx context.Context, name string) error {
+	return s.catalogChange(ctx, "remove server "+name, ports.RegistryChangeKey(ports.RegistryServer+name),
+		`SELECT count(*) FROM servers WHERE name = ?`, serverPending, name, func(tx *sql.Tx) error {
+			var tools int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tools WHERE server = ?`, name).Scan(&tools); err != nil {
+				return err
+			}
+			if tools > 0 {
+				return fmt.Errorf("server %s has %d tools registered; remove them first: %w", name, tools, domain.ErrConflict)
+			}
+			_, err := tx.ExecContext(ctx, `DELETE FROM servers WHERE name = ?`, name)
+			return err
+		})
+}
+
+// UpdateTool replaces a tool's registration (every spelling of its name).
+func (s *Store) UpdateTool(ctx context.Context, t domain.Tool) error {
+	return s.catalogChange(ctx, "change tool "+t.Name, ports.RegistryChangeKey(ports.RegistryTool+t.Name),
+		`SELECT count(*) FROM tools WHERE lower(name) = lower(?)`, toolPending, t.Name, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM servers WHERE name = ?`, t.Server).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE tools SET server = ?, read_only = ?, second_approver = ?, description = ? WHERE lower(name) = lower(?)`,
+				t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, t.Name)
+			return err
+		})
+}
+
+// DeleteTool removes a tool (every spelling of its name).
+func (s *Store) DeleteTool(ctx context.Context, name string) error {
+	return s.catalogChange(ctx, "remove tool "+name, ports.RegistryChangeKey(ports.RegistryTool+name),
+		`SELECT count(*) FROM tools WHERE lower(name) = lower(?)`, toolPending, name, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM tools WHERE lower(name) = lower(?)`, name)
+			return err
+		})
 }
 
 // ListTools returns a page of tools newest first.

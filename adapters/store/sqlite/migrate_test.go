@@ -32,7 +32,7 @@ CREATE TABLE projects (id TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_acce
 CREATE TABLE login_sessions (id_hash TEXT PRIMARY KEY, subject TEXT NOT NULL); -- of 0003_login: 0008 adds to it
 CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT, project TEXT, created_at INTEGER); -- of 0001_init: 0009 adds to it, 0013 indexes it
 CREATE TABLE servers (name TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 indexes it
-CREATE TABLE tool_calls (id TEXT PRIMARY KEY, session TEXT, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 indexes it
+CREATE TABLE tool_calls (id TEXT PRIMARY KEY, session TEXT, tool TEXT, status TEXT, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 and 0015 index it
 CREATE TABLE agents (id TEXT PRIMARY KEY, session TEXT, created_at INTEGER); -- of 0002_access: 0013 indexes it
 CREATE TABLE tools (name TEXT PRIMARY KEY, created_at INTEGER); -- of 0002_access: 0011 adds to it, 0013 indexes it`); err != nil {
 		t.Fatal(err)
