@@ -84,11 +84,11 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 	}
 	path = strings.Replace(path, ":subject", subject, 1)
 	switch {
-	case r.path == "/api/v2/servers/:name" && r.method == fiber.MethodDelete:
+	case r.path == "/api/v2/servers/:name" && r.method == fiber.MethodDelete, r.path == "/console/catalog/servers/:name/delete":
 		path = strings.Replace(path, ":name", fmt.Sprintf("bare-%d", n), 1)
-	case r.path == "/api/v2/servers/:name":
+	case strings.Contains(r.path, "/servers/:name"):
 		path = strings.Replace(path, ":name", fmt.Sprintf("free-%d", n), 1)
-	case r.path == "/api/v2/tools/:name":
+	case strings.Contains(r.path, "/tools/:name"):
 		path = strings.Replace(path, ":name", fmt.Sprintf("free.%d", n), 1)
 	}
 	bodies := map[string]string{
@@ -125,6 +125,10 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"POST /console/policies/:id/delete":                   "",
 		"POST /console/catalog/servers":                       fmt.Sprintf("name=new-%d&url=https://127.0.0.1/mcp", n),
 		"POST /console/catalog/tools":                         fmt.Sprintf("name=new.%d&server=srv-%d&read_only=on", n, n),
+		"POST /console/catalog/servers/:name":                 "url=https://127.0.0.1/mcp&endpoint=&credential=",
+		"POST /console/catalog/servers/:name/delete":          "",
+		"POST /console/catalog/tools/:name":                   fmt.Sprintf("server=free-%d&description=d", n),
+		"POST /console/catalog/tools/:name/delete":            "",
 
 		"POST /api/v2/keys":               `{"name":"ci","permissions":["me:read"],"expires_at":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`,
 		"POST /console/keys":              "name=ci&days=1&permissions=me:read",
@@ -270,6 +274,10 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /console/catalog":                                domain.PermServersRead,
 		"POST /console/catalog/servers":                       domain.PermServersWrite,
 		"POST /console/catalog/tools":                         domain.PermToolsWrite,
+		"POST /console/catalog/servers/:name":                 domain.PermServersWrite,
+		"POST /console/catalog/servers/:name/delete":          domain.PermServersWrite,
+		"POST /console/catalog/tools/:name":                   domain.PermToolsWrite,
+		"POST /console/catalog/tools/:name/delete":            domain.PermToolsWrite,
 		"GET /console/roles":                                  domain.PermSettingsRead,
 		"GET /console/audit":                                  domain.PermAuditRead,
 		"GET /console/audit/verify":                           domain.PermAuditRead,

@@ -72,3 +72,36 @@ func TestToolCallArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalsPageShowsTheCall: the console's Approvals page shows an
+// approver the call as it will run: every argument (a long one folded, not
+// cut), the tool's description, the session, the agent chain, who asked
+// and the rule that asked; markup in them is text.
+func TestApprovalsPageShowsTheCall(t *testing.T) {
+	h := axNew(t)
+	_, session, agent := axSession(t, h, "auto")
+	h.must(t, 200, "adm", "PATCH", "/api/v2/tools/fs.write", `{"description":"Writes <b>content</b> to a file at path."}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"*","scope":"role","value":"USER"}`)
+	rule := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)["id"].(string)
+	child := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"parent":"`+agent+`"}`)["id"].(string)
+	content := strings.Repeat("line of the file\n", 40) + "THE END"
+	args, _ := json.Marshal(map[string]string{"path": "/etc/<app>.conf", "content": content})
+	call := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/tool-calls", `{"agent":"`+child+`","tool":"fs.write","arguments":`+string(args)+`}`)["id"].(string)
+	r := h.do(t, "uma", "GET", "/console/approvals", "")
+	page := string(r.body)
+	for _, want := range []string{
+		"/etc/&lt;app&gt;.conf", // a short argument, as text
+		"THE END",               // a long one whole, behind its fold
+		"<details><summary><code>line of the file</code>… <span class=\"mut\">(687 characters of text; show all)</span></summary>",
+		"Writes &lt;b&gt;content&lt;/b&gt; to a file at path.", // the description
+		"<code>" + session + "</code>",                                  // the session
+		"uma → <code>" + agent + "</code> → <code>" + child + "</code>", // the chain
+		"uma, ",                          // who asked
+		"rule <code>" + rule + "</code>", // the rule that asked
+		"tool-calls/" + call + "/approve",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Approvals page lacks %q:\n%s", want, page)
+		}
+	}
+}

@@ -85,6 +85,11 @@ func New(uc app.Application, env Env) *Console {
 			return t.UTC().Format("2006-01-02 15:04:05Z")
 		},
 		"join": func(s []string) string { return strings.Join(s, ", ") },
+		// arguments and sha: a call's arguments as the Approvals page
+		// shows them, member by member.
+		"arguments": arguments,
+		// pathEscape makes a name (a tool's may hold "/") one path segment.
+		"pathEscape": url.PathEscape,
 		// memberCount counts the members a page of projects carries of a
 		// project: ports.EmbeddedMembers+1 of them means more.
 		"memberCount": func(m []domain.Member) string {

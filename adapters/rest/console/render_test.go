@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -41,6 +42,9 @@ func pageData(rows int) map[string]any {
 			Reason: hostile, Status: 403, Roles: []domain.Role{domain.RoleUser}})
 	}
 	call := domain.ToolCall{ID: hostile, Session: hostile, Agent: hostile, Tool: hostile, Status: domain.CallPending, RequestedBy: hostile, CreatedAt: now}
+	args, _ := json.Marshal(map[string]any{hostile: hostile, "long": strings.Repeat(hostile, 20), "n": []any{hostile, 1}})
+	argued := call
+	argued.Arguments, argued.ArgsHash, argued.Decision = args, hostile, domain.ToolDecision{Rule: hostile, Message: hostile, Reason: hostile}
 	return map[string]any{
 		"me": meData{Method: domain.MethodDebug, RoleSource: hostile, Permissions: []permissionRow{{domain.PermMeRead, hostile}}},
 		"sessions": struct {
@@ -52,7 +56,8 @@ func pageData(rows int) map[string]any {
 			Agents:    app.Page[domain.Agent]{Items: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}}, Next: hostile},
 			ToolCalls: app.Page[domain.ToolCall]{Items: []domain.ToolCall{call}, Next: hostile}, Servers: []domain.Server{{Name: hostile}},
 			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
-		"approvals": []pendingCall{{sessions[0], call}},
+		"approvals": []app.Approval{{Call: argued, Session: sessions[0], Chain: []string{hostile}, Tool: &domain.Tool{Name: hostile, Description: hostile, SecondApprover: true}},
+			{Call: call, Session: sessions[0]}},
 		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],
 			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}}}},
 		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, States: []stateCount{{hostile, 1}}},

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,10 @@ func (c *Console) Routes() []Route {
 		{get, "/console/catalog", domain.PermServersRead, c.catalog},
 		{post, "/console/catalog/servers", domain.PermServersWrite, c.createServer},
 		{post, "/console/catalog/tools", domain.PermToolsWrite, c.createTool},
+		{post, "/console/catalog/servers/:name", domain.PermServersWrite, c.changeServer},
+		{post, "/console/catalog/servers/:name/delete", domain.PermServersWrite, c.deleteServer},
+		{post, "/console/catalog/tools/:name", domain.PermToolsWrite, c.changeTool},
+		{post, "/console/catalog/tools/:name/delete", domain.PermToolsWrite, c.deleteTool},
 		{get, "/console/roles", domain.PermSettingsRead, c.roles},
 
 		{get, "/console/audit", domain.PermAuditRead, c.audit},
@@ -249,38 +254,6 @@ func (c *Console) resolve(approve bool) fiber.Handler {
 	}
 }
 
-type pendingCall struct {
-	Session domain.Session
-	Call    domain.ToolCall
-}
-
-// approvals lists the pending tool calls of the sessions the caller sees
-// (its own and, for a LEAD, its projects'), which it may approve where it
-// manages the session.
-func (c *Console) approvals(ctx *fiber.Ctx) error {
-	p := c.principal(ctx)
-	sessions, err := c.uc.Sessions.List(ctx.UserContext(), p, app.PageRequest{Limit: pageSize})
-	if err != nil {
-		return err
-	}
-	var pending []pendingCall
-	for _, s := range sessions.Items {
-		if s.State != domain.SessionActive {
-			continue
-		}
-		calls, err := c.uc.ToolCalls.List(ctx.UserContext(), p, s.ID, app.PageRequest{Limit: pageSize})
-		if err != nil {
-			return err
-		}
-		for _, tc := range calls.Items {
-			if tc.Status == domain.CallPending {
-				pending = append(pending, pendingCall{s, tc})
-			}
-		}
-	}
-	return c.render(ctx, fiber.StatusOK, "approvals", "Approvals", pending)
-}
-
 type dashboardData struct {
 	app.DashboardView
 	States []stateCount
@@ -470,7 +443,8 @@ func (c *Console) catalog(ctx *fiber.Ctx) error {
 }
 
 func (c *Console) createServer(ctx *fiber.Ctx) error {
-	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), domain.Server{Name: ctx.FormValue("name"), URL: ctx.FormValue("url")})
+	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), domain.Server{Name: ctx.FormValue("name"), URL: ctx.FormValue("url"),
+		Endpoint: ctx.FormValue("endpoint"), Credential: ctx.FormValue("credential")})
 	if err != nil {
 		return err
 	}
@@ -479,11 +453,71 @@ func (c *Console) createServer(ctx *fiber.Ctx) error {
 
 func (c *Console) createTool(ctx *fiber.Ctx) error {
 	t, err := c.uc.Catalog.CreateTool(ctx.UserContext(), domain.Tool{Name: ctx.FormValue("name"), Server: ctx.FormValue("server"),
-		ReadOnly: ctx.FormValue("read_only") == "on"})
+		ReadOnly: ctx.FormValue("read_only") == "on", SecondApprover: ctx.FormValue("second_approver") == "on", Description: ctx.FormValue("description")})
 	if err != nil {
 		return err
 	}
 	return c.done(ctx, "/console/catalog", "tool "+t.Name+" registered")
+}
+
+// catalogName is the :name of a server's or tool's form, unescaped (a
+// tool's name may hold "/").
+func catalogName(ctx *fiber.Ctx) (string, error) {
+	name, err := url.PathUnescape(ctx.Params("name"))
+	if err != nil {
+		return "", fmt.Errorf("name in the path: %v: %w", err, domain.ErrInvalidInput)
+	}
+	return name, nil
+}
+
+// changeServer replaces a server's registration with the form's.
+func (c *Console) changeServer(ctx *fiber.Ctx) error {
+	name, err := catalogName(ctx)
+	if err != nil {
+		return err
+	}
+	u, e, cr := ctx.FormValue("url"), ctx.FormValue("endpoint"), ctx.FormValue("credential")
+	if _, _, err := c.uc.Catalog.ChangeServer(ctx.UserContext(), name, app.ServerChange{URL: &u, Endpoint: &e, Credential: &cr}); err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "server "+name+" changed")
+}
+
+func (c *Console) deleteServer(ctx *fiber.Ctx) error {
+	name, err := catalogName(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.uc.Catalog.DeleteServer(ctx.UserContext(), name); err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "server "+name+" removed")
+}
+
+// changeTool replaces a tool's registration with the form's.
+func (c *Console) changeTool(ctx *fiber.Ctx) error {
+	name, err := catalogName(ctx)
+	if err != nil {
+		return err
+	}
+	server, desc := ctx.FormValue("server"), ctx.FormValue("description")
+	ro, second := ctx.FormValue("read_only") == "on", ctx.FormValue("second_approver") == "on"
+	_, t, err := c.uc.Catalog.ChangeTool(ctx.UserContext(), name, app.ToolChange{Server: &server, ReadOnly: &ro, SecondApprover: &second, Description: &desc})
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "tool "+t.Name+" changed")
+}
+
+func (c *Console) deleteTool(ctx *fiber.Ctx) error {
+	name, err := catalogName(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.uc.Catalog.DeleteTool(ctx.UserContext(), name); err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "tool "+name+" removed")
 }
 
 type roleRow struct {

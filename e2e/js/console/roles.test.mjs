@@ -45,7 +45,7 @@ const actions = {
   async admin(page, subject) {
     await page.goto(env.url + '/console/catalog');
     await page.getByLabel('Name').first().fill('gh-srv');
-    await page.getByLabel('URL').fill('https://127.0.0.1/mcp');
+    await page.getByLabel('URL', { exact: true }).fill('https://127.0.0.1/mcp');
     await post(page, subject, page.getByRole('button', { name: 'Register server' }), '/console/catalog/servers', 'server gh-srv registered');
     await page.locator('#tname').fill('gh.read');
     await post(page, subject, page.getByRole('button', { name: 'Register tool' }), '/console/catalog/tools', 'tool gh.read registered');
@@ -110,7 +110,7 @@ const actions = {
     assert.equal(call.status(), 201, await call.text());
     const callId = (await call.json()).id;
     await page.goto(env.url + '/console/approvals');
-    const pending = page.locator('tbody tr', { hasText: `${role} session` });
+    const pending = page.locator('section.approval', { hasText: `${role} session` });
     await post(page, subject, pending.getByRole('button', { name: 'Approve' }), `${base}/tool-calls/${callId}/approve`, 'approved');
 
     await page.goto(env.url + base);
