@@ -257,7 +257,7 @@ func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domai
 			d.Invalid = append(d.Invalid, l.Name)
 		case seen[name]:
 		case !ok:
-			d.Add = append(d.Add, domain.Tool{Name: name, Server: server, ReadOnly: l.ReadOnly})
+			d.Add = append(d.Add, domain.Tool{Name: name, Server: server, ReadOnly: l.ReadOnly, Description: domain.ToolDescriptionOf(l.Description)})
 		case t.Server != server:
 			d.Elsewhere = append(d.Elsewhere, name)
 		default:

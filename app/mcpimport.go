@@ -39,7 +39,7 @@ func (s *MCPGateway) ImportTools(ctx context.Context, server string, apply bool)
 	}
 	tools := make([]domain.Tool, len(listed))
 	for i, l := range listed {
-		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint}
+		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint, Description: l.Description}
 	}
 	return s.decide.ImportTools(ctx, sv.Name, tools, apply)
 }
@@ -47,6 +47,7 @@ func (s *MCPGateway) ImportTools(ctx context.Context, server string, apply bool)
 // listedTool is a tool as a server's tools/list names it.
 type listedTool struct {
 	Name        string `json:"name"`
+	Description string `json:"description"`
 	Annotations struct {
 		ReadOnlyHint bool `json:"readOnlyHint"`
 	} `json:"annotations"`

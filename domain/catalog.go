@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -38,6 +39,27 @@ type Tool struct {
 
 // MaxToolDescription bounds a tool's description, in bytes.
 const MaxToolDescription = 4096
+
+// ToolDescriptionOf is a description a server gave (tools/list) as one a
+// tool keeps: control characters but tab and newline left out, and, over
+// MaxToolDescription bytes, cut at a character's end, saying so.
+func ToolDescriptionOf(s string) string {
+	const cut = "… (cut)"
+	kept := strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(kept) <= MaxToolDescription {
+		return kept
+	}
+	end := MaxToolDescription - len(cut)
+	for end > 0 && !utf8.RuneStart(kept[end]) {
+		end--
+	}
+	return kept[:end] + cut
+}
 
 // ValidateToolDescription accepts UTF-8 text of at most MaxToolDescription
 // bytes without control characters other than tab and newline.

@@ -391,8 +391,8 @@ func TestGatewayImportTools(t *testing.T) {
 			t.Errorf("import %d (apply %t) = %+v, want add %v, unchanged %v", i, tt.apply, d, tt.add, tt.unchanged)
 		}
 	}
-	if tl, err := h.store.GetTool(context.Background(), "secret.tool"); err != nil || tl.Server != "fs" {
-		t.Errorf("imported tool = %+v, %v; want secret.tool of fs", tl, err)
+	if tl, err := h.store.GetTool(context.Background(), "secret.tool"); err != nil || tl.Server != "fs" || tl.Description != "test tool secret.tool" {
+		t.Errorf("imported tool = %+v, %v; want secret.tool of fs, described as its server lists it", tl, err)
 	}
 }
 
