@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // hydraOP is a running Ory Hydra with the login and consent app of this
@@ -65,7 +67,7 @@ func startHydra(t *testing.T, strategy string, servicePort int) *hydraOP {
 		fmt.Sprintf("SERVE_PUBLIC_PORT=%d", pub), "SERVE_PUBLIC_HOST=127.0.0.1", fmt.Sprintf("SERVE_ADMIN_PORT=%d", adm), "SERVE_ADMIN_HOST=127.0.0.1",
 		"STRATEGIES_ACCESS_TOKEN="+strategy, "OAUTH2_EXPOSE_INTERNAL_ERRORS=true")
 	startProc(t, cmd, "hydra").waitLine(t, 60*time.Second, "Setting up http server on 127.0.0.1:"+fmt.Sprint(pub))
-	eventually(t, 30*time.Second, "Hydra's admin API ready", func() (bool, string) {
+	testwait.Until(t, 30*time.Second, "Hydra's admin API ready", func() (bool, string) {
 		resp, err := http.Get(op.admin + "/health/ready")
 		if err != nil {
 			return false, err.Error()
@@ -278,7 +280,7 @@ func TestHydra(t *testing.T) {
 				t.Fatalf("end the session at Hydra: %d %s", st, b)
 			}
 		}
-		eventually(t, 10*time.Second, "cookie refused after Hydra ended the session (back-channel logout)", func() (bool, string) {
+		testwait.Until(t, 10*time.Second, "cookie refused after Hydra ended the session (back-channel logout)", func() (bool, string) {
 			st, body := withCookie(t, s, cookie)
 			return st == http.StatusUnauthorized, fmt.Sprint(st, " ", body)
 		})

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 const mcpUpstreamSecret = "e2e-upstream-credential-0123"
@@ -82,7 +84,7 @@ func startGatewayService(t *testing.T) *service {
 func pendingCall(t *testing.T, s *service, session, tool, skip string) string {
 	t.Helper()
 	var id string
-	eventually(t, 60*time.Second, "a pending call of "+tool, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, "a pending call of "+tool, func() (bool, string) {
 		list := credCall(t, s, "GET", "/api/v2/sessions/"+session+"/tool-calls", "", 200)
 		calls, _ := list["tool_calls"].([]any)
 		for _, c := range calls {

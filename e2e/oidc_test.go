@@ -23,6 +23,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // TestOIDC runs the scenarios that share one provider and one service on
@@ -117,7 +119,7 @@ func testCodeFlow(t *testing.T, s *service) {
 		t.Fatalf("login form: %v", err)
 	}
 	var loc, body string
-	eventually(t, 30*time.Second, "the browser lands on /api/v2/me", func() (bool, string) {
+	testwait.Until(t, 30*time.Second, "the browser lands on /api/v2/me", func() (bool, string) {
 		if err := chromedp.Run(ctx, chromedp.Location(&loc)); err != nil {
 			t.Fatalf("location: %v", err)
 		}
@@ -377,7 +379,7 @@ func testRotation(t *testing.T, p *idp, s *service) {
 	}
 	// The new key is fetched on first sight of its kid (at most once per
 	// SERVICE_OIDC_JWKS_REFETCH, 1s here): poll until accepted.
-	eventually(t, 15*time.Second, "the token of the rotated key accepted as ADMIN", func() (bool, string) {
+	testwait.Until(t, 15*time.Second, "the token of the rotated key accepted as ADMIN", func() (bool, string) {
 		status, m := whoami(t, noRedirects(nil), s, after.AccessToken)
 		return status == http.StatusOK && slices.Equal(m.Roles, []string{"ADMIN"}), fmt.Sprint(status, m.Roles)
 	})
@@ -416,7 +418,7 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 	lead.revoke(t)
 	// Until the access token expires (3 s, and the 1 s skew) the session
 	// answers from what it has; then it refreshes, and LEAD is gone.
-	eventually(t, 30*time.Second, "the session refreshed without LEAD", func() (bool, string) {
+	testwait.Until(t, 30*time.Second, "the session refreshed without LEAD", func() (bool, string) {
 		status, m := whoami(t, c, s, "")
 		if status != http.StatusOK {
 			t.Fatalf("the session answered %d; want 200 before and after its refresh", status)
@@ -425,7 +427,7 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 	})
 	// The session refreshes a second before its access token expires;
 	// expired, issued before it, is refused once past its exp and the skew.
-	eventually(t, 30*time.Second, "the expired Bearer token refused", func() (bool, string) {
+	testwait.Until(t, 30*time.Second, "the expired Bearer token refused", func() (bool, string) {
 		status, _ := whoami(t, noRedirects(nil), s, expired.AccessToken)
 		return status == http.StatusUnauthorized, fmt.Sprint(status)
 	})
@@ -441,7 +443,7 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 	_ = startIDP(t, port, "STANDIN_ACCESS_TOKEN_TTL=3")
 	// The session answers 200 until its access token expires, then its
 	// refresh is refused and it ends.
-	eventually(t, 30*time.Second, "the session ended by the refused refresh", func() (bool, string) {
+	testwait.Until(t, 30*time.Second, "the session ended by the refused refresh", func() (bool, string) {
 		status, _ := whoami(t, noRedirects(jar), s, "")
 		if status != http.StatusOK && status != http.StatusUnauthorized {
 			t.Fatalf("the session answered %d; want 200, then 401", status)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // proc is a process a test started. Its standard output and error go to the
@@ -128,30 +130,6 @@ func (p *proc) stop() {
 	}
 }
 
-// eventually polls cond until it holds, failing the test when within
-// passes first. cond returns whether it holds and, when not, what it saw
-// (for the failure message). It is for conditions no process announces:
-// readiness that depends on another process, a change another instance
-// learns of.
-func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("%s: not within %s; last seen: %s", what, within, saw)
-		}
-	}
-}
-
 // startAgentauth runs the built agentauth serve on free loopback ports,
 // with a home and data folder of its own and env (a later variable
 // replaces an earlier one of the same name), and returns once it listens.
@@ -185,7 +163,7 @@ func startAgentauth(t testing.TB, name string, env ...string) *service {
 // (readiness follows the identity provider and the store).
 func (s *service) waitReady(t testing.TB, within time.Duration) {
 	t.Helper()
-	eventually(t, within, s.mgmt+"/health/ready", func() (bool, string) {
+	testwait.Until(t, within, s.mgmt+"/health/ready", func() (bool, string) {
 		resp, err := http.Get(s.mgmt + "/health/ready")
 		if err != nil {
 			return false, err.Error()

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // zitadelOP is a running e2e/peers/zitadelop: zitadel/oidc's example OP,
@@ -276,12 +278,12 @@ func TestZitadelExpiry(t *testing.T) {
 				return st
 			}
 			if tc.wantLast == http.StatusUnauthorized {
-				eventually(t, 6*ttl, "the session ends with its access token", func() (bool, string) {
+				testwait.Until(t, 6*ttl, "the session ends with its access token", func() (bool, string) {
 					st := cookie()
 					return st == http.StatusUnauthorized, fmt.Sprint(st)
 				})
 			} else {
-				eventually(t, 6*ttl, "the session renewed at the provider", func() (bool, string) {
+				testwait.Until(t, 6*ttl, "the session renewed at the provider", func() (bool, string) {
 					if st := cookie(); st != http.StatusOK {
 						t.Fatalf("the renewable session answered %d before it was renewed", st)
 					}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 	"github.com/agentauth/agentauth/config"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/wire"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // rawGet sends the request target as raw bytes on its own connection and
@@ -174,18 +177,13 @@ func TestClusterAuditRetention(t *testing.T) {
 	}
 	a, b := startInstance(t, dbURL, tune), startInstance(t, dbURL, tune)
 	// Retention runs in the background at start.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	testwait.Until(t, time.Minute, "the retention cut", func() (bool, string) {
 		start, err := st.ChainStart(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if start.Next == 21 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no retention cut after a minute: chain start %+v", start)
-		}
-	}
+		return start.Next == 21, fmt.Sprintf("chain start %+v", start)
+	})
 	for _, in := range []*instance{a, b} {
 		for _, path := range []string{"/api/v2/audit/verify", "/api/v2/audit/verify?from=0"} {
 			status, _, body := call(t, http.MethodGet, in.url+path, clusterKey, nil)

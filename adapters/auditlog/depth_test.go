@@ -2,12 +2,14 @@ package auditlog
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/testwait"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -39,9 +41,9 @@ func TestDepthCountsRecordsNotYetCommitted(t *testing.T) {
 	// Wait (without timing assumptions) until all five are inside Record:
 	// the first batch is held in the store, the others wait behind it.
 	<-store.entered
-	for c.Depth() != n {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, "every caller inside Record", func() (bool, string) {
+		return c.Depth() == n, fmt.Sprint("depth ", c.Depth())
+	})
 	close(store.gate)
 	for i := 0; i < n; i++ {
 		if err := <-done; err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 func TestKeyFiles(t *testing.T) {
@@ -137,20 +140,13 @@ func TestCheckpointer(t *testing.T) {
 // waitForCheckpoint polls until a checkpoint at seq or later is stored.
 func waitForCheckpoint(t *testing.T, st *sqlite.Store, seq int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, 30*time.Second, fmt.Sprintf("a checkpoint at seq %d", seq), func() (bool, string) {
 		cps, err := st.Checkpoints(context.Background(), 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cps) > 0 && cps[len(cps)-1].Seq >= seq {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint at seq %d after every %d records; have %+v", seq, 3, cps)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(cps) > 0 && cps[len(cps)-1].Seq >= seq, fmt.Sprintf("%+v", cps)
+	})
 }
 
 // TestAnotherKeysChainIsRefused: checkpoints form one chain signed by one

@@ -25,6 +25,8 @@ import (
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // The MCP gateway tested with real peers: the official MCP Go SDK
@@ -186,8 +188,9 @@ func gwRPCError(t *testing.T, err error) (int64, string) {
 // gwPending waits until session has a pending call of tool, and returns its id.
 func gwPending(t *testing.T, h *axHarness, session, tool string, not ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var id string
+	// A real server: the held call is stored by another goroutine.
+	testwait.Until(t, 30*time.Second, "a pending call of "+tool, func() (bool, string) {
 		var list struct {
 			ToolCalls []struct {
 				ID, Tool, Status string
@@ -196,13 +199,13 @@ func gwPending(t *testing.T, h *axHarness, session, tool string, not ...string) 
 		h.do(t, "uma", "GET", "/api/v2/sessions/"+session+"/tool-calls", "").decode(t, &list)
 		for _, c := range list.ToolCalls {
 			if c.Tool == tool && c.Status == "pending" && !slices.Contains(not, c.ID) {
-				return c.ID
+				id = c.ID
+				return true, ""
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // polling a real server: the held call is stored by another goroutine
-	}
-	t.Fatalf("no pending call of %s", tool)
-	return ""
+		return false, fmt.Sprintf("%+v", list.ToolCalls)
+	})
+	return id
 }
 
 func TestGatewayWithGoSDK(t *testing.T) {

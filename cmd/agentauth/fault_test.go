@@ -31,6 +31,8 @@ import (
 	"github.com/agentauth/agentauth/adapters/store/sqlite"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 const faultKey = "fault-test-key-0123456789"
@@ -200,12 +202,10 @@ func openPostgres(t *testing.T, url string) faultStore {
 // awaitSettled waits (boundedly) until recovery has left no pending intent.
 func awaitSettled(t *testing.T, st faultStore) {
 	t.Helper()
-	for i := 0; i < 300; i++ {
-		if n, err := st.intents.PendingIntents(context.Background()); err == nil && n == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(t, time.Minute, "recovery settles every pending intent", func() (bool, string) {
+		n, err := st.intents.PendingIntents(context.Background())
+		return err == nil && n == 0, fmt.Sprint(n, " pending, ", err)
+	})
 }
 
 // TestKill9UnderWriteLoadLeavesNoChangeUnaudited kills the service with
@@ -374,9 +374,9 @@ func (pg *privatePostgres) kill(t *testing.T) {
 		}
 	}
 	// pg_ctl start refuses while a killed server's processes linger.
-	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, "the killed postmaster gone", func() (bool, string) {
+		return syscall.Kill(pid, 0) != nil, "still running"
+	})
 }
 
 // status sends one request and returns its status (0: no answer).
@@ -394,13 +394,10 @@ func status(method, url, body string) int {
 // awaitStatus sends the request until it is answered want (bounded).
 func awaitStatus(t *testing.T, method, url, body string, want int) {
 	t.Helper()
-	for i := 0; i < 300; i++ {
-		if status(method, url, body) == want {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s %s never answered %d", method, url, want)
+	testwait.Until(t, time.Minute, fmt.Sprintf("%s %s answered %d", method, url, want), func() (bool, string) {
+		got := status(method, url, body)
+		return got == want, fmt.Sprint(got)
+	})
 }
 
 // TestDatabaseKilledUnderWriteLoad kills a private PostgreSQL server with

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/adapters/store/postgres/pgtest"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // tcpProxy forwards a free port of 127.0.0.1 to target until down, which
@@ -97,17 +99,13 @@ func probe(t *testing.T, u string) (int, health) {
 // reused for a second, and the pool notices a dead server on use).
 func eventually(t *testing.T, u string, want int) health {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		status, h := probe(t, u)
-		if status == want {
-			return h
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: still %d %+v after 20s, want %d", u, status, h, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var h health
+	testwait.Until(t, time.Minute, fmt.Sprintf("GET %s answered %d", u, want), func() (bool, string) {
+		var status int
+		status, h = probe(t, u)
+		return status == want, fmt.Sprintf("%d %+v", status, h)
+	})
+	return h
 }
 
 func freeTCPPort(t *testing.T) int {

@@ -17,6 +17,8 @@ import (
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
 	"github.com/agentauth/agentauth/ports/porttest"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // liveSignal passes the store's watcher through and tells the test when it
@@ -57,7 +59,7 @@ func waitFor(t *testing.T, ch chan struct{}, what string) {
 // PostgreSQL database keep cookie sessions in memory. A session used on A
 // and then logged out on B, or refreshed on B, is forgotten by A: A
 // refuses (or re-reads) it once PostgreSQL has delivered B's notification,
-// which the test bounds at 2 s and logs.
+// which the test logs.
 func TestSessionEndedOnOneInstanceIsRefusedByTheOther(t *testing.T) {
 	stores := sharedStores[*postgres.Store](t, 2)
 	now := time.Now()
@@ -94,17 +96,11 @@ func TestSessionEndedOnOneInstanceIsRefusedByTheOther(t *testing.T) {
 		t.Fatalf("logout on B: %v", err)
 	}
 	start := time.Now()
-	for {
+	testwait.Until(t, 30*time.Second, "A refuses the session logged out on B", func() (bool, string) {
 		_, err := a.Authenticate(ctx, cookie)
-		if errors.Is(err, domain.ErrUnauthenticated) {
-			t.Logf("A refused the session %v after B's logout returned", time.Since(start))
-			return
-		}
-		if time.Since(start) > 2*time.Second {
-			t.Fatalf("A still accepts the session 2 s after the logout on B: %v", err)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+		return errors.Is(err, domain.ErrUnauthenticated), fmt.Sprint(err)
+	})
+	t.Logf("A refused the session %v after B's logout returned", time.Since(start))
 }
 
 // TestSessionChangedWhileNotListeningIsNotServedFromMemory: when the

@@ -20,6 +20,8 @@ import (
 	"github.com/agentauth/agentauth/ports"
 	"github.com/agentauth/agentauth/ports/mocks"
 	"github.com/agentauth/agentauth/ports/porttest"
+
+	"github.com/agentauth/agentauth/internal/testwait"
 )
 
 // movingClock is a clock a test moves.
@@ -98,20 +100,16 @@ func newKeyFixture(t *testing.T, watch ports.LoginSessionWatcher) *keyFixture {
 func waitLive(t *testing.T, f *keyFixture) {
 	t.Helper()
 	ctx := porttest.Context(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; ; n++ {
+	n := 0
+	testwait.Until(t, 30*time.Second, "the key memory live", func() (bool, string) {
+		n++
 		probe := domain.Principal{Subject: fmt.Sprintf("probe-%d", n), Roles: []domain.Role{domain.RoleUser}}
 		before := f.store.ownerReads.Load()
 		_, _ = f.keys.Observe(ctx, probe)
 		_, _ = f.keys.Observe(ctx, probe)
-		if f.store.ownerReads.Load()-before == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the key memory never went live")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		reads := f.store.ownerReads.Load() - before
+		return reads == 1, fmt.Sprintf("a key used twice read %d times", reads)
+	})
 }
 
 var alice = domain.Principal{Subject: "alice", Roles: []domain.Role{domain.RoleLead}, Method: domain.MethodOIDC}
