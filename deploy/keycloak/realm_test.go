@@ -199,6 +199,12 @@ func TestClients(t *testing.T) {
 				if c.Attributes == nil || (*c.Attributes)["pkce.code.challenge.method"] != tc.pkceAttribute {
 					t.Errorf("attribute pkce.code.challenge.method != %q", tc.pkceAttribute)
 				}
+				// Keycloak sends no back-channel logout to a client with
+				// front-channel logout on (seen on 26.7: an admin sign-out
+				// then reached agentauth not at all).
+				if c.Attributes == nil || (*c.Attributes)["backchannel.logout.url"] == "" || c.FrontChannelLogout == nil || *c.FrontChannelLogout {
+					t.Errorf("back-channel logout: want backchannel.logout.url set and frontchannelLogout false, got %v, %v", c.Attributes, c.FrontChannelLogout)
+				}
 			}
 			scopes := strs(c.DefaultClientScopes)
 			for _, s := range []string{"roles", "profile", "email"} {

@@ -445,11 +445,13 @@ export class RealmServer {
   // a logout token (OpenID Connect Back-Channel Logout 1.0), and wait for
   // its answer. The sid is included when the client asks for it
   // (backchannel.logout.session.required, Keycloak's default "true").
+  // Keycloak (26.7) skips a client with frontchannelLogout on: it is told
+  // through the browser instead, never by a back-channel call.
   async backchannelLogout(sid, s) {
     for (const clientId of s.clients) {
       const client = this.realm.client(clientId);
       const url = client?.attributes?.['backchannel.logout.url'];
-      if (!url) continue;
+      if (!url || client.frontchannelLogout) continue;
       const withSid = (client.attributes['backchannel.logout.session.required'] ?? 'true') === 'true';
       const token = await this.signLogoutToken({ aud: clientId, sub: s.userId, ...(withSid ? { sid } : {}) });
       let status = 0;

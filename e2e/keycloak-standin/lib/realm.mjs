@@ -208,6 +208,7 @@ export class Realm {
         directAccessGrantsEnabled: c.directAccessGrantsEnabled === true,
         serviceAccountsEnabled: c.serviceAccountsEnabled === true,
         fullScopeAllowed: c.fullScopeAllowed !== false,
+        frontchannelLogout: c.frontchannelLogout === true,
         redirectUris: c.redirectUris || [],
         webOrigins: c.webOrigins || [],
         attributes: c.attributes || {},

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
@@ -30,8 +33,8 @@ after(async () => {
   rp?.close();
 });
 
-async function adminToken() {
-  const res = await postForm(`${s.origin}/realms/master/protocol/openid-connect/token`, {
+async function adminToken(standin = s) {
+  const res = await postForm(`${standin.origin}/realms/master/protocol/openid-connect/token`, {
     grant_type: 'password', client_id: 'admin-cli', username: 'admin', password: 'admin',
   });
   assert.equal(res.status, 200, res.text);
@@ -78,5 +81,28 @@ describe('back-channel logout', () => {
     assert.equal(res.status, 204);
     assert.equal(received.length, 1);
     assert.equal(decode(received[0].form.get('logout_token')).payload.sid, decode(login.json.access_token).payload.sid);
+  });
+
+  // Keycloak 26.7 sends no back-channel logout to a client with
+  // front-channel logout on (AuthenticationManager skips it): neither does
+  // the stand-in.
+  it('skips a client with frontchannelLogout on, as Keycloak does', async () => {
+    const realm = JSON.parse(fs.readFileSync(new URL('../../../deploy/keycloak/realm-agents.json', import.meta.url)));
+    realm.clients.find((c) => c.clientId === AGENTAUTH.id).frontchannelLogout = true;
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'standin-')), 'realm.json');
+    fs.writeFileSync(file, JSON.stringify(realm));
+    const front = await startStandin({ STANDIN_REALM_FILE: file, STANDIN_SERVICE_URL: `http://127.0.0.1:${rp.address().port}` });
+    try {
+      received = [];
+      await passwordLogin(front, 'carol', 'carol-pw');
+      const admin = await adminToken(front);
+      const users = await (await fetch(`${front.origin}/admin/realms/agents/users?exact=true&username=carol`, { headers: { authorization: `Bearer ${admin}` } })).json();
+      const res = await fetch(`${front.origin}/admin/realms/agents/users/${users[0].id}/logout`, { method: 'POST', headers: { authorization: `Bearer ${admin}` } });
+      assert.equal(res.status, 204);
+      assert.equal(received.length, 0);
+      assert.equal((await (await fetch(`${front.origin}/standin/logout-tokens`)).json()).sent.length, 0);
+    } finally {
+      await front.stop();
+    }
   });
 });
