@@ -109,11 +109,18 @@ func startCredService(t *testing.T, env ...string) *service {
 // credCall sends a JSON request with the admin key and decodes the answer.
 func credCall(t *testing.T, s *service, method, path, body string, want int) map[string]any {
 	t.Helper()
-	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	return keyCall(t, s.url, credAdminKey, method, path, body, want)
+}
+
+// keyCall calls the API at base with key, wants the status want and
+// answers the JSON object it got (empty for another body).
+func keyCall(t *testing.T, base, key, method, path, body string, want int) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+credAdminKey)
+	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

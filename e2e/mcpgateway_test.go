@@ -3,16 +3,13 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,12 +77,13 @@ func startGatewayService(t *testing.T) *service {
 	return s
 }
 
-// pendingCall waits for a pending call of tool in session, other than skip.
-func pendingCall(t *testing.T, s *service, session, tool, skip string) string {
+// pendingCall waits for a pending call of tool in session, other than
+// skip, asking the API of s with key.
+func pendingCall(t *testing.T, s *service, key, session, tool, skip string) string {
 	t.Helper()
 	var id string
 	testwait.Until(t, 60*time.Second, "a pending call of "+tool, func() (bool, string) {
-		list := credCall(t, s, "GET", "/api/v2/sessions/"+session+"/tool-calls", "", 200)
+		list := keyCall(t, s.url, key, "GET", "/api/v2/sessions/"+session+"/tool-calls", "", 200)
 		calls, _ := list["tool_calls"].([]any)
 		for _, c := range calls {
 			m := c.(map[string]any)
@@ -107,12 +105,7 @@ func pendingCall(t *testing.T, s *service, session, tool, skip string) string {
 // the server, a held one runs once approved, its arguments cannot be
 // swapped, and a token for another server is refused.
 func TestMCPGatewayTypeScriptSDK(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join(repo, "e2e", "js", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Fatalf("e2e/js/node_modules lacks @modelcontextprotocol/sdk (run npm ci in e2e/js): %v", err)
-	}
+	needMCPSDK(t)
 	u := startMCPUpstream(t)
 	s := startGatewayService(t)
 	credCall(t, s, "PUT", "/api/v2/admin/settings", `{"security_gateway":true,"default_session_mode":"auto"}`, 200)
@@ -133,43 +126,20 @@ func TestMCPGatewayTypeScriptSDK(t *testing.T) {
 	owner := credCall(t, s, "GET", "/api/v2/me", "", 200)["subject"].(string)
 	credCall(t, s, "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.delete","scope":"subject","value":"`+owner+`"}`, 201)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	node := exec.CommandContext(ctx, "node", filepath.Join(repo, "e2e", "js", "mcp", "gateway-client.mjs"))
-	node.Dir = filepath.Join(repo, "e2e", "js")
 	key := credCall(t, s, "POST", "/api/v2/keys", `{"name":"mcp client","permissions":["sessions:write","toolcalls:write"],"expires_at":"`+
 		time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`, 201)["key"].(string)
-	node.Env = append(os.Environ(), "MCP_URL="+s.url+"/mcp/fs", "TOKEN="+token, "OTHER_TOKEN="+other, "KEY="+key, "SESSION="+session, "AGENT="+agent)
-	node.Stderr = logFile(t, "mcp-ts-client")
-	out, err := node.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	steps := map[string]map[string]any{}
 	approved := ""
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("client printed %q", sc.Text())
-		}
-		step := line["step"].(string)
-		steps[step] = line
+	steps := nodeSteps(t, "gateway-client.mjs", []string{"MCP_URL=" + s.url + "/mcp/fs", "TOKEN=" + token, "OTHER_TOKEN=" + other,
+		"KEY=" + key, "SESSION=" + session, "AGENT=" + agent}, func(step string) {
 		switch step {
 		case "held":
-			approved = pendingCall(t, s, session, "fs.write", "")
+			approved = pendingCall(t, s, credAdminKey, session, "fs.write", "")
 			credCall(t, s, "POST", "/api/v2/sessions/"+session+"/tool-calls/"+approved+"/approve", "", 200)
 		case "held-again":
-			id := pendingCall(t, s, session, "fs.write", approved)
+			id := pendingCall(t, s, credAdminKey, session, "fs.write", approved)
 			credCall(t, s, "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/reject", "", 200)
 		}
-	}
-	if err := node.Wait(); err != nil {
-		t.Fatalf("TypeScript client: %v (steps %v)", err, steps)
-	}
+	})
 
 	str := func(step, key string) string { v, _ := steps[step][key].(string); return v }
 	errOf := func(step string) (float64, string) {

@@ -173,3 +173,10 @@ func (s *service) waitReady(t testing.TB, within time.Duration) {
 		return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, b)
 	})
 }
+
+// output is the process's output so far, one line each.
+func (p *proc) output() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines)
+}

@@ -33,7 +33,7 @@ func TestQuickstartOIDC(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/quickstart: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-port", "0", "-idp-port", "0")
+	cmd := exec.Command(bin, "oidc", "-port", "0", "-idp-port", "0")
 	cmd.Dir = repo
 	cmd.Stderr = logFile(t, "quickstart-stderr")
 	stdout, err := cmd.StdoutPipe()

@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -80,8 +82,10 @@ func Start(bin string, env []string, timeout time.Duration, args ...string) (*Pr
 func (p *Process) Stderr() string { return p.stderr.String() }
 
 // Stop sends SIGTERM and waits up to timeout; it returns the exit code.
+// A process that already ended (Ctrl-C in a terminal signals the whole
+// process group) answers its exit code.
 func (p *Process) Stop(timeout time.Duration) (int, error) {
-	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return -1, fmt.Errorf("launch: SIGTERM: %w", err)
 	}
 	select {
