@@ -79,6 +79,9 @@ type Dependencies struct {
 	Login *Login
 	// MCP configures the MCP gateway; nil leaves it off.
 	MCP *MCPSettings
+	// Approvals tells approvers outside agentauth of calls that wait for
+	// them and of their outcomes (the approvals webhook); nil: nobody.
+	Approvals ports.ApprovalNotifier
 }
 
 // NewApplication builds every use case from d.
@@ -91,6 +94,7 @@ func NewApplication(d Dependencies) Application {
 	rules := NewPolicyRules(reg)
 	agents := NewAgents(records, sessions, d.Clock)
 	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock)
+	calls.notify = d.Approvals
 	gateway := NewGateway(calls, reg, d.Clock)
 	var mcp *MCPGateway
 	if d.MCP != nil {

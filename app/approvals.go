@@ -8,20 +8,6 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// Approval is a tool call waiting for a person, with what that person is
-// shown to decide it: the call (its arguments, who asked, the rule that
-// asked), its session, its agent chain and the tool as registered.
-type Approval struct {
-	Call    domain.ToolCall
-	Session domain.Session
-	// Chain is the agent chain, the root agent first and the calling
-	// agent last; nil when the agent is gone.
-	Chain []string
-	// Tool is the tool as registered (its description); nil when no
-	// server registers it.
-	Tool *domain.Tool
-}
-
 // maxPendingSessions bounds the sessions Pending looks into: the newest
 // the caller sees, as one page of the console's.
 const maxPendingSessions = 50
@@ -29,12 +15,12 @@ const maxPendingSessions = 50
 // Pending lists the calls waiting for approval in the newest sessions p
 // sees (its own, for a LEAD its projects', for an ADMIN every session),
 // newest first, with what an approver is shown.
-func (s *ToolCalls) Pending(ctx context.Context, p domain.Principal) ([]Approval, error) {
+func (s *ToolCalls) Pending(ctx context.Context, p domain.Principal) ([]domain.Approval, error) {
 	sessions, err := s.sessions.List(ctx, p, PageRequest{Limit: maxPendingSessions})
 	if err != nil {
 		return nil, err
 	}
-	var out []Approval
+	var out []domain.Approval
 	for _, sess := range sessions.Items {
 		if sess.State != domain.SessionActive {
 			continue
@@ -55,8 +41,8 @@ func (s *ToolCalls) Pending(ctx context.Context, p domain.Principal) ([]Approval
 }
 
 // approval completes a pending call of sess with its chain and tool.
-func (s *ToolCalls) approval(ctx context.Context, sess domain.Session, c domain.ToolCall) (Approval, error) {
-	a := Approval{Call: c, Session: sess}
+func (s *ToolCalls) approval(ctx context.Context, sess domain.Session, c domain.ToolCall) (domain.Approval, error) {
+	a := domain.Approval{Call: c, Session: sess}
 	var loop *domain.TokenRefusal
 	switch _, chain, err := agentChain(ctx, s.agents, sess.ID, c.Agent); {
 	case err == nil:

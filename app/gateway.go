@@ -164,6 +164,7 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool string,
 	if err := s.calls.store.CreateToolCall(ctx, call); err != nil {
 		return domain.ToolCall{}, err
 	}
+	s.calls.announce(ctx, c.sess, call)
 	return call, nil
 }
 

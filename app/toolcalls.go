@@ -22,6 +22,9 @@ type ToolCalls struct {
 	sessions *Sessions
 	authz    *domain.Authorizer
 	clock    ports.Clock
+	// notify tells approvers outside agentauth of calls that wait and of
+	// their outcomes; nil: nobody is told.
+	notify ports.ApprovalNotifier
 }
 
 // NewToolCalls wires the use case.
@@ -99,7 +102,23 @@ func (s *ToolCalls) keep(ctx context.Context, in domain.ToolCallInput, d domain.
 	if err := s.store.CreateToolCall(ctx, call); err != nil {
 		return domain.ToolCall{}, err
 	}
+	if call.Status == domain.CallPending {
+		s.announce(ctx, in.Session, call)
+	}
 	return call, nil
+}
+
+// announce tells the approvals notifier of call of sess: one that starts
+// to wait, or its outcome. It queues; the decision never waits for it.
+func (s *ToolCalls) announce(ctx context.Context, sess domain.Session, call domain.ToolCall) {
+	if s.notify == nil {
+		return
+	}
+	a, err := s.approval(ctx, sess, call)
+	if err != nil { // told without its chain and tool rather than not at all
+		a = domain.Approval{Call: call, Session: sess}
+	}
+	s.notify.Notify(ctx, a)
 }
 
 // List returns a page of the tool calls of a session the caller may see,
@@ -156,7 +175,11 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 			return domain.ToolCall{}, err
 		}
 	}
-	return s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
+	resolved, err := s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
+	if err == nil {
+		s.announce(ctx, sess, resolved)
+	}
+	return resolved, err
 }
 
 // recheck refuses the approval of call by approver when a step that does

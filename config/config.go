@@ -23,13 +23,14 @@ import (
 // Config is every setting of the service. The yaml tags are the config-file
 // keys; the env tags the environment variables.
 type Config struct {
-	Server   Server   `yaml:"server"`
-	DataDir  string   `yaml:"dataDir" env:"SERVICE_DATA_DIR"`
-	Log      Log      `yaml:"log"`
-	Auth     Auth     `yaml:"auth"`
-	Database Database `yaml:"database"`
-	Audit    Audit    `yaml:"audit"`
-	Gateway  Gateway  `yaml:"gateway"`
+	Server    Server    `yaml:"server"`
+	DataDir   string    `yaml:"dataDir" env:"SERVICE_DATA_DIR"`
+	Log       Log       `yaml:"log"`
+	Auth      Auth      `yaml:"auth"`
+	Database  Database  `yaml:"database"`
+	Audit     Audit     `yaml:"audit"`
+	Gateway   Gateway   `yaml:"gateway"`
+	Approvals Approvals `yaml:"approvals"`
 }
 
 // Audit tunes the audit log's writer.
@@ -399,6 +400,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateHybrid()...)
 	errs = append(errs, c.validateDatabase()...)
 	errs = append(errs, c.validateGateway()...)
+	errs = append(errs, c.validateApprovals()...)
 	return errors.Join(errs...)
 }
 

@@ -244,3 +244,18 @@ func ArgumentsHash(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }
+
+// Approval is a tool call waiting for a person, or just resolved, with what
+// that person is shown to decide it: the call (its arguments, who asked,
+// the rule that asked), its session, its agent chain and the tool as
+// registered.
+type Approval struct {
+	Call    ToolCall
+	Session Session
+	// Chain is the agent chain, the root agent first and the calling
+	// agent last; nil when the agent is gone.
+	Chain []string
+	// Tool is the tool as registered (its description); nil when no
+	// server registers it.
+	Tool *Tool
+}

@@ -138,3 +138,11 @@ type SessionModeStore interface {
 	// SetSessionMode fails with domain.ErrNotFound when there is no such session.
 	SetSessionMode(ctx context.Context, id string, mode domain.SessionMode) error
 }
+
+// ApprovalNotifier tells approvers, outside agentauth (a webhook), of each
+// tool call that starts to wait for approval and of its outcome. Notify
+// never blocks the decision it reports: it queues, and delivers (or gives
+// up) on its own.
+type ApprovalNotifier interface {
+	Notify(ctx context.Context, a domain.Approval)
+}

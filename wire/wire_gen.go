@@ -109,6 +109,16 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	portsApprovalNotifier, cleanup7, err := approvalNotifier(cfg, log)
+	if err != nil {
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -121,10 +131,12 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 		MCP:              mcpSettings,
+		Approvals:        portsApprovalNotifier,
 	}
-	appApplication, cleanup7 := application(dependencies, stores)
+	appApplication, cleanup8 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
 	if err != nil {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -135,6 +147,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	return server, func() {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -294,6 +307,18 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	portsApprovalNotifier, cleanup9, err := approvalNotifier(cfg, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    portsAuthenticator,
@@ -306,10 +331,12 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 		MCP:              mcpSettings,
+		Approvals:        portsApprovalNotifier,
 	}
-	appApplication, cleanup9 := application(dependencies, stores)
+	appApplication, cleanup10 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
 	if err != nil {
+		cleanup10()
 		cleanup9()
 		cleanup8()
 		cleanup7()
@@ -322,6 +349,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	return server, func() {
+		cleanup10()
 		cleanup9()
 		cleanup8()
 		cleanup7()
@@ -449,6 +477,17 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	portsApprovalNotifier, cleanup8, err := approvalNotifier(cfg, log)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -461,10 +500,12 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 		MCP:              mcpSettings,
+		Approvals:        portsApprovalNotifier,
 	}
-	appApplication, cleanup8 := application(dependencies, stores)
+	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
 	if err != nil {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -476,6 +517,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	return server, func() {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -600,6 +642,17 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	portsApprovalNotifier, cleanup8, err := approvalNotifier(cfg, log)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -612,10 +665,12 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 		MCP:              mcpSettings,
+		Approvals:        portsApprovalNotifier,
 	}
-	appApplication, cleanup8 := application(dependencies, stores)
+	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
 	if err != nil {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -627,6 +682,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	return server, func() {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -747,6 +803,17 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	portsApprovalNotifier, cleanup8, err := approvalNotifier(cfg, log)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -759,10 +826,12 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Keys:             apiKeys,
 		Login:            login,
 		MCP:              mcpSettings,
+		Approvals:        portsApprovalNotifier,
 	}
-	appApplication, cleanup8 := application(dependencies, stores)
+	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
 	if err != nil {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -774,6 +843,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		return nil, nil, err
 	}
 	return server, func() {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()

@@ -41,8 +41,25 @@ var (
 	auditCommitError = auditCommits.WithLabelValues("error")
 )
 
+// The outcomes of approvals webhook notices.
+const (
+	WebhookDelivered     = "delivered"
+	WebhookAttemptFailed = "attempt_failed"
+	WebhookGivenUp       = "given_up"
+	WebhookDropped       = "dropped"
+)
+
+var approvalWebhook = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "agentauth_approval_webhook_notices_total",
+	Help: "Approvals webhook notices, by outcome: delivered; attempt_failed (an attempt that failed, retried or not); given_up (every attempt failed, or the process stopped first); dropped (the queue was full).",
+}, []string{"outcome"})
+
+// ApprovalWebhook counts one notice's (or attempt's) outcome.
+func ApprovalWebhook(outcome string) { approvalWebhook.WithLabelValues(outcome).Inc() }
+
 func init() {
 	Registry.MustRegister(
+		approvalWebhook,
 		jwksRefreshes,
 		auditCommits,
 		auditCommitSeconds,

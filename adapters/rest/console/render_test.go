@@ -56,7 +56,7 @@ func pageData(rows int) map[string]any {
 			Agents:    app.Page[domain.Agent]{Items: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}}, Next: hostile},
 			ToolCalls: app.Page[domain.ToolCall]{Items: []domain.ToolCall{call}, Next: hostile}, Servers: []domain.Server{{Name: hostile}},
 			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
-		"approvals": []app.Approval{{Call: argued, Session: sessions[0], Chain: []string{hostile}, Tool: &domain.Tool{Name: hostile, Description: hostile, SecondApprover: true}},
+		"approvals": []domain.Approval{{Call: argued, Session: sessions[0], Chain: []string{hostile}, Tool: &domain.Tool{Name: hostile, Description: hostile, SecondApprover: true}},
 			{Call: call, Session: sessions[0]}},
 		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],
 			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}}}},
