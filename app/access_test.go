@@ -323,7 +323,12 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 			withdrawn := abandoned
 			withdrawn.Status = domain.CallWithdrawn
 			f.calls.EXPECT().ResolveToolCall(gomock.Any(), "c1", domain.CallWithdrawn, app.WithdrawnNobodyWaits, now.t).Return(withdrawn, nil)
-			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now)
+			// The webhook hears of the withdrawal, with the call's chain.
+			f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
+			f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{}, domain.ErrNotFound)
+			hook := mocks.NewMockApprovalNotifier(gomock.NewController(t))
+			hook.EXPECT().Notify(gomock.Any(), domain.Approval{Call: withdrawn, Session: sess, Chain: []string{"agt_r"}})
+			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now).WithNotifier(hook)
 			if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", approve); !errors.Is(err, domain.ErrConflict) {
 				t.Errorf("approve %t: got %+v, %v; want ErrConflict", approve, c, err)
 			}

@@ -93,8 +93,7 @@ func NewApplication(d Dependencies) Application {
 	sessions.owners = d.Keys
 	rules := NewPolicyRules(reg)
 	agents := NewAgents(records, sessions, d.Clock)
-	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock)
-	calls.notify = d.Approvals
+	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock).WithNotifier(d.Approvals)
 	gateway := NewGateway(calls, reg, d.Clock)
 	var mcp *MCPGateway
 	if d.MCP != nil {

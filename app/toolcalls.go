@@ -108,6 +108,13 @@ func (s *ToolCalls) keep(ctx context.Context, in domain.ToolCallInput, d domain.
 	return call, nil
 }
 
+// WithNotifier tells n of the calls that start to wait and of their
+// outcomes (NewApplication gives it Dependencies.Approvals).
+func (s *ToolCalls) WithNotifier(n ports.ApprovalNotifier) *ToolCalls {
+	s.notify = n
+	return s
+}
+
 // announce tells the approvals notifier of call of sess: one that starts
 // to wait, or its outcome. It queues; the decision never waits for it.
 func (s *ToolCalls) announce(ctx context.Context, sess domain.Session, call domain.ToolCall) {
@@ -162,9 +169,11 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 	}
 	if at := s.clock.Now().UTC(); call.Abandoned(at) {
 		// Its waiter's wait ended: nothing could receive its result.
-		if _, err := s.store.ResolveToolCall(ctx, id, domain.CallWithdrawn, WithdrawnNobodyWaits, at); err != nil {
+		withdrawn, err := s.store.ResolveToolCall(ctx, id, domain.CallWithdrawn, WithdrawnNobodyWaits, at)
+		if err != nil {
 			return domain.ToolCall{}, err
 		}
+		s.announce(ctx, sess, withdrawn)
 		return domain.ToolCall{}, fmt.Errorf("tool call %s is withdrawn: nobody waits for it any more (its wait ended %s): %w",
 			id, call.WaitUntil.Format(time.RFC3339), domain.ErrConflict)
 	}
