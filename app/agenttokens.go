@@ -46,12 +46,17 @@ func (s *AgentTokens) withOwners(owners *APIKeys) *AgentTokens {
 	return s
 }
 
-// ownerNow is the session's owner as its agents' calls are decided now:
-// with the roles the configuration gives it, else those it last
-// authenticated with (APIKeys.OwnerNow), else, where agentauth keeps no
-// record of them (hybrid mode), those it created the session with.
+// ownerNow is the session's owner as its agents' calls are decided now.
 func (s *AgentTokens) ownerNow(ctx context.Context, sess domain.Session) (domain.Principal, error) {
-	roles, known, err := s.owners.OwnerNow(ctx, sess.Owner)
+	return ownerNow(ctx, s.owners, sess)
+}
+
+// ownerNow is sess's owner as its agents' calls are decided now: with the
+// roles the configuration gives it, else those it last authenticated with
+// (APIKeys.OwnerNow), else, where agentauth keeps no record of them
+// (hybrid mode), those it created the session with.
+func ownerNow(ctx context.Context, owners *APIKeys, sess domain.Session) (domain.Principal, error) {
+	roles, known, err := owners.OwnerNow(ctx, sess.Owner)
 	if err != nil {
 		return domain.Principal{}, err
 	}

@@ -94,6 +94,7 @@ func NewApplication(d Dependencies) Application {
 	rules := NewPolicyRules(reg)
 	agents := NewAgents(records, sessions, d.Clock)
 	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock).WithNotifier(d.Approvals)
+	calls.owners = d.Keys
 	gateway := NewGateway(calls, reg, d.Clock)
 	var mcp *MCPGateway
 	if d.MCP != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -25,6 +26,9 @@ type ToolCalls struct {
 	// notify tells approvers outside agentauth of calls that wait and of
 	// their outcomes; nil: nobody is told.
 	notify ports.ApprovalNotifier
+	// owners knows people's roles now (approvals are rechecked with
+	// them); nil in hybrid mode.
+	owners *APIKeys
 }
 
 // NewToolCalls wires the use case.
@@ -208,7 +212,11 @@ func (s *ToolCalls) recheck(ctx context.Context, approver domain.Principal, sess
 	if err != nil {
 		return err
 	}
-	in := domain.ToolCallInput{Principal: domain.Principal{Subject: call.RequestedBy}, Session: sess, Agent: ag, Tool: call.Tool, Policy: policy}
+	who, err := s.requesterNow(ctx, sess, call)
+	if err != nil {
+		return err
+	}
+	in := domain.ToolCallInput{Principal: who, Session: sess, Agent: ag, Tool: call.Tool, Policy: policy, Arguments: call.Arguments}
 	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
 	case err == nil && t.SecondApprover && approver.Subject == sess.Owner:
 		return &domain.Refusal{Code: domain.ReasonSecondApprover, Missing: domain.PermToolCallsApprove,
@@ -223,10 +231,30 @@ func (s *ToolCalls) recheck(ctx context.Context, approver domain.Principal, sess
 		return err
 	}
 	in.Gateway = st.SecurityGateway
-	if d := domain.RecheckApproval(in); d != nil {
+	d := domain.RecheckApproval(in)
+	if len(who.Roles) > 0 {
+		// Its roles now are known: the whole decision, role rules too.
+		if now := s.authz.DecideToolCall(in); now.Effect == domain.EffectDeny {
+			d = &now
+		}
+	}
+	if d != nil {
 		return fmt.Errorf("tool call %s can no longer be approved: %s (%s): %w", call.ID, d.Message, d.Reason, domain.ErrConflict)
 	}
 	return nil
+}
+
+// requesterNow is who asked call, as its approval is decided: an agent's
+// call (requested by agent:<id>) its session's owner, a person's call that
+// person; with the roles it holds now where agentauth knows them (see
+// ownerNow; none: a person it keeps no record of, whose call is rechecked
+// without role rules).
+func (s *ToolCalls) requesterNow(ctx context.Context, sess domain.Session, call domain.ToolCall) (domain.Principal, error) {
+	if strings.HasPrefix(call.RequestedBy, "agent:") {
+		return ownerNow(ctx, s.owners, sess)
+	}
+	roles, _, err := s.owners.OwnerNow(ctx, call.RequestedBy)
+	return domain.Principal{Subject: call.RequestedBy, Roles: roles}, err
 }
 
 // withCatalogAndPolicy completes a decision's input with what the service

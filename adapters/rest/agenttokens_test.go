@@ -687,3 +687,38 @@ func TestServerURLIsAResourceIndicator(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalFollowsRulesInForce: a call that waits is approved against
+// the rules in force at the approval, for whoever asked it with its roles
+// now: a role rule or a rule about the session's owner made meanwhile
+// refuses the approval of its agent's call (409 naming the rule).
+func TestApprovalFollowsRulesInForce(t *testing.T) {
+	h := axNew(t)
+	session, root, _ := axTokenSession(t, h)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)
+	tok := axMint(t, h, session, root, `{"audience":"fs"}`)
+	calls := "/api/v2/sessions/" + session + "/tool-calls"
+	ask := func() string {
+		t.Helper()
+		var tc toolCallJSON
+		h.doToken(t, tok, "POST", calls, `{"tool":"fs.write","arguments":{"path":"/a"}}`).decode(t, &tc)
+		if tc.Status != "pending" {
+			t.Fatalf("the call does not wait: %+v", tc)
+		}
+		return tc.ID
+	}
+	for _, rule := range []string{
+		`{"effect":"deny","tool":"fs.write","scope":"role","value":"USER"}`, // about the owner's role
+		`{"effect":"deny","tool":"fs.*","scope":"subject","value":"uma"}`,   // about the owner, not the agent
+	} {
+		call := ask()
+		id := h.must(t, 201, "adm", "POST", "/api/v2/policies", rule)["id"].(string)
+		r := h.do(t, "lea", "POST", calls+"/"+call+"/approve", "")
+		if r.status != 409 || !strings.Contains(string(r.body), id) {
+			t.Errorf("approving %s after rule %s: %d %s, want 409 naming the rule", call, rule, r.status, r.body)
+		}
+		h.must(t, 204, "adm", "DELETE", "/api/v2/policies/"+id, "")
+	}
+	call := ask()
+	h.must(t, 200, "lea", "POST", calls+"/"+call+"/approve", "")
+}
