@@ -75,16 +75,24 @@ func startProc(t testing.TB, cmd *exec.Cmd, name string) *proc {
 // process ends first or the time runs out.
 func (p *proc) waitLine(t testing.TB, within time.Duration, want ...string) string {
 	t.Helper()
+	line, _ := p.waitLineFrom(t, 0, within, want...)
+	return line
+}
+
+// waitLineFrom is waitLine over the lines from the from-th on (0: the
+// first); it also answers the line's index.
+func (p *proc) waitLineFrom(t testing.TB, from int, within time.Duration, want ...string) (string, int) {
+	t.Helper()
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
-	seen := 0
+	seen := from
 	for {
 		p.mu.Lock()
 		lines, grew, ended := p.lines, p.grew, p.ended
 		p.mu.Unlock()
 		for ; seen < len(lines); seen++ {
 			if containsAll(lines[seen], want) {
-				return lines[seen]
+				return lines[seen], seen
 			}
 		}
 		if ended {
