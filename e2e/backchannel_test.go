@@ -3,10 +3,17 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +23,25 @@ import (
 const backchannelKey = "e2e-backchannel-api-key-0123456789abcdef"
 
 // TestBackchannelLogout: two instances on one PostgreSQL database; the
-// realm file sends the provider's back-channel logouts to A. When an
-// administrator signs a user out at the provider, the stand-in posts a
-// logout token per session to A, and at once the user's cookie session is
-// refused on A and B and so is a Bearer access token of the ended session,
-// while another user's session lives on. A logout token replayed to B, or
-// an id token posted as one, is refused 400 and ends nothing; every call is
-// audited.
+// realm file sends Keycloak's back-channel logouts to A (through a proxy
+// of the test's on the realm's service port, which keeps what Keycloak
+// sent). When an administrator signs a user out in Keycloak's admin API,
+// Keycloak posts a logout token per session to A, and at once the user's
+// cookie session is refused on A and B and so is a Bearer access token of
+// the ended session, while another user's session lives on. A logout token
+// replayed to B, or an id token posted as one, is refused 400 and ends
+// nothing; every call is audited.
 func TestBackchannelLogout(t *testing.T) {
-	needStandin(t) // reads what the stand-in sent (/standin/logout-tokens)
 	dbURL := pgtest.URL(t)
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	env := []string{"SERVICE_DATABASE_URL=" + dbURL, "SERVICE_API_KEY=" + backchannelKey,
 		"SERVICE_AUDIT_SIGNING_KEY=YmFja2NoYW5uZWwtYXVkaXQtc2lnbmluZy1rZXktMDE",
 		"SERVICE_AGENT_TOKENS_SIGNING_KEY=YmFja2NoYW5uZWwtYWdlbnQtdG9rZW4ta2V5LTAxMjM"}
-	a := startService(t, p, p.servicePort, env...) // the back-channel logout URL names A's port
+	a := startService(t, p, 0, env...)
 	b := startService(t, p, 0, env...)
 	a.waitReady(t, 30*time.Second)
 	b.waitReady(t, 30*time.Second)
+	rec := recordBackchannel(t, p.servicePort, a)
 
 	// bob: a cookie session made on B, and a Bearer token from the provider.
 	status, bobJar, body := passwordLogin(t, b, "bob", "bob-pw")
@@ -56,39 +64,12 @@ func TestBackchannelLogout(t *testing.T) {
 		}
 	}
 
-	// An administrator signs bob out at the provider.
-	admin := grant(t, p, "master", "admin-cli", "", "admin", "admin")
-	status, body = get(t, noRedirects(nil), p.base+"/admin/realms/"+realmName+"/users?exact=true&username=bob", admin.AccessToken)
-	var users []struct {
-		ID string `json:"id"`
-	}
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &users) != nil || len(users) != 1 {
-		t.Fatalf("find bob: %d %s", status, body)
-	}
-	req, _ := http.NewRequest(http.MethodPost, p.base+"/admin/realms/"+realmName+"/users/"+users[0].ID+"/logout", nil)
-	req.Header.Set("Authorization", "Bearer "+admin.AccessToken)
-	if status, body := do(t, noRedirects(nil), req); status != http.StatusNoContent {
-		t.Fatalf("admin logout of bob: %d %s", status, body)
-	}
-
-	status, body = get(t, noRedirects(nil), p.base+"/standin/logout-tokens", "")
-	var sent struct {
-		Sent []struct {
-			URL    string `json:"url"`
-			SID    string `json:"sid"`
-			Status int    `json:"status"`
-			Token  string `json:"token"`
-		} `json:"sent"`
-	}
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &sent) != nil {
-		t.Fatalf("GET /standin/logout-tokens: %d %s", status, body)
-	}
-	if len(sent.Sent) != 2 {
-		t.Fatalf("the provider sent %d back-channel logouts, want 2 (bob's two sessions): %s", len(sent.Sent), body)
-	}
-	for _, s := range sent.Sent {
-		if s.Status != http.StatusOK || !strings.HasPrefix(s.URL, a.url+"/") || s.SID == "" {
-			t.Errorf("back-channel logout %+v: want 200 from A with a sid", s)
+	// An administrator signs bob out in Keycloak, which calls A back.
+	logoutUser(t, p, "bob")
+	sent := rec.wait(t, 2) // bob's two sessions
+	for _, s := range sent {
+		if s.status != http.StatusOK || s.claims["sid"] == nil || s.claims["sub"] != userID(t, p, "bob") {
+			t.Errorf("back-channel logout answered %d, claims %v: want 200, a sid and bob's subject", s.status, s.claims)
 		}
 	}
 
@@ -112,8 +93,8 @@ func TestBackchannelLogout(t *testing.T) {
 		name, token string
 		to          *service
 	}{
-		{"a logout token A accepted, replayed to B", sent.Sent[0].Token, b},
-		{"the same token replayed to A", sent.Sent[0].Token, a},
+		{"a logout token A accepted, replayed to B", sent[0].token, b},
+		{"the same token replayed to A", sent[0].token, a},
 		{"an id token", aliceTokens.IDToken, a},
 		{"an access token", aliceTokens.AccessToken, b},
 		{"garbage", "not-a-jwt", a},
@@ -159,4 +140,81 @@ func TestBackchannelLogout(t *testing.T) {
 	if counts[200] != 2 || counts[400] != 5 {
 		t.Errorf("audited back-channel logouts by status: %v, want 2×200 and 5×400", counts)
 	}
+}
+
+// backchannelRecorder is a reverse proxy to a service on the port the
+// realm's back-channel logout URL names; it keeps each logout token
+// Keycloak posts, with the service's answer.
+type backchannelRecorder struct {
+	mu   sync.Mutex
+	sent []sentLogout
+	more chan struct{}
+}
+
+type sentLogout struct {
+	token  string
+	claims map[string]any
+	status int
+}
+
+func recordBackchannel(t *testing.T, port int, to *service) *backchannelRecorder {
+	t.Helper()
+	target, _ := url.Parse(to.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	r := &backchannelRecorder{more: make(chan struct{}, 16)}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		form, _ := url.ParseQuery(string(body))
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		proxy.ServeHTTP(sw, req)
+		if req.URL.Path != "/auth/backchannel-logout" {
+			return
+		}
+		tok := form.Get("logout_token")
+		r.mu.Lock()
+		r.sent = append(r.sent, sentLogout{token: tok, status: sw.status})
+		r.mu.Unlock()
+		r.more <- struct{}{}
+	})}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("the realm's service port %d is taken: %v", port, err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return r
+}
+
+// wait returns the first n logout tokens Keycloak sent, waiting up to 30 s
+// for them.
+func (r *backchannelRecorder) wait(t *testing.T, n int) []sentLogout {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		r.mu.Lock()
+		got := slices.Clone(r.sent)
+		r.mu.Unlock()
+		if len(got) >= n {
+			for i := range got {
+				got[i].claims = payloadClaims(t, got[i].token)
+			}
+			return got[:n]
+		}
+		select {
+		case <-r.more:
+		case <-deadline:
+			t.Fatalf("Keycloak sent %d back-channel logouts within 30 s, want %d", len(got), n)
+		}
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }

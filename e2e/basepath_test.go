@@ -17,7 +17,7 @@ import (
 // sent to the provider, the browser page's Sign-in link and the Location
 // of a created resource carry it.
 func TestBasePath(t *testing.T) {
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	port := freePort(t)
 	const bp = "/agentauth"
 	s := startService(t, p, port, "SERVICE_BASE_PATH="+bp,

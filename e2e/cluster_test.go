@@ -30,7 +30,7 @@ const clusterKey = "e2e-cluster-api-key-0123456789abcdef"
 
 func TestCluster(t *testing.T) {
 	dbURL := pgtest.URL(t)
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	env := []string{
 		"SERVICE_DATABASE_URL=" + dbURL,
 		"SERVICE_OIDC_LOGIN_FAILURES=3",

@@ -50,7 +50,7 @@ func TestConsole(t *testing.T) {
 		runConsoleTests(t, url, "apikey", []consoleAccount{{Role: "ADMIN", SignIn: "key", Key: key}})
 	})
 	t.Run("OIDC", func(t *testing.T) {
-		p := startIDP(t, 0)
+		p := keycloak(t)
 		s := startService(t, p, p.servicePort)
 		s.waitReady(t, 30*time.Second)
 		runConsoleTests(t, s.url, "oidc", []consoleAccount{

@@ -15,7 +15,7 @@ import (
 // auth.oidc.rolesClaim alone: with realm_access.roles, henry's client role
 // LEAD is not read (USER) while alice's realm role gives ADMIN.
 func TestGenericProvider(t *testing.T) {
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	s := startService(t, p, 0, "SERVICE_OIDC_PROVIDER=generic", "SERVICE_OIDC_ROLES_CLAIM=realm_access.roles")
 	s.waitReady(t, 30*time.Second)
 	for _, tc := range []struct {

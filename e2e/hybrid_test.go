@@ -16,7 +16,7 @@ import (
 // and a Bearer access token, both issued for the centre, carry the roles the
 // identity provider assigned through to the local instance.
 func TestHybridBehindOIDCCentre(t *testing.T) {
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	centre := startService(t, p, p.servicePort)
 	centre.waitReady(t, 30*time.Second)
 	local := startHybrid(t, centre.url)

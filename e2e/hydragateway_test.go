@@ -44,29 +44,9 @@ func TestHydraGatewayResource(t *testing.T) {
 	resource := s.url + "/mcp/fs" // gateway.resourceURL defaults to the API's URL
 	t.Logf("provider: Ory Hydra %s at %s; gateway resource %s", hydraPeer.version, op.issuer, resource)
 
-	// alice (ADMIN), with a token of agentauth's own client, turns the
-	// security gateway on (unregistered tools hidden), registers fs and
-	// starts a session with one agent.
-	admin := op.codeFlow(t, port, "alice").AccessToken
-	call := func(method, path, body string, want int) map[string]any {
-		t.Helper()
-		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+admin)
-		req.Header.Set("Content-Type", "application/json")
-		st, b := do(t, noRedirects(nil), req)
-		out := map[string]any{}
-		if st != want || json.Unmarshal([]byte(b), &out) != nil {
-			t.Fatalf("%s %s = %d %s, want %d", method, path, st, b, want)
-		}
-		return out
-	}
-	call("PUT", "/api/v2/admin/settings", `{"security_gateway":true,"default_session_mode":"auto"}`, 200)
-	call("POST", "/api/v2/servers", `{"name":"fs","url":"`+resource+`","endpoint":"`+u.url+`","credential":"fs-token"}`, 201)
-	call("POST", "/api/v2/servers", `{"name":"other","url":"http://127.0.0.1:9/mcp"}`, 201)
-	call("POST", "/api/v2/tools", `{"name":"fs.read","server":"fs","read_only":true}`, 201)
-	call("POST", "/api/v2/policies", `{"effect":"allow","tool":"fs.*","scope":"role","value":"ADMIN"}`, 201)
-	session := call("POST", "/api/v2/sessions", `{"title":"e2e","mode":"auto"}`, 201)["id"].(string)
-	agent := call("POST", "/api/v2/sessions/"+session+"/agents", `{}`, 201)["id"].(string)
+	// alice (ADMIN), with a token of agentauth's own client, sets the
+	// gateway up.
+	session, agent := setUpGateway(t, s, op.codeFlow(t, port, "alice").AccessToken, u.url, resource)
 
 	// The MCP client: another client of Hydra, allowed the gateway
 	// resource (and the near miss, to show it is refused by agentauth).
@@ -81,6 +61,59 @@ func TestHydraGatewayResource(t *testing.T) {
 		t.Fatalf("Hydra's token: aud %v, client_id %v; want [%s], mcp-client", c["aud"], c["client_id"], resource)
 	}
 
+	cc := clientcredentials.Config{ClientID: "mcp-client", ClientSecret: "mcp-client-e2e-secret", TokenURL: op.issuer + "oauth2/token",
+		AuthStyle: oauth2.AuthStyleInHeader, EndpointParams: url.Values{"audience": {s.url + "/mcpx/fs"}}}
+	nearMiss, err := cc.Token(t.Context())
+	if err != nil {
+		t.Fatalf("client_credentials token for /mcpx/fs: %v", err)
+	}
+	checkGatewayResourceToken(t, s, u, resource, tok, session, agent,
+		gatewayRefusal{"a near miss of the resource (/mcpx/fs)", nearMiss.AccessToken, http.MethodPost, "/mcp/fs", http.StatusUnauthorized, "oidc_token_audience"})
+}
+
+// setUpGateway has ADMIN (by the Bearer token admin) turn the security
+// gateway on (unregistered tools hidden), register server fs at resource
+// with upstream endpoint and the credential fs-token, another server, the
+// tool fs.read allowed to ADMIN, and start a session with one agent.
+func setUpGateway(t *testing.T, s *service, admin, endpoint, resource string) (session, agent string) {
+	t.Helper()
+	call := func(method, path, body string, want int) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		st, b := do(t, noRedirects(nil), req)
+		out := map[string]any{}
+		if st != want || json.Unmarshal([]byte(b), &out) != nil {
+			t.Fatalf("%s %s = %d %s, want %d", method, path, st, b, want)
+		}
+		return out
+	}
+	call("PUT", "/api/v2/admin/settings", `{"security_gateway":true,"default_session_mode":"auto"}`, 200)
+	call("POST", "/api/v2/servers", `{"name":"fs","url":"`+resource+`","endpoint":"`+endpoint+`","credential":"fs-token"}`, 201)
+	call("POST", "/api/v2/servers", `{"name":"other","url":"http://127.0.0.1:9/mcp"}`, 201)
+	call("POST", "/api/v2/tools", `{"name":"fs.read","server":"fs","read_only":true}`, 201)
+	call("POST", "/api/v2/policies", `{"effect":"allow","tool":"fs.*","scope":"role","value":"ADMIN"}`, 201)
+	session = call("POST", "/api/v2/sessions", `{"title":"e2e","mode":"auto"}`, 201)["id"].(string)
+	agent = call("POST", "/api/v2/sessions/"+session+"/agents", `{}`, 201)["id"].(string)
+	return session, agent
+}
+
+// gatewayRefusal is a request with a token that agentauth must refuse.
+type gatewayRefusal struct {
+	name, token, method, path string
+	status                    int
+	reason                    string
+}
+
+// checkGatewayResourceToken: with tok, an access token for alice's agent
+// whose audience is only the gateway resource of fs, the official MCP Go
+// SDK client lists and calls fs.read through the gateway while a hidden
+// tool is refused (the server never sees the token); the API and another
+// server's endpoint answer 403 token_audience_gateway_only; so do the
+// extra cases.
+func checkGatewayResourceToken(t *testing.T, s *service, u *mcpUpstream, resource, tok, session, agent string, extra ...gatewayRefusal) {
+	t.Helper()
 	t.Run("the Go SDK through the gateway", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -111,23 +144,11 @@ func TestHydraGatewayResource(t *testing.T) {
 			t.Errorf("the server saw the caller's token, or not agentauth's credential: %d Authorization values", len(u.auths))
 		}
 	})
-
-	cc := clientcredentials.Config{ClientID: "mcp-client", ClientSecret: "mcp-client-e2e-secret", TokenURL: op.issuer + "oauth2/token",
-		AuthStyle: oauth2.AuthStyleInHeader, EndpointParams: url.Values{"audience": {s.url + "/mcpx/fs"}}}
-	nearMiss, err := cc.Token(t.Context())
-	if err != nil {
-		t.Fatalf("client_credentials token for /mcpx/fs: %v", err)
-	}
-	tests := []struct {
-		name, token, method, path string
-		status                    int
-		reason                    string
-	}{
+	tests := append([]gatewayRefusal{
 		{"the API", tok, http.MethodGet, "/api/v2/me", http.StatusForbidden, "token_audience_gateway_only"},
 		{"a session through the API", tok, http.MethodGet, "/api/v2/sessions/" + session, http.StatusForbidden, "token_audience_gateway_only"},
 		{"another server's gateway endpoint", tok, http.MethodPost, "/mcp/other", http.StatusForbidden, "token_audience_gateway_only"},
-		{"a near miss of the resource (/mcpx/fs)", nearMiss.AccessToken, http.MethodPost, "/mcp/fs", http.StatusUnauthorized, "oidc_token_audience"},
-	}
+	}, extra...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tt.method, s.url+tt.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`))

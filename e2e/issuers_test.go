@@ -11,17 +11,18 @@ import (
 	"time"
 )
 
-// TestAdditionalIssuers: with the stand-in's master realm configured as a
-// second trusted issuer (auth.oidc.additionalIssuers, client admin-cli),
-// its access tokens are accepted as Bearer tokens with roles extracted the
+// TestAdditionalIssuers: with Keycloak's master realm configured as a
+// second trusted issuer (auth.oidc.additionalIssuers, with a client of its
+// own made here: master's admin-cli issues lightweight access tokens, with
+// neither sub nor roles), its access tokens are accepted as Bearer tokens with roles extracted the
 // same way (master's admin holds realm role admin: ADMIN), the primary
 // realm's tokens still work, and a service without that setting refuses
 // the same token (an issuer not configured: 401).
 func TestAdditionalIssuers(t *testing.T) {
-	needStandin(t) // the stand-in's master realm is the second issuer
-	p := startIDP(t, 0)
+	p := keycloak(t)
+	createClient(t, p, "master", "agentauth-master", "")
 	cfgFile := filepath.Join(t.TempDir(), "agentauth.yaml")
-	if err := os.WriteFile(cfgFile, []byte("auth:\n  oidc:\n    additionalIssuers:\n      - issuer: "+p.base+"/realms/master\n        clientId: admin-cli\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfgFile, []byte("auth:\n  oidc:\n    additionalIssuers:\n      - issuer: "+p.base+"/realms/master\n        clientId: agentauth-master\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	withSecond := startService(t, p, 0, "SERVICE_CONFIG="+cfgFile)
@@ -29,7 +30,7 @@ func TestAdditionalIssuers(t *testing.T) {
 	withSecond.waitReady(t, 30*time.Second)
 	primaryOnly.waitReady(t, 30*time.Second)
 
-	machine := grant(t, p, "master", "admin-cli", "", "admin", "admin")
+	machine := grant(t, p, "master", "agentauth-master", "agentauth-master-e2e-secret", kcAdmin, kcAdminPassword)
 	status, m := whoami(t, noRedirects(nil), withSecond, machine.AccessToken)
 	if status != http.StatusOK || m.Method != "oidc" || !slices.Contains(m.Roles, "ADMIN") {
 		t.Errorf("second realm's token with additionalIssuers: %d %+v, want 200 ADMIN by OIDC", status, m)

@@ -14,15 +14,14 @@ import (
 )
 
 // TestIssuerURLs: the service reaches the provider at one URL
-// (SERVICE_OIDC_DISCOVERY_URL, here the stand-in by the name localhost)
+// (SERVICE_OIDC_DISCOVERY_URL, here Keycloak by the name localhost)
 // while tokens carry another issuer (its 127.0.0.1 URL): discovery, keys
 // and the token endpoint work through the discovery URL and tokens are
 // checked against the configured issuer. Without the discovery URL, an
 // issuer that is not what the provider's document says stops the start
 // with a message naming both, and `agentauth oidc check` explains it.
 func TestIssuerURLs(t *testing.T) {
-	needStandin(t) // the stand-in answers to both names; a real Keycloak's hostname settings decide that
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	internal := strings.Replace(p.issuer, "://127.0.0.1:", "://localhost:", 1)
 
 	t.Run("split: logins and Bearer tokens through the discovery URL", func(t *testing.T) {

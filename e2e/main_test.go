@@ -1,17 +1,13 @@
 //go:build e2e
 
-// Package e2e holds black-box tests of the built agentauth binary in OIDC
-// mode against Keycloak: a real Keycloak when E2E_KEYCLOAK_URL names one
-// (with deploy/keycloak/realm-agents.json imported), else the Keycloak
-// stand-in of e2e/keycloak-standin (panva's oidc-provider behind Keycloak's
-// URLs, configured from the same realm file), started with Node. The suite
-// prints which one it ran against.
-//
-// Every process binds a free port. The realm file registers the redirect
-// URIs of a service on 127.0.0.1:18080; the stand-in and the container get
-// them moved to a free port at start (the stand-in's --service-url, a
-// rewritten copy of the file for the container). Only a Keycloak named by
-// E2E_KEYCLOAK_URL, which imported the file as it is, needs 18080 free.
+// Package e2e holds black-box tests of the built agentauth binary. Its
+// OIDC tests run against the real Keycloak (internal/keycloakserver: the
+// server distribution .ci/keycloak caches, started once per run as a
+// loopback process, with deploy/keycloak/realm-agents.json imported, only
+// its agentauth URLs moved to a free port). A few tests run against the
+// Keycloak stand-in of e2e/keycloak-standin instead, each saying why: what
+// it adds is faults on demand (a provider down, then up; forgetting its
+// sessions; rotating its keys at once).
 //
 //	go test -tags e2e ./e2e/...
 package e2e
@@ -34,26 +30,37 @@ import (
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
+
+	"github.com/agentauth/agentauth/internal/keycloakserver"
 )
 
 const (
 	realmName    = "agents"
 	clientID     = "agentauth"
 	clientSecret = "agentauth-e2e-secret"
-	// realmFilePort is the port of the service's redirect URIs in
-	// deploy/keycloak/realm-agents.json.
-	realmFilePort = 18080
+	// kcAdmin and kcAdminPassword are Keycloak's bootstrap admin (master
+	// realm), given to it in its environment.
+	kcAdmin         = "admin"
+	kcAdminPassword = "admin"
 )
 
 var (
-	binary  string // the built agentauth
-	repo    string // repository root
-	realKC  string // E2E_KEYCLOAK_URL: base URL of a real Keycloak, if any
-	against string // what the suite runs against, for the log
-	// realKCServicePort is the port of the redirect URIs the real Keycloak
-	// registered.
-	realKCServicePort = realmFilePort
+	binary string // the built agentauth
+	repo   string // repository root
+	// kc is the suite's Keycloak, started once in TestMain while the
+	// binary builds; tests wait for it with keycloak(t).
+	kc kcStart
 )
+
+// kcStart is the suite's one Keycloak start: done closes when srv or err
+// is set.
+type kcStart struct {
+	done        chan struct{}
+	srv         *keycloakserver.Server
+	err         error
+	servicePort int // the port of the agentauth URLs in its realm
+	took        time.Duration
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -68,6 +75,40 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	kc.servicePort, err = freePortNow()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	kcLog, err := os.Create(filepath.Join(dir, "keycloak.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kc.done = make(chan struct{})
+	go func() {
+		defer close(kc.done)
+		start := time.Now()
+		kc.srv, kc.err = keycloakserver.Start(context.Background(), keycloakserver.Options{
+			RealmFile:   filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"),
+			ServicePort: kc.servicePort, AdminUser: kcAdmin, AdminPassword: kcAdminPassword, Log: kcLog,
+		})
+		kc.took = time.Since(start)
+		if kc.err != nil {
+			b, _ := os.ReadFile(kcLog.Name())
+			kc.err = fmt.Errorf("%w\n--- keycloak log ---\n%s", kc.err, tail(string(b), 6000))
+			return
+		}
+		fmt.Fprintf(os.Stderr, "e2e: Keycloak %s ready at %s in %s (started once for the suite)\n", keycloakserver.Version, kc.srv.URL, kc.took.Round(time.Millisecond))
+	}()
+	defer func() {
+		<-kc.done
+		if kc.srv != nil {
+			if err := kc.srv.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e:", err)
+			}
+		}
+	}()
 	binary = filepath.Join(dir, "agentauth")
 	build := exec.Command("go", "build", "-o", binary, "./cmd/agentauth")
 	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
@@ -75,42 +116,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: build agentauth:", err)
 		return 1
 	}
-	realKC = strings.TrimRight(os.Getenv("E2E_KEYCLOAK_URL"), "/")
-	switch {
-	case realKC != "":
-		against = "a real Keycloak at " + realKC + " (E2E_KEYCLOAK_URL)"
-	case containerEngine():
-		realKCServicePort, err = freePortNow()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			return 1
-		}
-		base, stop, err := startKeycloak(context.Background(), dir, realKCServicePort)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			return 1
-		}
-		defer stop()
-		realKC = base
-		against = "the official Keycloak image " + keycloakImage + " (testcontainers-go) at " + base
-	default:
-		if err := npmCI(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: keycloak stand-in dependencies:", err)
-			return 1
-		}
-		against = "the Keycloak stand-in (e2e/keycloak-standin, oidc-provider on Node) started from deploy/keycloak/realm-agents.json"
+	if err := npmCI(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: keycloak stand-in dependencies:", err)
+		return 1
 	}
-	fmt.Fprintf(os.Stderr, "e2e: running against %s\n", against)
-	code := m.Run()
-	fmt.Fprintf(os.Stderr, "e2e: ran against %s\n", against)
-	return code
-}
-
-// containerEngine reports whether a container engine daemon answers.
-func containerEngine() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return exec.CommandContext(ctx, "docker", "info").Run() == nil
+	return m.Run()
 }
 
 // npmCI installs the stand-in's pinned packages when they are missing.
@@ -144,22 +154,24 @@ func (p *idp) tokenURL(realm string) string {
 	return p.base + "/realms/" + realm + "/protocol/openid-connect/token"
 }
 
-// needStandin skips a test that uses the stand-in's hooks (short token
-// lifetimes, key rotation, stopping the provider) on a real Keycloak.
-func needStandin(t *testing.T) {
-	if realKC != "" {
-		t.Skip("needs the stand-in's test hooks; running against a real Keycloak")
+// keycloak waits for the suite's Keycloak and returns it. A service that
+// signs users in through the browser, or receives Keycloak's back-channel
+// logouts, listens on its servicePort.
+func keycloak(t *testing.T) *idp {
+	t.Helper()
+	<-kc.done
+	if kc.err != nil {
+		t.Fatalf("Keycloak %s: %v", keycloakserver.Version, kc.err)
 	}
+	return &idp{base: kc.srv.URL, issuer: kc.srv.Issuer(realmName), servicePort: kc.servicePort}
 }
 
-// startIDP returns the shared provider: the real Keycloak, or a new
-// stand-in on port (0: any free port) with the extra environment, whose
-// redirect URIs name a free port.
-func startIDP(t *testing.T, port int, env ...string) *idp {
+// startStandin starts the Keycloak stand-in (e2e/keycloak-standin) on
+// port (0: any free port) with the extra environment, its redirect URIs on
+// a free port. Only tests that need what Keycloak cannot do on demand use
+// it, and say why.
+func startStandin(t *testing.T, port int, env ...string) *idp {
 	t.Helper()
-	if realKC != "" {
-		return &idp{base: realKC, issuer: realKC + "/realms/" + realmName, servicePort: realKCServicePort}
-	}
 	servicePort := freePort(t)
 	dir := filepath.Join(repo, "e2e", "keycloak-standin")
 	cmd := exec.Command("node", "server.mjs", "--realm-file", filepath.Join(repo, "deploy", "keycloak", "realm-agents.json"),
@@ -355,8 +367,69 @@ func grant(t *testing.T, p *idp, realm, client, secret, user, password string) t
 	return tok
 }
 
-// realmRoleGrant is a realm role given to a user of the stand-in through
-// Keycloak's admin API (gocloak), which the test takes back with revoke.
+// kcAdminAPI is Keycloak's admin API (gocloak) with a token of the
+// bootstrap admin. Its calls use context.Background(): cleanups call it,
+// after t.Context() has ended.
+func kcAdminAPI(t *testing.T, p *idp) (*gocloak.GoCloak, string) {
+	t.Helper()
+	kc := gocloak.NewClient(p.base)
+	admin, err := kc.LoginAdmin(context.Background(), kcAdmin, kcAdminPassword, "master")
+	if err != nil {
+		t.Fatalf("admin login: %v", err)
+	}
+	return kc, admin.AccessToken
+}
+
+// userID is the id of username in the realm.
+func userID(t *testing.T, p *idp, username string) string {
+	t.Helper()
+	kc, token := kcAdminAPI(t, p)
+	users, err := kc.GetUsers(context.Background(), token, realmName, gocloak.GetUsersParams{Username: gocloak.StringP(username), Exact: gocloak.BoolP(true)})
+	if err != nil || len(users) != 1 {
+		t.Fatalf("find %s: %v %v", username, users, err)
+	}
+	return *users[0].ID
+}
+
+// logoutUser ends every session of username at the provider (the admin
+// API's POST /users/{id}/logout), as an administrator would.
+func logoutUser(t *testing.T, p *idp, username string) {
+	t.Helper()
+	kc, token := kcAdminAPI(t, p)
+	if err := kc.LogoutAllSessions(context.Background(), token, realmName, userID(t, p, username)); err != nil {
+		t.Fatalf("admin logout of %s: %v", username, err)
+	}
+}
+
+// setClientAttribute sets an attribute of a client of the realm through
+// the admin API, and puts the old value back when the test ends.
+func setClientAttribute(t *testing.T, p *idp, client, name, value string) {
+	t.Helper()
+	kc, token := kcAdminAPI(t, p)
+	clients, err := kc.GetClients(context.Background(), token, realmName, gocloak.GetClientsParams{ClientID: gocloak.StringP(client)})
+	if err != nil || len(clients) != 1 {
+		t.Fatalf("find client %s: %v %v", client, clients, err)
+	}
+	c := clients[0]
+	if c.Attributes == nil {
+		c.Attributes = &map[string]string{}
+	}
+	old := (*c.Attributes)[name]
+	(*c.Attributes)[name] = value
+	if err := kc.UpdateClient(context.Background(), token, realmName, *c); err != nil {
+		t.Fatalf("set %s of client %s: %v", name, client, err)
+	}
+	t.Cleanup(func() {
+		kc, token := kcAdminAPI(t, p)
+		(*c.Attributes)[name] = old
+		if err := kc.UpdateClient(context.Background(), token, realmName, *c); err != nil {
+			t.Errorf("put back %s of client %s: %v", name, client, err)
+		}
+	})
+}
+
+// realmRoleGrant is a realm role given to a user through Keycloak's admin
+// API (gocloak), which the test takes back with revoke.
 type realmRoleGrant struct {
 	userID string
 	revoke func(t *testing.T)
@@ -365,27 +438,64 @@ type realmRoleGrant struct {
 func grantRealmRole(t *testing.T, p *idp, username, role string) realmRoleGrant {
 	t.Helper()
 	ctx := context.Background()
-	kc := gocloak.NewClient(p.base)
-	admin, err := kc.LoginAdmin(ctx, "admin", "admin", "master")
-	if err != nil {
-		t.Fatalf("admin login: %v", err)
-	}
-	users, err := kc.GetUsers(ctx, admin.AccessToken, realmName, gocloak.GetUsersParams{Username: gocloak.StringP(username), Exact: gocloak.BoolP(true)})
-	if err != nil || len(users) != 1 {
-		t.Fatalf("find %s: %v %v", username, users, err)
-	}
-	id := *users[0].ID
-	r, err := kc.GetRealmRole(ctx, admin.AccessToken, realmName, role)
+	kc, token := kcAdminAPI(t, p)
+	id := userID(t, p, username)
+	r, err := kc.GetRealmRole(ctx, token, realmName, role)
 	if err != nil {
 		t.Fatalf("role %s: %v", role, err)
 	}
-	if err := kc.AddRealmRoleToUser(ctx, admin.AccessToken, realmName, id, []gocloak.Role{*r}); err != nil {
+	if err := kc.AddRealmRoleToUser(ctx, token, realmName, id, []gocloak.Role{*r}); err != nil {
 		t.Fatalf("grant %s: %v", role, err)
 	}
-	return realmRoleGrant{userID: id, revoke: func(t *testing.T) {
+	revoked := false
+	revoke := func(t *testing.T) {
 		t.Helper()
-		if err := kc.DeleteRealmRoleFromUser(ctx, admin.AccessToken, realmName, id, []gocloak.Role{*r}); err != nil {
+		kc, token := kcAdminAPI(t, p)
+		if err := kc.DeleteRealmRoleFromUser(ctx, token, realmName, id, []gocloak.Role{*r}); err != nil {
 			t.Fatalf("remove %s: %v", role, err)
 		}
-	}}
+		revoked = true
+	}
+	// The realm is the suite's: a test that fails before revoking leaves
+	// the user as the realm file made it all the same.
+	t.Cleanup(func() {
+		if !revoked {
+			revoke(t)
+		}
+	})
+	return realmRoleGrant{userID: id, revoke: revoke}
+}
+
+// makeKey makes a managed key with permissions for the user of c's
+// session cookie, expiring in a day, and returns it.
+func makeKey(t *testing.T, s *service, c *http.Client, permissions ...string) managedKey {
+	t.Helper()
+	perms, _ := json.Marshal(permissions)
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/api/v2/keys", strings.NewReader(`{"name":"laptop script",`+
+		`"permissions":`+string(perms)+`,"expires_at":"`+time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339)+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	status, body := do(t, c, req)
+	var k managedKey
+	if err := json.Unmarshal([]byte(body), &k); status != http.StatusCreated || err != nil || !strings.HasPrefix(k.Key, "aak_") {
+		t.Fatalf("POST /api/v2/keys with the session cookie = %d %s", status, body)
+	}
+	return k
+}
+
+type managedKey struct{ ID, Key string }
+
+// keyPermissions is GET /api/v2/me with the key: the status and the
+// permissions it has now.
+func keyPermissions(t *testing.T, s *service, k managedKey) (int, []string) {
+	t.Helper()
+	status, body := get(t, noRedirects(nil), s.url+"/api/v2/me", k.Key)
+	var m struct {
+		Method      string   `json:"method"`
+		Permissions []string `json:"permissions"`
+	}
+	_ = json.Unmarshal([]byte(body), &m)
+	if status == http.StatusOK && m.Method != "managed_key" {
+		t.Errorf("/me with the key: %s", body)
+	}
+	return status, m.Permissions
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"cmp"
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -20,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentauth/agentauth/internal/testwait"
@@ -30,7 +27,7 @@ import (
 // TestOIDC runs the scenarios that share one provider and one service on
 // the registered redirect port.
 func TestOIDC(t *testing.T) {
-	p := startIDP(t, 0)
+	p := keycloak(t)
 	s := startService(t, p, p.servicePort)
 	s.waitReady(t, 30*time.Second)
 
@@ -82,82 +79,16 @@ func TestOIDC(t *testing.T) {
 	t.Run("CSRF", func(t *testing.T) { testCSRF(t, s) })
 	t.Run("CallbackStateChecks", func(t *testing.T) { testCallbackState(t, s) })
 	t.Run("OIDCCheckCommand", func(t *testing.T) { testCheckCommand(t, p) })
-	t.Run("JWKSRotation", func(t *testing.T) { testRotation(t, p, s) })
 }
 
+// testCodeFlow signs alice in through the provider's own login page in
+// Chromium (e2e/js/providers/browser-login.mjs, playwright-core): she lands
+// on /api/v2/me as ADMIN with a user_session cookie that is HttpOnly,
+// SameSite=Lax and not Secure on loopback http.
 func testCodeFlow(t *testing.T, s *service) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not found (apt-get install -y chromium chromium-driver): %v", err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		// No UserDataDir(t.TempDir()): chromium's helper processes may still
-		// write the profile while it exits, and t.TempDir's cleanup then
-		// fails the test ("directory not empty"). chromedp's own temporary
-		// profile is removed after the browser has exited.
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelT()
-
-	err = chromedp.Run(ctx,
-		chromedp.Navigate(s.url+"/auth/login?return_to=/api/v2/me"),
-		chromedp.WaitVisible("#username", chromedp.ByID),
-		chromedp.SendKeys("#username", "alice", chromedp.ByID),
-		chromedp.SendKeys("#password", "alice-pw", chromedp.ByID),
-		chromedp.Click("#kc-login", chromedp.ByID),
-	)
-	if err != nil {
-		t.Fatalf("login form: %v", err)
-	}
-	var loc, body string
-	testwait.Until(t, 30*time.Second, "the browser lands on /api/v2/me", func() (bool, string) {
-		if err := chromedp.Run(ctx, chromedp.Location(&loc)); err != nil {
-			t.Fatalf("location: %v", err)
-		}
-		return loc == s.url+"/api/v2/me", loc
-	})
-	var cookies []*network.Cookie
-	err = chromedp.Run(ctx,
-		chromedp.WaitReady("body", chromedp.ByQuery),
-		chromedp.Text("body", &body, chromedp.ByQuery),
-		chromedp.ActionFunc(func(ctx context.Context) error {
-			var err error
-			cookies, err = network.GetCookies().WithURLs([]string{s.url + "/"}).Do(ctx)
-			return err
-		}),
-	)
-	if err != nil {
-		t.Fatalf("read page: %v", err)
-	}
-	var m me
-	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		t.Fatalf("/api/v2/me in the browser: %q: %v", body, err)
-	}
-	if !slices.Equal(m.Roles, []string{"ADMIN"}) || m.Method != "oidc" {
-		t.Errorf("browser /api/v2/me: got %+v, want ADMIN by oidc", m)
-	}
-	var found bool
-	for _, c := range cookies {
-		if c.Name != "user_session" {
-			continue
-		}
-		found = true
-		if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" || c.Secure {
-			t.Errorf("user_session cookie: HttpOnly=%v SameSite=%v Path=%q Secure=%v; want HttpOnly, Lax, /, not Secure on plain-http loopback",
-				c.HTTPOnly, c.SameSite, c.Path, c.Secure)
-		}
-	}
-	if !found {
-		t.Errorf("no user_session cookie in the browser")
+	bs := browserLogin(t, s, "alice", "alice-pw")
+	if !slices.Equal(bs.Me.Roles, []string{"ADMIN"}) || bs.Me.Method != "oidc" {
+		t.Errorf("browser /api/v2/me: got %+v, want ADMIN by oidc", bs.Me)
 	}
 }
 
@@ -365,8 +296,15 @@ func testCallbackState(t *testing.T, s *service) {
 	}
 }
 
-func testRotation(t *testing.T, p *idp, s *service) {
-	needStandin(t)
+// TestJWKSRotation: a token signed by a key the provider has just rotated
+// in is accepted once the service fetches the new key on first sight of its
+// kid (at most once per SERVICE_OIDC_JWKS_REFETCH), and a token of the
+// previous, still published key stays valid. Against the stand-in: it
+// rotates its keys on demand (/standin/rotate-keys) in one call.
+func TestJWKSRotation(t *testing.T) {
+	p := startStandin(t, 0)
+	s := startService(t, p, 0)
+	s.waitReady(t, 30*time.Second)
 	before := grant(t, p, realmName, clientID, clientSecret, "alice", "alice-pw")
 	resp, err := http.Post(p.base+"/standin/rotate-keys", "", nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -378,7 +316,7 @@ func testRotation(t *testing.T, p *idp, s *service) {
 		t.Fatalf("rotation did not change the kid")
 	}
 	// The new key is fetched on first sight of its kid (at most once per
-	// SERVICE_OIDC_JWKS_REFETCH, 1s here): poll until accepted.
+	// SERVICE_OIDC_JWKS_REFETCH, 1s here).
 	testwait.Until(t, 15*time.Second, "the token of the rotated key accepted as ADMIN", func() (bool, string) {
 		status, m := whoami(t, noRedirects(nil), s, after.AccessToken)
 		return status == http.StatusOK && slices.Equal(m.Roles, []string{"ADMIN"}), fmt.Sprint(status, m.Roles)
@@ -397,53 +335,65 @@ func kid(token string) string {
 	return h.Kid
 }
 
-// TestRefreshAndRoleRemoval: with 3-second access tokens, a session keeps
-// working past expiry by refreshing, and a role removed at the provider is
-// gone after the next refresh; an expired Bearer token is refused.
+// TestRefreshAndRoleRemoval: Keycloak issues agentauth's client 5-second
+// access tokens (the client's access.token.lifespan, set through the admin
+// API for this test). A cookie session keeps working past expiry by
+// refreshing; a realm role removed in Keycloak's admin API is gone at the
+// next refresh, for the session and for the user's managed key; an expired
+// Bearer token is refused; a session Keycloak ended (the user signed out
+// in its admin API) ends here at the next refresh, which Keycloak refuses.
 func TestRefreshAndRoleRemoval(t *testing.T) {
-	needStandin(t)
-	port := freePort(t)
-	p := startIDP(t, port, "STANDIN_ACCESS_TOKEN_TTL=3")
+	p := keycloak(t)
+	setClientAttribute(t, p, clientID, "access.token.lifespan", "5")
 	s := startService(t, p, 0, "SERVICE_OIDC_REFRESH_BEFORE=1s")
 	s.waitReady(t, 30*time.Second)
 
 	lead := grantRealmRole(t, p, "ivan", "lead")
-
 	expired := grant(t, p, realmName, clientID, clientSecret, "bob", "bob-pw")
+	if exp := expired.ExpiresIn; exp != 5 {
+		t.Fatalf("access token lifetime: %d s, want 5 (the client's access.token.lifespan)", exp)
+	}
 	status, jar, body := passwordLogin(t, s, "ivan", "ivan-pw")
 	if status != http.StatusOK || !strings.Contains(body, "LEAD") {
 		t.Fatalf("login: got %d %s, want 200 with LEAD", status, body)
 	}
 	c := noRedirects(jar)
+	key := makeKey(t, s, c, "me:read", "sessions:read", "sessions:team")
+	if status, perms := keyPermissions(t, s, key); status != http.StatusOK || !slices.Equal(perms, []string{"me:read", "sessions:read", "sessions:team"}) {
+		t.Fatalf("/me with ivan's key = %d %v, want the three permissions asked", status, perms)
+	}
+
 	lead.revoke(t)
-	// Until the access token expires (3 s, and the 1 s skew) the session
-	// answers from what it has; then it refreshes, and LEAD is gone.
-	testwait.Until(t, 30*time.Second, "the session refreshed without LEAD", func() (bool, string) {
+	if status, m := whoami(t, c, s, ""); status != http.StatusOK || !slices.Contains(m.Roles, "LEAD") {
+		t.Fatalf("before the access token expired: got %d %v, want LEAD still (nothing refreshed yet)", status, m.Roles)
+	}
+	testwait.Until(t, 60*time.Second, "ivan's session refreshed without LEAD", func() (bool, string) {
 		status, m := whoami(t, c, s, "")
 		if status != http.StatusOK {
 			t.Fatalf("the session answered %d; want 200 before and after its refresh", status)
 		}
 		return !slices.Contains(m.Roles, "LEAD"), fmt.Sprint(m.Roles)
 	})
+	if status, perms := keyPermissions(t, s, key); status != http.StatusOK || !slices.Equal(perms, []string{"me:read", "sessions:read"}) {
+		t.Errorf("/me with ivan's key after the refresh = %d %v, want sessions:team gone", status, perms)
+	}
 	// The session refreshes a second before its access token expires;
 	// expired, issued before it, is refused once past its exp and the skew.
-	testwait.Until(t, 30*time.Second, "the expired Bearer token refused", func() (bool, string) {
+	testwait.Until(t, 30*time.Second, "bob's expired Bearer token refused", func() (bool, string) {
 		status, _ := whoami(t, noRedirects(nil), s, expired.AccessToken)
 		return status == http.StatusUnauthorized, fmt.Sprint(status)
 	})
 
-	// A provider that no longer knows the session (restarted: its sessions
-	// and refresh tokens are gone) refuses the refresh, which ends the
-	// session here.
+	// Keycloak ends bob's sessions (its admin API): the refresh is refused,
+	// which ends the session here.
 	status, jar, _ = passwordLogin(t, s, "bob", "bob-pw")
 	if status != http.StatusOK {
 		t.Fatalf("bob login: %d", status)
 	}
-	p.stop()
-	_ = startIDP(t, port, "STANDIN_ACCESS_TOKEN_TTL=3")
+	logoutUser(t, p, "bob")
 	// The session answers 200 until its access token expires, then its
 	// refresh is refused and it ends.
-	testwait.Until(t, 30*time.Second, "the session ended by the refused refresh", func() (bool, string) {
+	testwait.Until(t, 60*time.Second, "bob's session ended at the refresh Keycloak refuses", func() (bool, string) {
 		status, _ := whoami(t, noRedirects(jar), s, "")
 		if status != http.StatusOK && status != http.StatusUnauthorized {
 			t.Fatalf("the session answered %d; want 200, then 401", status)
@@ -458,9 +408,10 @@ func TestRefreshAndRoleRemoval(t *testing.T) {
 // TestProviderDown: a service started before its provider answers 503 on
 // logins and says which part is not ready; once the provider is up it
 // becomes ready; when the provider stops, tokens of cached keys still
-// authenticate and logins answer 503.
+// authenticate and logins answer 503. Against the stand-in: it starts in
+// about a second where Keycloak takes a minute here, and this test starts
+// its provider late and stops it.
 func TestProviderDown(t *testing.T) {
-	needStandin(t)
 	port := freePort(t)
 	dead := &idp{base: "http://127.0.0.1:" + itoa(port), issuer: "http://127.0.0.1:" + itoa(port) + "/realms/" + realmName, servicePort: freePort(t)}
 	s := startService(t, dead, 0)
@@ -485,7 +436,7 @@ func TestProviderDown(t *testing.T) {
 		t.Errorf("GET /auth/login before discovery: got %d, want 503", status)
 	}
 
-	p := startIDP(t, port)
+	p := startStandin(t, port)
 	s.waitReady(t, 45*time.Second) // discovery retries with backoff
 	tok := grant(t, p, realmName, clientID, clientSecret, "carol", "carol-pw")
 	fresh := grant(t, p, realmName, clientID, clientSecret, "dave", "dave-pw")
