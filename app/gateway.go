@@ -107,6 +107,7 @@ func (s *Gateway) Callable(ctx context.Context, c Caller, server string, names [
 			registered[t.Name] = t
 		}
 	}
+	in.Server = server
 	out := make([]bool, len(names))
 	for i, name := range names {
 		tool, err := domain.CanonicalToolName(name)
@@ -139,7 +140,7 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool string,
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	in.Tool, in.Arguments = tool, args
+	in.Tool, in.Arguments, in.Server = tool, args, server
 	switch t, err := s.catalog.GetTool(ctx, tool); {
 	case err == nil && t.Server == server:
 		in.Registered = &t
@@ -181,7 +182,7 @@ func (s *Gateway) decide(in domain.ToolCallInput, c Caller) domain.ToolDecision 
 // tool: the session and agent as the caller was made with, the gateway
 // setting and policy.
 func (s *Gateway) agentInput(ctx context.Context, c Caller) (domain.ToolCallInput, error) {
-	in := domain.ToolCallInput{Principal: c.Principal, Session: c.sess, Agent: c.agent}
+	in := domain.ToolCallInput{Principal: c.Principal, Session: c.sess, Agent: c.agent, Chain: c.Chain, Now: s.clock.Now().UTC()}
 	st, err := s.calls.settings.GetSettings(ctx)
 	if err != nil {
 		return domain.ToolCallInput{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/policycel"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -25,6 +26,11 @@ func (s *Policies) Create(ctx context.Context, p domain.Principal, r domain.Poli
 		return domain.PolicyRule{}, err
 	}
 	r.Tool, _ = domain.CanonicalToolPattern(r.Tool) // valid: ValidateRule checked it
+	if r.When != "" {
+		if _, err := policycel.Compile(r.When); err != nil {
+			return domain.PolicyRule{}, err // a *domain.ConditionError: 400 with its position
+		}
+	}
 	if err := s.store.CreatePolicy(ctx, r); err != nil {
 		return domain.PolicyRule{}, err
 	}

@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/policycel"
 	"github.com/agentauth/agentauth/ports"
 )
 
-// PolicyRules serves the policy rules compiled into a domain.PolicyIndex,
-// so a decision costs the same with 10 rules or 10,000. Each use reads the
+// PolicyRules serves the policy rules compiled into a domain.PolicyIndex
+// (their conditions with cel-go), so a decision costs the same with 10
+// rules or 10,000. Each use reads the
 // store's policy version (one indexed row; the store moves it in the same
 // transaction as any change to the rules; from memory when the Registry
 // keeps it) and recompiles only when it moved: a change made on any instance sharing the store is in force on
@@ -22,6 +24,14 @@ type PolicyRules struct {
 	// rebuild lets one caller at a time read and compile the rules.
 	rebuild sync.Mutex
 	current atomic.Pointer[compiledRules]
+	// conditions are the compiled conditions by text, kept across
+	// rebuilds (under rebuild): a change of one rule compiles one.
+	conditions map[string]compiledCondition
+}
+
+type compiledCondition struct {
+	cond domain.Condition
+	err  error
 }
 
 type compiledRules struct {
@@ -54,7 +64,17 @@ func (r *PolicyRules) Index(ctx context.Context) (*domain.PolicyIndex, error) {
 		return nil, err
 	}
 	slices.Reverse(rules) // a decision reads them oldest first
-	c := &compiledRules{version: v, index: domain.NewPolicyIndex(rules)}
+	kept := make(map[string]compiledCondition, len(r.conditions))
+	compile := func(text string) (domain.Condition, error) {
+		c, ok := r.conditions[text]
+		if !ok {
+			c.cond, c.err = policycel.Compile(text)
+		}
+		kept[text] = c
+		return c.cond, c.err
+	}
+	c := &compiledRules{version: v, index: domain.NewPolicyIndexWith(rules, compile)}
+	r.conditions = kept
 	r.current.Store(c)
 	return c.index, nil
 }

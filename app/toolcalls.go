@@ -79,7 +79,20 @@ func (s *ToolCalls) Decide(ctx context.Context, p domain.Principal, session stri
 		return domain.ToolCall{}, err
 	}
 	in.Principal, in.Session, in.Agent = p, sess, ag
+	if in.Chain, err = s.chainFor(ctx, in); err != nil {
+		return domain.ToolCall{}, err
+	}
 	return s.keep(ctx, in, s.authz.DecideToolCall(in), p.Subject)
+}
+
+// chainFor is the agents from the session's root to in.Agent, read only
+// when a rule's condition may look at them (agent.chain).
+func (s *ToolCalls) chainFor(ctx context.Context, in domain.ToolCallInput) ([]string, error) {
+	if in.Policy.Conditions() == 0 || in.Agent.Parent == "" {
+		return nil, nil
+	}
+	_, chain, err := agentChain(ctx, s.agents, in.Session.ID, in.Agent.ID)
+	return chain, err
 }
 
 // input is a decision's input for req, without who asks: the canonical
@@ -94,7 +107,7 @@ func (s *ToolCalls) input(ctx context.Context, req CallRequest) (domain.ToolCall
 	if err != nil {
 		return domain.ToolCallInput{}, err
 	}
-	in := domain.ToolCallInput{Tool: tool, Arguments: args}
+	in := domain.ToolCallInput{Tool: tool, Arguments: args, Now: s.clock.Now().UTC()}
 	return in, s.withCatalogAndPolicy(ctx, &in)
 }
 
@@ -216,7 +229,10 @@ func (s *ToolCalls) recheck(ctx context.Context, approver domain.Principal, sess
 	if err != nil {
 		return err
 	}
-	in := domain.ToolCallInput{Principal: who, Session: sess, Agent: ag, Tool: call.Tool, Policy: policy, Arguments: call.Arguments}
+	in := domain.ToolCallInput{Principal: who, Session: sess, Agent: ag, Tool: call.Tool, Policy: policy, Arguments: call.Arguments, Now: s.clock.Now().UTC()}
+	if in.Chain, err = s.chainFor(ctx, in); err != nil {
+		return err
+	}
 	switch t, err := s.catalog.GetTool(ctx, call.Tool); {
 	case err == nil && t.SecondApprover && approver.Subject == sess.Owner:
 		return &domain.Refusal{Code: domain.ReasonSecondApprover, Missing: domain.PermToolCallsApprove,

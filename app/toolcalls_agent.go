@@ -23,6 +23,6 @@ func (s *ToolCalls) DecideWithToken(ctx context.Context, caller VerifiedAgent, s
 	if err != nil {
 		return domain.ToolCall{}, err
 	}
-	in.Principal, in.Session, in.Agent = caller.Owner, caller.Session, caller.Agent
+	in.Principal, in.Session, in.Agent, in.Chain = caller.Owner, caller.Session, caller.Agent, g.Chain
 	return s.keep(ctx, in, s.authz.DecideAgentCall(in, g), "agent:"+req.Agent)
 }

@@ -42,11 +42,13 @@ const (
 // pattern where * matches any run of characters) for a role, a project or
 // a subject.
 type PolicyRule struct {
-	ID        string
-	Effect    Effect
-	Tool      string
-	Scope     ScopeKind
-	Value     string // the role, project ID or subject
+	ID     string
+	Effect Effect
+	Tool   string
+	Scope  ScopeKind
+	Value  string // the role, project ID or subject
+	// When is the rule's condition (CEL, see CallFacts); "" holds always.
+	When      string
 	CreatedBy string
 	CreatedAt time.Time
 }
@@ -59,6 +61,10 @@ func ValidateRule(r PolicyRule) error {
 	if _, err := CanonicalToolPattern(r.Tool); err != nil {
 		return err
 	}
+	if len(r.When) > MaxConditionBytes {
+		return fmt.Errorf("policy when: at most %d bytes: %w", MaxConditionBytes, ErrInvalidInput)
+	}
+
 	switch r.Scope {
 	case ScopeRole:
 		return validateRoleName(r.Value)
@@ -129,4 +135,10 @@ type PolicyOutcome struct {
 	Effect Effect
 	// Rule is the ID of the deciding rule; empty when no rule matched.
 	Rule string
+	// When is the deciding rule's condition ("": none). Error says why it
+	// could not be evaluated (the outcome is then deny). Maybe: it depends
+	// on what was not known (the arguments, when listing tools).
+	When  string
+	Error string
+	Maybe bool
 }

@@ -82,10 +82,10 @@ func TestPolicyIndexDenyWinsAndNoRuleDenies(t *testing.T) {
 		want  PolicyOutcome
 	}{
 		{"no rules: deny", nil, "fs.read", PolicyOutcome{Effect: EffectDeny}},
-		{"allow", all, "fs.read", PolicyOutcome{EffectAllow, "r1"}},
-		{"ask beats allow", all, "git.pull", PolicyOutcome{EffectAsk, "r2"}},
-		{"deny beats ask", all, "git.push", PolicyOutcome{EffectDeny, "r3"}},
-		{"order does not matter", []PolicyRule{denySubject, askProject, allowRole}, "git.push", PolicyOutcome{EffectDeny, "r3"}},
+		{"allow", all, "fs.read", PolicyOutcome{Effect: EffectAllow, Rule: "r1"}},
+		{"ask beats allow", all, "git.pull", PolicyOutcome{Effect: EffectAsk, Rule: "r2"}},
+		{"deny beats ask", all, "git.push", PolicyOutcome{Effect: EffectDeny, Rule: "r3"}},
+		{"order does not matter", []PolicyRule{denySubject, askProject, allowRole}, "git.push", PolicyOutcome{Effect: EffectDeny, Rule: "r3"}},
 		{"other subjects' rules ignored", []PolicyRule{denyOther, denyLead, denyP2, odd}, "fs.read", PolicyOutcome{Effect: EffectDeny}},
 	}
 	for _, tt := range tests {

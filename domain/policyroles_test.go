@@ -3,6 +3,7 @@ package domain
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestCustomRolesMeetRulesOfTheRoleTheyExtend: a deny rule written for USER
@@ -41,7 +42,7 @@ func TestCustomRolesMeetRulesOfTheRoleTheyExtend(t *testing.T) {
 	})
 	sre := Principal{Subject: "sam", Roles: []Role{"SRE"}}
 	session := Session{ID: "s1", Owner: "sam", Mode: ModeAuto, State: SessionActive}
-	got := authz.DecideToolCall(ToolCallInput{sre, session, Agent{ID: "a0", Session: "s1"}, "shell.exec", nil, false, rules, nil})
+	got := authz.DecideToolCall(ToolCallInput{sre, session, Agent{ID: "a0", Session: "s1"}, "shell.exec", nil, false, rules, nil, "", nil, time.Time{}})
 	if got.Effect != EffectDeny || got.Reason != ReasonPolicyDeny {
 		t.Errorf("SRE (extends USER) calling shell.exec: got %s/%s, want deny by the USER rule", got.Effect, got.Reason)
 	}

@@ -38,8 +38,31 @@ type ToolCallInput struct {
 	// Policy holds the policy rules as they stand; nil holds none.
 	Policy *PolicyIndex
 	// Arguments are the call's arguments: the RFC 8785 canonical JSON of
-	// an object (see ArgumentsHash), what an approval binds to.
+	// an object (see ArgumentsHash), what an approval binds to; nil when
+	// no call is made (listing the tools a caller may call).
 	Arguments []byte
+	// Server is the server the call goes to ("": the registered tool's);
+	// Chain the agents from the session's root to the acting agent
+	// (nil: the acting agent alone); Now the time of the request. Rule
+	// conditions read them (CallFacts).
+	Server string
+	Chain  []string
+	Now    time.Time
+}
+
+// Facts is what the conditions of rules see of the call.
+func (in ToolCallInput) Facts(roles []Role) *CallFacts {
+	f := &CallFacts{Tool: in.Tool, Server: in.Server, Arguments: in.Arguments, SessionMode: in.Session.Mode,
+		Project: in.Session.Project, Depth: in.Agent.Depth, Subject: in.Principal.Subject, Roles: roles, Now: in.Now}
+	if f.Server == "" && in.Registered != nil {
+		f.Server = in.Registered.Server
+	}
+	chain := in.Chain
+	if chain == nil && in.Agent.ID != "" {
+		chain = []string{in.Agent.ID}
+	}
+	f.Chain = append(append(make([]string, 0, len(chain)+1), in.Principal.Subject), chain...)
+	return f
 }
 
 // MaxArgumentsBytes bounds the canonical arguments of a call that is
@@ -81,7 +104,12 @@ func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
 	if in.Session.Project != "" {
 		projects = []string{in.Session.Project}
 	}
-	pol := in.Policy.Evaluate(Subject{Subject: in.Principal.Subject, Roles: a.PolicyRoles(in.Principal.Roles), Projects: projects}, in.Tool)
+	roles := a.PolicyRoles(in.Principal.Roles)
+	var facts *CallFacts
+	if in.Policy.Conditions() > 0 {
+		facts = in.Facts(roles)
+	}
+	pol := in.Policy.EvaluateCall(Subject{Subject: in.Principal.Subject, Roles: roles, Projects: projects}, in.Tool, facts)
 	readOnly := in.Registered != nil && in.Registered.ReadOnly
 
 	var ask *ToolDecision
@@ -123,8 +151,12 @@ func RecheckApproval(in ToolCallInput) *ToolDecision {
 	if in.Session.Project != "" {
 		who.Projects = []string{in.Session.Project}
 	}
-	if r, ok := in.Policy.denyingNotByRole(who, in.Tool); ok {
-		d := policyStep(PolicyOutcome{Effect: EffectDeny, Rule: r.ID}, in.Tool)
+	var facts *CallFacts
+	if in.Policy.Conditions() > 0 {
+		facts = in.Facts(nil)
+	}
+	if out, ok := in.Policy.denyingNotByRole(who, in.Tool, facts); ok {
+		d := policyStep(out, in.Tool)
 		return &d
 	}
 	readOnly := in.Registered != nil && in.Registered.ReadOnly
@@ -138,15 +170,25 @@ func RecheckApproval(in ToolCallInput) *ToolDecision {
 }
 
 func policyStep(pol PolicyOutcome, tool string) ToolDecision {
+	var why string
+	if pol.When != "" {
+		why = " (its condition " + pol.When + " holds)"
+		if pol.Maybe {
+			why = " (when its condition " + pol.When + " holds)"
+		}
+	}
 	switch {
 	case pol.Rule == "":
 		return ToolDecision{Effect: EffectDeny, Reason: ReasonNoPolicyRule, Message: "no policy rule allows tool " + tool}
+	case pol.Error != "":
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonPolicyConditionError, Rule: pol.Rule,
+			Message: "policy rule " + pol.Rule + "'s condition " + pol.When + " could not be evaluated for this call of tool " + tool + ", so it is denied: " + pol.Error}
 	case pol.Effect == EffectDeny:
-		return ToolDecision{Effect: EffectDeny, Reason: ReasonPolicyDeny, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " denies tool " + tool}
+		return ToolDecision{Effect: EffectDeny, Reason: ReasonPolicyDeny, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " denies tool " + tool + why}
 	case pol.Effect == EffectAsk:
-		return ToolDecision{Effect: EffectAsk, Reason: ReasonPolicyAsk, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " requires approval for tool " + tool}
+		return ToolDecision{Effect: EffectAsk, Reason: ReasonPolicyAsk, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " requires approval for tool " + tool + why}
 	}
-	return ToolDecision{Effect: EffectAllow, Reason: ReasonPolicyAllow, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " allows tool " + tool}
+	return ToolDecision{Effect: EffectAllow, Reason: ReasonPolicyAllow, Rule: pol.Rule, Message: "policy rule " + pol.Rule + " allows tool " + tool + why}
 }
 
 func modeStep(mode SessionMode, readOnly bool, tool string) []ToolDecision {

@@ -1,6 +1,9 @@
 package domain
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestDecideToolCall(t *testing.T) {
 	authz, err := NewAuthorizer([]CustomRole{{Name: "VIEWER", Permissions: []Permission{PermSessionsRead}}})
@@ -40,31 +43,31 @@ func TestDecideToolCall(t *testing.T) {
 		wantEffect Effect
 		wantReason string
 	}{
-		{"allowed by policy", ToolCallInput{alice, auto, root, "fs.read", read, false, rules, nil}, EffectAllow, ReasonPolicyAllow},
-		{"role lacks toolcalls:write", ToolCallInput{Principal{Subject: "v", Roles: []Role{"VIEWER"}}, auto, root, "fs.read", read, false, rules, nil}, EffectDeny, ReasonRoleLacksPermission},
-		{"auditor never calls tools", ToolCallInput{Principal{Subject: "a", Roles: []Role{RoleAuditor}}, auto, root, "fs.read", read, false, rules, nil}, EffectDeny, ReasonRoleLacksPermission},
-		{"closed session", ToolCallInput{alice, closed, root, "fs.read", read, false, rules, nil}, EffectDeny, ReasonSessionClosed},
-		{"gateway refuses unregistered", ToolCallInput{alice, auto, root, "net.raw", nil, true, rules, nil}, EffectDeny, ReasonGatewayUnknown},
-		{"gateway off: unregistered follows policy", ToolCallInput{alice, auto, root, "net.raw", nil, false, rules, nil}, EffectAllow, ReasonPolicyAllow},
-		{"no rule denies", ToolCallInput{alice, auto, root, "fs.read", read, false, nil, nil}, EffectDeny, ReasonNoPolicyRule},
-		{"project rule asks", ToolCallInput{alice, auto, root, "fs.write", write, false, rules, nil}, EffectAsk, ReasonPolicyAsk},
-		{"project rule needs the project", ToolCallInput{alice, personal, root, "fs.write", write, false, rules, nil}, EffectAllow, ReasonPolicyAllow},
-		{"deny wins", ToolCallInput{alice, auto, root, "git.push", nil, false, rules, nil}, EffectDeny, ReasonPolicyDeny},
-		{"readonly mode refuses write tool", ToolCallInput{alice, withMode(ModeReadonly), root, "fs.write", write, false, rules, nil}, EffectDeny, ReasonModeReadonly},
-		{"readonly mode runs read-only tool", ToolCallInput{alice, withMode(ModeReadonly), root, "fs.read", read, false, rules, nil}, EffectAllow, ReasonPolicyAllow},
-		{"readonly mode: unregistered is not read-only", ToolCallInput{alice, withMode(ModeReadonly), root, "net.raw", nil, false, rules, nil}, EffectDeny, ReasonModeReadonly},
-		{"unknown mode fails closed", ToolCallInput{alice, withMode("weird"), root, "fs.read", read, false, rules, nil}, EffectDeny, ReasonModeReadonly},
-		{"ask mode asks", ToolCallInput{alice, withMode(ModeAsk), root, "fs.read", read, false, rules, nil}, EffectAsk, ReasonModeAsk},
-		{"policy deny beats ask mode", ToolCallInput{alice, withMode(ModeAsk), root, "git.push", nil, false, rules, nil}, EffectDeny, ReasonPolicyDeny},
-		{"policy ask comes before mode ask", ToolCallInput{alice, withMode(ModeAsk), root, "fs.write", write, false, rules, nil}, EffectAsk, ReasonPolicyAsk},
-		{"agent tool set", ToolCallInput{alice, auto, narrow, "fs.write", write, false, rules, nil}, EffectDeny, ReasonAgentToolMissing},
-		{"agent deny beats policy ask", ToolCallInput{alice, withMode(ModeAsk), narrow, "fs.write", write, false, rules, nil}, EffectDeny, ReasonAgentToolMissing},
-		{"read-only agent", ToolCallInput{alice, auto, roAgent, "fs.write", write, false, rules, nil}, EffectDeny, ReasonAgentReadonly},
-		{"read-only agent, read tool", ToolCallInput{alice, auto, roAgent, "fs.read", read, false, rules, nil}, EffectAllow, ReasonPolicyAllow},
-		{"asking agent", ToolCallInput{alice, auto, askAgent, "fs.read", read, false, rules, nil}, EffectAsk, ReasonAgentAsk},
-		{"managed key limited to fs.read calls it", ToolCallInput{readKey, auto, root, "fs.read", read, false, rules, nil}, EffectAllow, ReasonPolicyAllow},
-		{"managed key limited to fs.read", ToolCallInput{readKey, auto, root, "fs.write", write, false, rules, nil}, EffectDeny, ReasonKeyTool},
-		{"managed key without toolcalls:write", ToolCallInput{noCallsKey, auto, root, "fs.read", read, false, rules, nil}, EffectDeny, ReasonKeyLacksPermission},
+		{"allowed by policy", ToolCallInput{alice, auto, root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectAllow, ReasonPolicyAllow},
+		{"role lacks toolcalls:write", ToolCallInput{Principal{Subject: "v", Roles: []Role{"VIEWER"}}, auto, root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonRoleLacksPermission},
+		{"auditor never calls tools", ToolCallInput{Principal{Subject: "a", Roles: []Role{RoleAuditor}}, auto, root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonRoleLacksPermission},
+		{"closed session", ToolCallInput{alice, closed, root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonSessionClosed},
+		{"gateway refuses unregistered", ToolCallInput{alice, auto, root, "net.raw", nil, true, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonGatewayUnknown},
+		{"gateway off: unregistered follows policy", ToolCallInput{alice, auto, root, "net.raw", nil, false, rules, nil, "", nil, time.Time{}}, EffectAllow, ReasonPolicyAllow},
+		{"no rule denies", ToolCallInput{alice, auto, root, "fs.read", read, false, nil, nil, "", nil, time.Time{}}, EffectDeny, ReasonNoPolicyRule},
+		{"project rule asks", ToolCallInput{alice, auto, root, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectAsk, ReasonPolicyAsk},
+		{"project rule needs the project", ToolCallInput{alice, personal, root, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectAllow, ReasonPolicyAllow},
+		{"deny wins", ToolCallInput{alice, auto, root, "git.push", nil, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonPolicyDeny},
+		{"readonly mode refuses write tool", ToolCallInput{alice, withMode(ModeReadonly), root, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonModeReadonly},
+		{"readonly mode runs read-only tool", ToolCallInput{alice, withMode(ModeReadonly), root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectAllow, ReasonPolicyAllow},
+		{"readonly mode: unregistered is not read-only", ToolCallInput{alice, withMode(ModeReadonly), root, "net.raw", nil, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonModeReadonly},
+		{"unknown mode fails closed", ToolCallInput{alice, withMode("weird"), root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonModeReadonly},
+		{"ask mode asks", ToolCallInput{alice, withMode(ModeAsk), root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectAsk, ReasonModeAsk},
+		{"policy deny beats ask mode", ToolCallInput{alice, withMode(ModeAsk), root, "git.push", nil, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonPolicyDeny},
+		{"policy ask comes before mode ask", ToolCallInput{alice, withMode(ModeAsk), root, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectAsk, ReasonPolicyAsk},
+		{"agent tool set", ToolCallInput{alice, auto, narrow, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonAgentToolMissing},
+		{"agent deny beats policy ask", ToolCallInput{alice, withMode(ModeAsk), narrow, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonAgentToolMissing},
+		{"read-only agent", ToolCallInput{alice, auto, roAgent, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonAgentReadonly},
+		{"read-only agent, read tool", ToolCallInput{alice, auto, roAgent, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectAllow, ReasonPolicyAllow},
+		{"asking agent", ToolCallInput{alice, auto, askAgent, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectAsk, ReasonAgentAsk},
+		{"managed key limited to fs.read calls it", ToolCallInput{readKey, auto, root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectAllow, ReasonPolicyAllow},
+		{"managed key limited to fs.read", ToolCallInput{readKey, auto, root, "fs.write", write, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonKeyTool},
+		{"managed key without toolcalls:write", ToolCallInput{noCallsKey, auto, root, "fs.read", read, false, rules, nil, "", nil, time.Time{}}, EffectDeny, ReasonKeyLacksPermission},
 	}
 	for _, tt := range tests {
 		got := authz.DecideToolCall(tt.in)

@@ -418,12 +418,14 @@ type policyJSON struct {
 	Tool      string    `json:"tool"`
 	Scope     string    `json:"scope"`
 	Value     string    `json:"value"`
+	When      string    `json:"when,omitempty"`
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 func toPolicyJSON(r domain.PolicyRule) policyJSON {
-	return policyJSON{ID: r.ID, Effect: string(r.Effect), Tool: r.Tool, Scope: string(r.Scope), Value: r.Value, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+	return policyJSON{ID: r.ID, Effect: string(r.Effect), Tool: r.Tool, Scope: string(r.Scope), Value: r.Value, When: r.When,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
 }
 
 func (s *Server) listPolicies(c *fiber.Ctx) error {
@@ -443,6 +445,7 @@ type createPolicyRequest struct {
 	Tool   string `json:"tool"`
 	Scope  string `json:"scope"`
 	Value  string `json:"value"`
+	When   string `json:"when"`
 }
 
 func (s *Server) createPolicy(c *fiber.Ctx) error {
@@ -451,7 +454,7 @@ func (s *Server) createPolicy(c *fiber.Ctx) error {
 		return err
 	}
 	r, err := s.uc.Policies.Create(c.UserContext(), principalOf(c), domain.PolicyRule{
-		Effect: domain.Effect(req.Effect), Tool: req.Tool, Scope: domain.ScopeKind(req.Scope), Value: req.Value})
+		Effect: domain.Effect(req.Effect), Tool: req.Tool, Scope: domain.ScopeKind(req.Scope), Value: req.Value, When: req.When})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,14 @@ type errorDetail struct {
 	Missing string `json:"missing,omitempty"`
 	// ReasonCode is the machine-readable form of Reason.
 	ReasonCode string `json:"reason_code,omitempty"`
+	// Position is where a policy rule's condition fails to compile.
+	Position *errorPosition `json:"position,omitempty"`
+}
+
+// errorPosition is a 1-based line and column in a text the request sent.
+type errorPosition struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
 }
 
 // problem is what the error handler decided to send.
@@ -80,7 +88,12 @@ func classifyStatus(err error) problem {
 	case errors.Is(err, domain.ErrNotFound):
 		return problem{fiber.StatusNotFound, errorDetail{Code: "not_found", Message: err.Error()}}
 	case errors.Is(err, domain.ErrInvalidInput):
-		return problem{fiber.StatusBadRequest, errorDetail{Code: "invalid_request", Message: err.Error()}}
+		d := errorDetail{Code: "invalid_request", Message: err.Error()}
+		var ce *domain.ConditionError
+		if errors.As(err, &ce) {
+			d.Position = &errorPosition{Line: ce.Line, Column: ce.Column}
+		}
+		return problem{fiber.StatusBadRequest, d}
 	case errors.Is(err, domain.ErrConflict):
 		return problem{fiber.StatusConflict, errorDetail{Code: "conflict", Message: err.Error()}}
 	case errors.Is(err, domain.ErrTooManyRequests):

@@ -246,7 +246,8 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	}
 	v0 := version()
 	r1 := domain.PolicyRule{ID: "r1", Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeRole, Value: "USER", CreatedBy: "adm", CreatedAt: t0}
-	r2 := domain.PolicyRule{ID: "r2", Effect: domain.EffectDeny, Tool: "fs.write", Scope: domain.ScopeSubject, Value: "uma", CreatedAt: t0.Add(time.Second)}
+	r2 := domain.PolicyRule{ID: "r2", Effect: domain.EffectDeny, Tool: "fs.write", Scope: domain.ScopeSubject, Value: "uma",
+		When: `args.env == "prod" && agent.depth > 0`, CreatedAt: t0.Add(time.Second)}
 	for _, r := range []domain.PolicyRule{r2, r1} {
 		if err := st.CreatePolicy(ctx, r); err != nil {
 			t.Fatalf("CreatePolicy(%s): %v", r.ID, err)

@@ -411,7 +411,7 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 func (c *Console) createPolicy(ctx *fiber.Ctx) error {
 	r, err := c.uc.Policies.Create(ctx.UserContext(), c.principal(ctx), domain.PolicyRule{
 		Effect: domain.Effect(ctx.FormValue("effect")), Tool: ctx.FormValue("tool"),
-		Scope: domain.ScopeKind(ctx.FormValue("scope")), Value: ctx.FormValue("value")})
+		Scope: domain.ScopeKind(ctx.FormValue("scope")), Value: ctx.FormValue("value"), When: ctx.FormValue("when")})
 	if err != nil {
 		return err
 	}

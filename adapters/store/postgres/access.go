@@ -381,8 +381,8 @@ func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 	return s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
-		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt))
+		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at, when_expr) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt), r.When)
 }
 
 // ListPolicies returns a page of rules newest first.
@@ -395,7 +395,7 @@ func (s *Store) ListPolicies(ctx context.Context, page ports.Page) ([]domain.Pol
 			effect, scope string
 			created       int64
 		)
-		err := row.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created)
+		err := row.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created, &r.When)
 		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), fromNanos(created)
 		return r, err
 	})
@@ -670,5 +670,5 @@ func toolsQuery(page ports.Page) (string, []any) {
 // policiesQuery is the query of ListPolicies.
 func policiesQuery(page ports.Page) (string, []any) {
 	tail, args := keyset(nil, nil, page, "id")
-	return `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies` + tail, args
+	return `SELECT id, effect, tool, scope, value, created_by, created_at, when_expr FROM policies` + tail, args
 }

@@ -431,8 +431,8 @@ func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 	return s.announced(ports.RegistryChangeKey(ports.RegistryPolicy+r.ID), s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
-		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt)))
+		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at, when_expr) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt), r.When))
 }
 
 // ListPolicies returns a page of rules newest first.
@@ -450,7 +450,7 @@ func (s *Store) ListPolicies(ctx context.Context, page ports.Page) ([]domain.Pol
 			effect, scope string
 			created       int64
 		)
-		if err := rows.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created); err != nil {
+		if err := rows.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created, &r.When); err != nil {
 			return nil, fmt.Errorf("sqlite: scan policy: %w", err)
 		}
 		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), fromNanos(created)
@@ -734,5 +734,5 @@ func toolsQuery(page ports.Page) (string, []any) {
 // policiesQuery is the query of ListPolicies.
 func policiesQuery(page ports.Page) (string, []any) {
 	tail, args := keyset(nil, nil, page, "id")
-	return `SELECT id, effect, tool, scope, value, created_by, created_at FROM policies` + tail, args
+	return `SELECT id, effect, tool, scope, value, created_by, created_at, when_expr FROM policies` + tail, args
 }
