@@ -153,7 +153,7 @@ func RecheckApproval(in ToolCallInput) *ToolDecision {
 	}
 	var facts *CallFacts
 	if in.Policy.Conditions() > 0 {
-		facts = in.Facts(nil)
+		facts = in.Facts(in.Principal.Roles)
 	}
 	if out, ok := in.Policy.denyingNotByRole(who, in.Tool, facts); ok {
 		d := policyStep(out, in.Tool)
