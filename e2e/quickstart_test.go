@@ -18,22 +18,32 @@ import (
 	"time"
 )
 
-// TestQuickstartOIDC runs the documented quick start (go tool task
-// quickstart:oidc, here on free ports) as a newcomer would: it reads the
-// URL and alice's password from what the command prints, signs in with
-// them by POST /auth/login and in Chromium at the printed URL, and stops
-// the command with SIGTERM, which ends agentauth and the stand-in.
+// TestQuickstartOIDC runs the documented OIDC quick starts as a newcomer
+// would: go tool task quickstart:oidc (the stand-in) and
+// quickstart:keycloak (the real Keycloak), here on free ports. Each reads
+// the URL and alice's password from what the command prints, signs in with
+// them by POST /auth/login and in Chromium at the printed URL (the
+// provider's own login page), and stops the command with SIGTERM, which
+// ends agentauth and the provider.
 func TestQuickstartOIDC(t *testing.T) {
 	if err := npmCI(); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("stand-in", func(t *testing.T) { testQuickstartOIDC(t, "oidc") })
+	t.Run("keycloak", func(t *testing.T) {
+		keycloak(t) // the suite's start prepared the cache; this one starts a second Keycloak
+		testQuickstartOIDC(t, "keycloak")
+	})
+}
+
+func testQuickstartOIDC(t *testing.T, command string) {
 	bin := filepath.Join(t.TempDir(), "quickstart")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/quickstart")
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/quickstart: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "oidc", "-port", "0", "-idp-port", "0")
+	cmd := exec.Command(bin, command, "-port", "0", "-idp-port", "0")
 	cmd.Dir = repo
 	cmd.Stderr = logFile(t, "quickstart-stderr")
 	stdout, err := cmd.StdoutPipe()
@@ -105,7 +115,7 @@ func TestQuickstartOIDC(t *testing.T) {
 		t.Errorf("GET /api/v2/me with the session cookie: got %d, want 200", res.StatusCode)
 	}
 
-	// The printed sign-in URL in a browser: the stand-in's login page, back
+	// The printed sign-in URL in a browser: the provider's login page, back
 	// to agentauth signed in as ADMIN.
 	t.Run("browser", func(t *testing.T) { testCodeFlow(t, &service{url: base}) })
 

@@ -1,11 +1,12 @@
 // Command quickstart runs agentauth on this machine with everything a
 // first try needs, on loopback, from a fresh clone:
 //
-//	go tool task quickstart:oidc      # quickstart oidc: OIDC mode against the Keycloak stand-in
+//	go tool task quickstart:keycloak  # quickstart keycloak: OIDC mode against the real Keycloak (Java)
+//	go tool task quickstart:oidc      # quickstart oidc: OIDC mode against the Keycloak stand-in (Node)
 //	go tool task quickstart:gateway   # quickstart gateway: the MCP gateway in front of a sample server
 //	go run ./cmd/quickstart notes     # the sample MCP server alone (docs/gateway.md's walkthrough)
 //
-// -port 0 (and for oidc -idp-port 0) takes any free ports. Ctrl-C (or
+// -port 0 (and for keycloak and oidc -idp-port 0) takes any free ports. Ctrl-C (or
 // SIGTERM) stops what it started and removes its data folder. What it
 // prints (keys, test users' passwords) is for a laptop, never a network.
 package main
@@ -26,7 +27,7 @@ import (
 // registers the service's redirect URIs on it.
 const defaultPort = 18080
 
-const usage = `usage: quickstart oidc|gateway|notes [flags]   (quickstart COMMAND -h: its flags)`
+const usage = `usage: quickstart keycloak|oidc|gateway|notes [flags]   (quickstart COMMAND -h: its flags)`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -42,8 +43,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New(usage)
 	}
 	switch args[0] {
+	case "keycloak":
+		return runOIDC(ctx, args[1:], stdout, true)
 	case "oidc":
-		return runOIDC(ctx, args[1:], stdout)
+		return runOIDC(ctx, args[1:], stdout, false)
 	case "gateway":
 		return runGateway(ctx, args[1:], stdout)
 	case "notes":

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,19 +14,26 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/keycloakserver"
 	"github.com/agentauth/agentauth/internal/launch"
 	"github.com/agentauth/agentauth/internal/standin"
 )
 
-// The stand-in's documented port (its README runs it on 8180).
+// The provider's documented port (the stand-in's README runs it on 8180).
 const defaultIDPPort = 8180
 
-// runOIDC is quickstart oidc: the Keycloak stand-in and agentauth in OIDC
-// mode against it.
-func runOIDC(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("quickstart oidc", flag.ContinueOnError)
+// runOIDC is quickstart keycloak (useKeycloak: the real Keycloak, from the
+// cache .ci/keycloak fills, see internal/keycloakserver) and quickstart
+// oidc (the Keycloak stand-in on Node), each with the realm of
+// deploy/keycloak/realm-agents.json, and agentauth in OIDC mode against it.
+func runOIDC(ctx context.Context, args []string, stdout io.Writer, useKeycloak bool) error {
+	name := "quickstart oidc"
+	if useKeycloak {
+		name = "quickstart keycloak"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	port := fs.Int("port", defaultPort, "agentauth's port on 127.0.0.1 (0: any free port)")
-	idpPort := fs.Int("idp-port", defaultIDPPort, "the Keycloak stand-in's port on 127.0.0.1 (0: any free port)")
+	idpPort := fs.Int("idp-port", defaultIDPPort, "the provider's port on 127.0.0.1 (0: any free port)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,23 +56,28 @@ func runOIDC(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	fmt.Fprintln(stdout, "Building agentauth and starting the Keycloak stand-in …")
+	idpName := "the Keycloak stand-in"
+	if useKeycloak {
+		idpName = "Keycloak " + keycloakserver.Version
+	}
+	fmt.Fprintf(stdout, "Building agentauth and starting %s …\n", idpName)
 	bin, err := launch.Build(ctx, root, tmp)
 	if err != nil {
 		return err
 	}
-	idpLog, err := os.Create(filepath.Join(tmp, "keycloak-standin.log"))
+	idpLog, err := os.Create(filepath.Join(tmp, "identity-provider.log"))
 	if err != nil {
 		return err
 	}
 	defer idpLog.Close()
-	idp, err := standin.Start(root, *idpPort, servicePort, idpLog)
+	idp, err := startProvider(ctx, root, useKeycloak, *idpPort, servicePort, idpLog)
 	if err != nil {
-		return fmt.Errorf("%w (its log: %s)", err, idpLog.Name())
+		b, _ := os.ReadFile(idpLog.Name()) // the folder goes when this returns
+		return fmt.Errorf("%w; its log ends:\n%s", err, lastLines(string(b), 20))
 	}
-	defer idp.Stop()
+	defer idp.stop()
 
-	svc, err := launch.Start(bin, serviceEnv(tmp, idp.Issuer, servicePort), 30*time.Second, "serve")
+	svc, err := launch.Start(bin, serviceEnv(tmp, idp.issuer, servicePort), 30*time.Second, "serve")
 	if err != nil {
 		return err
 	}
@@ -75,18 +86,57 @@ func runOIDC(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	printWelcome(stdout, svc.URL, idp.Issuer, signIn(ctx, svc.URL, users))
+	printWelcome(stdout, idpName, svc.URL, idp, signIn(ctx, svc.URL, users))
 
 	select {
 	case <-ctx.Done():
-	case <-idp.Exited():
-		return errors.New("the Keycloak stand-in stopped; its log: " + idpLog.Name())
+	case <-idp.exited:
+		b, _ := os.ReadFile(idpLog.Name())
+		return fmt.Errorf("%s stopped; its log ends:\n%s", idpName, lastLines(string(b), 20))
 	}
-	fmt.Fprintln(stdout, "Stopping agentauth and the stand-in …")
+	fmt.Fprintf(stdout, "Stopping agentauth and %s …\n", idpName)
 	if code, err := svc.Stop(30 * time.Second); err != nil || code != 0 {
 		return fmt.Errorf("agentauth stopped with exit code %d (%v):\n%s", code, err, svc.Stderr())
 	}
 	return nil
+}
+
+// provider is the running identity provider.
+type provider struct {
+	issuer string
+	// admin is Keycloak's admin console and its bootstrap admin ("" for
+	// the stand-in, which has none).
+	admin, adminUser, adminPassword string
+	exited                          <-chan struct{}
+	stop                            func()
+}
+
+// startProvider starts the real Keycloak or the stand-in on idpPort (0:
+// a free one) with the realm's agentauth URLs on servicePort.
+func startProvider(ctx context.Context, root string, useKeycloak bool, idpPort, servicePort int, log io.Writer) (*provider, error) {
+	if !useKeycloak {
+		p, err := standin.Start(root, idpPort, servicePort, log)
+		if err != nil {
+			return nil, err
+		}
+		return &provider{issuer: p.Issuer, exited: p.Exited(), stop: p.Stop}, nil
+	}
+	const user, password = "admin", "admin" // loopback only, like the realm's test users
+	s, err := keycloakserver.Start(ctx, keycloakserver.Options{
+		RealmFile: filepath.Join(root, standin.RealmFile), ServicePort: servicePort, Port: idpPort,
+		AdminUser: user, AdminPassword: password, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &provider{issuer: s.Issuer(standin.Realm), admin: s.URL + "/admin/master/console/#/" + standin.Realm,
+		adminUser: user, adminPassword: password, exited: s.Exited(), stop: func() { _ = s.Stop() }}, nil
+}
+
+// lastLines is the last n lines of text.
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // serviceEnv is agentauth's whole environment: OIDC mode against issuer,
@@ -149,17 +199,21 @@ func passwordLogin(ctx context.Context, base string, u standin.User) (string, []
 	return who.Subject, who.Roles, nil
 }
 
-func printWelcome(w io.Writer, base, issuer string, accounts []account) {
+func printWelcome(w io.Writer, idpName, base string, idp *provider, accounts []account) {
 	fmt.Fprintf(w, `
-agentauth runs in OIDC mode against the Keycloak stand-in (realm %q).
+agentauth runs in OIDC mode against %s (realm %q).
 
   Sign in (browser):  %s/auth/login
   Who am I:           %s/api/v2/me
   Identity provider:  %s
-
+`, idpName, standin.Realm, base, base, idp.issuer)
+	if idp.admin != "" {
+		fmt.Fprintf(w, "  Keycloak's admin:   %s (%s / %s)\n", idp.admin, idp.adminUser, idp.adminPassword)
+	}
+	fmt.Fprint(w, `
 Users of deploy/keycloak/realm-agents.json, each signed in once to show what agentauth makes of them:
 
-`, standin.Realm, base, base, issuer)
+`)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  USER\tPASSWORD\tROLE\tSUBJECT (the token's sub)")
 	for _, a := range accounts {
