@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -75,7 +76,7 @@ func TestOIDC(t *testing.T) {
 	t.Run("WrongClientSecret503", func(t *testing.T) { testWrongClientSecret(t, p) })
 	t.Run("BearerTokens", func(t *testing.T) { testBearer(t, p, s) })
 	t.Run("ForgedTokens401", func(t *testing.T) { testForged(t, p, s) })
-	t.Run("Logout", func(t *testing.T) { testLogout(t, s) })
+	t.Run("Logout", func(t *testing.T) { testLogout(t, p, s) })
 	t.Run("CSRF", func(t *testing.T) { testCSRF(t, s) })
 	t.Run("CallbackStateChecks", func(t *testing.T) { testCallbackState(t, s) })
 	t.Run("OIDCCheckCommand", func(t *testing.T) { testCheckCommand(t, p) })
@@ -216,11 +217,23 @@ func testForged(t *testing.T, p *idp, s *service) {
 	}
 }
 
-func testLogout(t *testing.T, s *service) {
+// testLogout: POST /auth/logout ends the session here (the cookie is
+// cleared, the old one refused) and at Keycloak (the user has one session
+// fewer there).
+func testLogout(t *testing.T, p *idp, s *service) {
+	sessions := func() int {
+		kc, token := kcAdminAPI(t, p)
+		ss, err := kc.GetUserSessions(context.Background(), token, realmName, userID(t, p, "bob"))
+		if err != nil {
+			t.Fatalf("bob's sessions at Keycloak: %v", err)
+		}
+		return len(ss)
+	}
 	status, jar, _ := passwordLogin(t, s, "bob", "bob-pw")
 	if status != http.StatusOK {
 		t.Fatalf("login: %d", status)
 	}
+	before := sessions()
 	c := noRedirects(jar)
 	if status, _ := whoami(t, c, s, ""); status != http.StatusOK {
 		t.Fatalf("before logout: got %d, want 200", status)
@@ -235,6 +248,10 @@ func testLogout(t *testing.T, s *service) {
 	if len(jar.Cookies(u)) != 0 {
 		t.Errorf("cookie not cleared: %v", jar.Cookies(u))
 	}
+	testwait.Until(t, 30*time.Second, "bob's session at Keycloak ended by the logout", func() (bool, string) {
+		n := sessions()
+		return n == before-1, fmt.Sprintf("%d sessions, %d before the logout", n, before)
+	})
 	// Replay the old cookie: refused at once.
 	oldJar := newJar(t)
 	oldJar.SetCookies(u, old)
