@@ -385,6 +385,18 @@ func (k *APIKeys) OwnerNow(ctx context.Context, subject string) (roles []domain.
 	return o.Roles, true, nil
 }
 
+// Suspended reports whether subject is suspended: logged out by its
+// identity provider (a back-channel logout naming it) or disabled by an
+// ADMIN, until it signs in again or is enabled. From memory after the
+// first read, kept current on every instance. k nil (hybrid mode): none.
+func (k *APIKeys) Suspended(ctx context.Context, subject string) (bool, error) {
+	if k == nil {
+		return false, nil
+	}
+	o, err := k.ownerOf(ctx, subject)
+	return o != nil && o.Disabled, err
+}
+
 // ownerOf returns subject's owner record, nil when it has none.
 func (k *APIKeys) ownerOf(ctx context.Context, subject string) (*domain.KeyOwner, error) {
 	var epoch uint64

@@ -60,13 +60,16 @@ func validServer(sv domain.Server) error {
 	if sv.Credential != "" && sv.Endpoint == "" {
 		return fmt.Errorf("server credential: set the endpoint it is presented to: %w", domain.ErrInvalidInput)
 	}
-	return nil
+	return domain.ValidateServerAuth(sv)
 }
 
 // ServerChange is what a change of a server sets; nil leaves a field as
 // it is (PATCH), a replacement sets every one (PUT).
 type ServerChange struct {
 	URL, Endpoint, Credential *string
+	// SetUpstreamAuth sets UpstreamAuth (nil: none).
+	SetUpstreamAuth bool
+	UpstreamAuth    *domain.UpstreamAuth
 }
 
 // ChangeServer changes the registration of server name, validated as a
@@ -87,6 +90,9 @@ func (s *Catalog) ChangeServer(ctx context.Context, name string, ch ServerChange
 	}
 	if ch.Credential != nil {
 		after.Credential = *ch.Credential
+	}
+	if ch.SetUpstreamAuth {
+		after.UpstreamAuth = ch.UpstreamAuth
 	}
 	if err := validServer(after); err != nil {
 		return before, after, err

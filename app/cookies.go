@@ -106,7 +106,32 @@ func (l *Login) Session(ctx context.Context, cookie string) (ports.LoginSession,
 	if !ValidCookie(cookie) {
 		return ports.LoginSession{}, errNoSession
 	}
-	hash := Digest(cookie)
+	return l.session(ctx, Digest(cookie), true)
+}
+
+// ProviderToken is subject's access token from the identity provider:
+// that of its login session last used, refreshed when it nears its end
+// (what a token exchange presents on the person's behalf). A use does not
+// count as the person's: the session's idle limit runs on. It fails with
+// domain.ErrUnauthenticated when the person has no live session.
+func (l *Login) ProviderToken(ctx context.Context, subject string) (string, error) {
+	hash, err := l.sessions.LatestLoginSessionOf(ctx, subject)
+	if errors.Is(err, domain.ErrNotFound) {
+		return "", errNoSession
+	}
+	if err != nil {
+		return "", err
+	}
+	s, err := l.session(ctx, hash, false)
+	if err != nil {
+		return "", err
+	}
+	return s.Tokens.AccessToken, nil
+}
+
+// session returns the live session hash, refreshed if needed; touch
+// records the use.
+func (l *Login) session(ctx context.Context, hash string, touch bool) (ports.LoginSession, error) {
 	s, err := l.sessions.GetLoginSession(ctx, hash)
 	if errors.Is(err, domain.ErrNotFound) {
 		return ports.LoginSession{}, errNoSession
@@ -130,7 +155,7 @@ func (l *Login) Session(ctx context.Context, cookie string) (ports.LoginSession,
 		return ports.LoginSession{}, errNoSession
 	}
 	if unrenewable || now.Add(l.cfg.RefreshBefore).Before(s.Tokens.AccessExpiry) {
-		if now.Sub(s.LastSeen) >= touchEvery {
+		if touch && now.Sub(s.LastSeen) >= touchEvery {
 			if err := l.sessions.TouchLoginSession(ctx, hash, now); err != nil && !errors.Is(err, domain.ErrNotFound) {
 				return ports.LoginSession{}, err
 			}

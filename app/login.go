@@ -71,9 +71,6 @@ func (l *Login) SuspendKeysOnLogout(k *APIKeys) { l.managedKeys = k }
 func NewLogin(cfg LoginConfig, idp ports.IdentityProvider, sessions ports.LoginSessionStore, requests ports.AuthRequestStore,
 	throttle ports.LoginThrottle, clock ports.Clock) (*Login, error) {
 	if cfg.TokenKey != nil {
-		if len(cfg.TokenKey) != 32 {
-			return nil, fmt.Errorf("login session key: want 32 bytes, got %d: %w", len(cfg.TokenKey), domain.ErrInvalidInput)
-		}
 		sealed, err := newSealedSessions(sessions, cfg.TokenKey)
 		if err != nil {
 			return nil, err

@@ -2,69 +2,29 @@ package app
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
 )
 
-// sealedSessions seals the provider's tokens of a login session with
-// AES-256-GCM before they reach the store, so a copy of the database (or
-// of a backup) yields no usable refresh token. The session id hash is the
+// sealedSessions seals the provider's tokens of a login session (see
+// sealer) before they reach the store, so a copy of the database (or of a
+// backup) yields no usable refresh token. The session id hash is the
 // additional data: a sealed token moved to another row does not open.
 type sealedSessions struct {
 	next ports.LoginSessionStore
-	aead cipher.AEAD
+	*sealer
 }
-
-const sealPrefix = "v1."
-
-// errSealed means a stored token could not be opened (the key changed):
-// the session is treated as ended.
-var errSealed = errors.New("stored session tokens do not open with the current key")
 
 func newSealedSessions(next ports.LoginSessionStore, key []byte) (*sealedSessions, error) {
-	block, err := aes.NewCipher(key)
+	s, err := newSealer("login session key", key)
 	if err != nil {
-		return nil, fmt.Errorf("login session key: %w", err)
+		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("login session key: %w", err)
-	}
-	return &sealedSessions{next: next, aead: aead}, nil
-}
-
-func (s *sealedSessions) seal(v, idHash string) string {
-	if v == "" {
-		return ""
-	}
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(v)+s.aead.Overhead())
-	_, _ = rand.Read(nonce) // crypto/rand.Read never fails on supported platforms
-	return sealPrefix + base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, []byte(v), []byte(idHash)))
-}
-
-func (s *sealedSessions) open(v, idHash string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(v, sealPrefix))
-	if !strings.HasPrefix(v, sealPrefix) || err != nil || len(raw) < s.aead.NonceSize() {
-		return "", errSealed
-	}
-	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, raw[:n], raw[n:], []byte(idHash))
-	if err != nil {
-		return "", errSealed
-	}
-	return string(plain), nil
+	return &sealedSessions{next: next, sealer: s}, nil
 }
 
 func (s *sealedSessions) sealAll(ls ports.LoginSession) ports.LoginSession {
@@ -84,9 +44,9 @@ func (s *sealedSessions) GetLoginSession(ctx context.Context, idHash string) (po
 	}
 	t := &ls.Tokens
 	var errs [3]error
-	t.AccessToken, errs[0] = s.open(t.AccessToken, idHash)
-	t.RefreshToken, errs[1] = s.open(t.RefreshToken, idHash)
-	t.IDToken, errs[2] = s.open(t.IDToken, idHash)
+	t.AccessToken, _, errs[0] = s.open(t.AccessToken, idHash)
+	t.RefreshToken, _, errs[1] = s.open(t.RefreshToken, idHash)
+	t.IDToken, _, errs[2] = s.open(t.IDToken, idHash)
 	if err := errors.Join(errs[:]...); err != nil {
 		_ = s.next.DeleteLoginSession(ctx, idHash)
 		return ports.LoginSession{}, fmt.Errorf("login session: %w: %w", errSealed, domain.ErrNotFound)
@@ -108,6 +68,10 @@ func (s *sealedSessions) DeleteLoginSession(ctx context.Context, idHash string) 
 
 func (s *sealedSessions) DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error) {
 	return s.next.DeleteExpiredLoginSessions(ctx, now, idleBefore)
+}
+
+func (s *sealedSessions) LatestLoginSessionOf(ctx context.Context, subject string) (string, error) {
+	return s.next.LatestLoginSessionOf(ctx, subject)
 }
 
 func (s *sealedSessions) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject string) ([]string, error) {

@@ -18,7 +18,11 @@ type Server struct {
 	// holding the token the gateway presents upstream; "" for none. The
 	// secret itself is never stored nor returned, only this name.
 	Credential string
-	CreatedAt  time.Time
+	// UpstreamAuth, when set, is how the upstream authorizes each
+	// person's calls instead (Credential is then ""): the gateway sends the
+	// calling person's own token.
+	UpstreamAuth *UpstreamAuth
+	CreatedAt    time.Time
 }
 
 // Tool is a tool a registered server offers. ReadOnly tools do not change

@@ -16,6 +16,7 @@ func DefaultGrants() map[Role][]Permission {
 		PermToolsRead,
 		PermAgentsWrite, PermAgentsToken, PermToolCallsWrite, PermToolCallsApprove,
 		PermKeysRead, PermKeysWrite,
+		PermConnectionsRead, PermConnectionsWrite,
 	}
 	lead := append(append([]Permission(nil), user...),
 		PermSessionsTeam,
@@ -31,6 +32,7 @@ func DefaultGrants() map[Role][]Permission {
 		PermPoliciesRead,
 		PermAuditRead, PermAuditExport,
 		PermKeysRead, PermKeysAudit,
+		PermConnectionsRead, PermConnectionsAudit,
 	}
 	return map[Role][]Permission{
 		RoleAdmin:   AllPermissions(),

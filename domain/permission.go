@@ -54,6 +54,11 @@ const (
 	PermKeysTeam   Permission = "keys:team"   // list the keys of the projects one leads
 	PermKeysAudit  Permission = "keys:audit"  // list every key, change none
 	PermKeysManage Permission = "keys:manage" // service accounts and their keys; revoke any key
+
+	PermConnectionsRead   Permission = "connections:read"   // list one's own connections to servers' upstreams
+	PermConnectionsWrite  Permission = "connections:write"  // connect and disconnect one's own
+	PermConnectionsAudit  Permission = "connections:audit"  // list everyone's connections, change none
+	PermConnectionsManage Permission = "connections:manage" // remove anyone's connection
 )
 
 // AllPermissions lists every known permission in documentation order.
@@ -69,6 +74,7 @@ func AllPermissions() []Permission {
 		PermDashboardRead,
 		PermAuditRead, PermAuditExport,
 		PermKeysRead, PermKeysWrite, PermKeysTeam, PermKeysAudit, PermKeysManage,
+		PermConnectionsRead, PermConnectionsWrite, PermConnectionsAudit, PermConnectionsManage,
 		PermMetricsRead,
 	}
 }
@@ -125,37 +131,41 @@ func (p Permission) Describe() string {
 }
 
 var permissionText = map[Permission]string{
-	PermMeRead:           "read one's own identity, roles and permissions",
-	PermSessionsRead:     "list and read one's own sessions (LEAD: and those of projects it leads)",
-	PermSessionsWrite:    "create sessions in one's projects, manage one's own",
-	PermSessionsAudit:    "read every session, write none",
-	PermSessionsManage:   "read and manage every session",
-	PermSessionsTeam:     "read and manage the sessions of projects one leads, loosen their mode",
-	PermProjectsRead:     "read the projects one is a member of",
-	PermProjectsCreate:   "create projects (the creator leads them)",
-	PermProjectsWrite:    "manage the members of projects one leads",
-	PermProjectsAudit:    "read every project, write none",
-	PermProjectsManage:   "create, change and delete every project",
-	PermToolsRead:        "list the tools policy lets one use",
-	PermToolsWrite:       "register and remove tools",
-	PermServersRead:      "list tool servers",
-	PermServersWrite:     "register and remove tool servers",
-	PermAgentsWrite:      "create agents and sub-agents in sessions one manages",
-	PermAgentsToken:      "mint agent tokens for tool servers in sessions one manages",
-	PermTokensIntrospect: "introspect agent tokens (RFC 7662): give it to tool servers' credentials",
-	PermToolCallsWrite:   "ask for tool-call decisions in sessions one manages",
-	PermToolCallsApprove: "approve or reject pending tool calls of sessions one manages",
-	PermPoliciesRead:     "read tool policies",
-	PermPoliciesWrite:    "write tool policies",
-	PermSettingsRead:     "read service settings",
-	PermSettingsWrite:    "change service settings and the security gateway",
-	PermDashboardRead:    "read the dashboard (LEAD: its projects; ADMIN: all)",
-	PermAuditRead:        "read and verify the audit log",
-	PermAuditExport:      "export the audit log as NDJSON",
-	PermMetricsRead:      "read service metrics",
-	PermKeysRead:         "list one's own managed API keys (never their secrets)",
-	PermKeysWrite:        "make and revoke one's own managed API keys, each within one's own permissions",
-	PermKeysTeam:         "list the managed keys of the members of projects one leads, and keys limited to them",
-	PermKeysAudit:        "list every managed API key, change none",
-	PermKeysManage:       "make service accounts and their keys; revoke any key",
+	PermMeRead:            "read one's own identity, roles and permissions",
+	PermSessionsRead:      "list and read one's own sessions (LEAD: and those of projects it leads)",
+	PermSessionsWrite:     "create sessions in one's projects, manage one's own",
+	PermSessionsAudit:     "read every session, write none",
+	PermSessionsManage:    "read and manage every session",
+	PermSessionsTeam:      "read and manage the sessions of projects one leads, loosen their mode",
+	PermProjectsRead:      "read the projects one is a member of",
+	PermProjectsCreate:    "create projects (the creator leads them)",
+	PermProjectsWrite:     "manage the members of projects one leads",
+	PermProjectsAudit:     "read every project, write none",
+	PermProjectsManage:    "create, change and delete every project",
+	PermToolsRead:         "list the tools policy lets one use",
+	PermToolsWrite:        "register and remove tools",
+	PermServersRead:       "list tool servers",
+	PermServersWrite:      "register and remove tool servers",
+	PermAgentsWrite:       "create agents and sub-agents in sessions one manages",
+	PermAgentsToken:       "mint agent tokens for tool servers in sessions one manages",
+	PermTokensIntrospect:  "introspect agent tokens (RFC 7662): give it to tool servers' credentials",
+	PermToolCallsWrite:    "ask for tool-call decisions in sessions one manages",
+	PermToolCallsApprove:  "approve or reject pending tool calls of sessions one manages",
+	PermPoliciesRead:      "read tool policies",
+	PermPoliciesWrite:     "write tool policies",
+	PermSettingsRead:      "read service settings",
+	PermSettingsWrite:     "change service settings and the security gateway",
+	PermDashboardRead:     "read the dashboard (LEAD: its projects; ADMIN: all)",
+	PermAuditRead:         "read and verify the audit log",
+	PermAuditExport:       "export the audit log as NDJSON",
+	PermMetricsRead:       "read service metrics",
+	PermKeysRead:          "list one's own managed API keys (never their secrets)",
+	PermKeysWrite:         "make and revoke one's own managed API keys, each within one's own permissions",
+	PermKeysTeam:          "list the managed keys of the members of projects one leads, and keys limited to them",
+	PermKeysAudit:         "list every managed API key, change none",
+	PermConnectionsRead:   "list one's own connections to servers' upstreams (never their tokens)",
+	PermConnectionsWrite:  "connect one's own account at a server's upstream, and disconnect it",
+	PermConnectionsAudit:  "list everyone's connections, change none",
+	PermConnectionsManage: "remove anyone's connection (revoked at the authorization server)",
+	PermKeysManage:        "make service accounts and their keys; revoke any key",
 }

@@ -117,6 +117,10 @@ type LoginSessionStore interface {
 	// back-channel logout records that have expired at now.
 	DeleteExpiredLoginSessions(ctx context.Context, now, idleBefore time.Time) (int, error)
 
+	// LatestLoginSessionOf returns the id hash of subject's session last
+	// seen; domain.ErrNotFound when it has none.
+	LatestLoginSessionOf(ctx context.Context, subject string) (string, error)
+
 	// DeleteLoginSessionsOf removes every session whose ProviderSID is
 	// providerSID or, when providerSID is empty, every session of subject,
 	// and returns their id hashes (none is not an error).

@@ -36,8 +36,14 @@ func NewCredentials(dir string) *Credentials {
 	return &Credentials{dir: dir, m: map[string]cachedCredential{}}
 }
 
-// Credential returns the value of sv's credential; "" for none.
+// Credential returns the value of sv's credential; "" for none. A server
+// whose upstream authorizes each person (upstream_auth) has no credential
+// of the gateway's: asking for one fails, so that such a server is never
+// called without the person's own token.
 func (cc *Credentials) Credential(_ context.Context, sv domain.Server) (string, error) {
+	if sv.UpstreamAuth != nil {
+		return "", fmt.Errorf("server %s authorizes each person's calls (upstream_auth %s): the gateway has no credential of its own for it", sv.Name, sv.UpstreamAuth.Type)
+	}
 	name := sv.Credential
 	if name == "" {
 		return "", nil

@@ -193,11 +193,47 @@ func (s *Server) putMembers(c *fiber.Ctx) error {
 // serverJSON is a registered server as the API shows it: the name of its
 // upstream credential, never the credential.
 type serverJSON struct {
-	Name       string    `json:"name"`
-	URL        string    `json:"url"`
-	Endpoint   string    `json:"endpoint,omitempty"`
-	Credential string    `json:"credential,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	Name       string `json:"name"`
+	URL        string `json:"url"`
+	Endpoint   string `json:"endpoint,omitempty"`
+	Credential string `json:"credential,omitempty"`
+	// UpstreamAuth is how the upstream authorizes each person's calls.
+	UpstreamAuth *upstreamAuthJSON `json:"upstream_auth,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+}
+
+// upstreamAuthJSON is a server's upstream_auth; client_secret names a
+// file in gateway.credentialsDir, never a secret.
+type upstreamAuthJSON struct {
+	Type         domain.UpstreamAuthType `json:"type"`
+	Issuer       string                  `json:"issuer,omitempty"`
+	ClientID     string                  `json:"client_id,omitempty"`
+	ClientSecret string                  `json:"client_secret,omitempty"`
+	Scopes       []string                `json:"scopes,omitempty"`
+	Resource     string                  `json:"resource,omitempty"`
+	Audience     string                  `json:"audience,omitempty"`
+}
+
+func toServerJSON(sv domain.Server) serverJSON {
+	out := serverJSON{Name: sv.Name, URL: sv.URL, Endpoint: sv.Endpoint, Credential: sv.Credential, CreatedAt: sv.CreatedAt}
+	if u := sv.UpstreamAuth; u != nil {
+		j := upstreamAuthJSON(*u)
+		out.UpstreamAuth = &j
+	}
+	return out
+}
+
+// upstreamAuthOf reads an upstream_auth member: nil when absent or null.
+func upstreamAuthOf(raw json.RawMessage) (*domain.UpstreamAuth, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var j upstreamAuthJSON
+	if err := decodeStrict("upstream_auth", raw, &j); err != nil {
+		return nil, err
+	}
+	u := domain.UpstreamAuth(j)
+	return &u, nil
 }
 
 func (s *Server) listServers(c *fiber.Ctx) error {
@@ -209,14 +245,15 @@ func (s *Server) listServers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return writePage(c, "servers", page, func(sv domain.Server) serverJSON { return serverJSON(sv) })
+	return writePage(c, "servers", page, toServerJSON)
 }
 
 type createServerRequest struct {
-	Name       string `json:"name"`
-	URL        string `json:"url"`
-	Endpoint   string `json:"endpoint"`
-	Credential string `json:"credential"`
+	Name         string          `json:"name"`
+	URL          string          `json:"url"`
+	Endpoint     string          `json:"endpoint"`
+	Credential   string          `json:"credential"`
+	UpstreamAuth json.RawMessage `json:"upstream_auth"`
 }
 
 func (s *Server) createServer(c *fiber.Ctx) error {
@@ -224,11 +261,19 @@ func (s *Server) createServer(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sv, err := s.uc.Catalog.CreateServer(c.UserContext(), domain.Server{Name: req.Name, URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential})
+	auth, err := upstreamAuthOf(req.UpstreamAuth)
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(serverJSON(sv))
+	sv, err := s.uc.Catalog.CreateServer(c.UserContext(), domain.Server{Name: req.Name, URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential,
+		UpstreamAuth: auth})
+	if err != nil {
+		return err
+	}
+	if auth != nil {
+		note(c, "server "+sv.Name+" upstream_auth "+auth.String())
+	}
+	return c.Status(fiber.StatusCreated).JSON(toServerJSON(sv))
 }
 
 type toolJSON struct {
@@ -283,6 +328,8 @@ type changeServerRequest struct {
 	URL        *string `json:"url"`
 	Endpoint   *string `json:"endpoint"`
 	Credential *string `json:"credential"`
+	// UpstreamAuth: absent leaves it (PATCH), null removes it.
+	UpstreamAuth json.RawMessage `json:"upstream_auth"`
 }
 
 func (s *Server) changeServer(replace bool) fiber.Handler {
@@ -305,13 +352,19 @@ func (s *Server) changeServer(replace bool) fiber.Handler {
 				}
 			}
 		}
-		before, after, err := s.uc.Catalog.ChangeServer(c.UserContext(), name, app.ServerChange{URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential})
+		ch := app.ServerChange{URL: req.URL, Endpoint: req.Endpoint, Credential: req.Credential}
+		if ch.SetUpstreamAuth = replace || req.UpstreamAuth != nil; ch.SetUpstreamAuth {
+			if ch.UpstreamAuth, err = upstreamAuthOf(req.UpstreamAuth); err != nil {
+				return err
+			}
+		}
+		before, after, err := s.uc.Catalog.ChangeServer(c.UserContext(), name, ch)
 		if err != nil {
 			return err
 		}
-		note(c, fmt.Sprintf("server %s changed: url %q → %q, endpoint %q → %q, credential %q → %q", name,
-			before.URL, after.URL, before.Endpoint, after.Endpoint, before.Credential, after.Credential))
-		return c.JSON(serverJSON(after))
+		note(c, fmt.Sprintf("server %s changed: url %q → %q, endpoint %q → %q, credential %q → %q, upstream_auth %s → %s", name,
+			before.URL, after.URL, before.Endpoint, after.Endpoint, before.Credential, after.Credential, before.UpstreamAuth, after.UpstreamAuth))
+		return c.JSON(toServerJSON(after))
 	}
 }
 

@@ -61,13 +61,19 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	if err := strictjson.UniqueNames(body); errors.Is(err, strictjson.ErrDuplicateName) {
 		return fmt.Errorf("request body: %v: %w", err, domain.ErrInvalidInput)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	return decodeStrict("request body", body, v)
+}
+
+// decodeStrict decodes one JSON value into v, refusing unknown members;
+// what names the value in the error.
+func decodeStrict(what string, b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("request body: %v: %w", err, domain.ErrInvalidInput)
+		return fmt.Errorf("%s: %v: %w", what, err, domain.ErrInvalidInput)
 	}
 	if dec.More() {
-		return fmt.Errorf("request body: more than one JSON value: %w", domain.ErrInvalidInput)
+		return fmt.Errorf("%s: more than one JSON value: %w", what, domain.ErrInvalidInput)
 	}
 	return nil
 }

@@ -233,6 +233,33 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 	if err != nil || len(servers) != 1 || servers[0] != fs {
 		t.Errorf("ListServers = %+v, %v", servers, err)
 	}
+	// A server's upstream_auth is kept whole.
+	gh := domain.Server{Name: "gh", URL: "https://gh.example/mcp", Endpoint: "https://gh.internal/mcp", CreatedAt: t0.Add(time.Second),
+		UpstreamAuth: &domain.UpstreamAuth{Type: domain.UpstreamOAuth2, Issuer: "https://as.example/", ClientID: "agentauth",
+			ClientSecret: "gh-secret", Scopes: []string{"repo", "read:user"}, Resource: "https://gh.example/mcp"}}
+	if err := st.CreateServer(ctx, gh); err != nil {
+		t.Fatalf("CreateServer(gh): %v", err)
+	}
+	if got, err := st.GetServer(ctx, "gh"); err != nil || !got.UpstreamAuth.Equal(gh.UpstreamAuth) || got.Credential != "" {
+		t.Errorf("GetServer(gh) = %+v (upstream_auth %s), %v; want upstream_auth %s", got, got.UpstreamAuth, err, gh.UpstreamAuth)
+	}
+	gh.UpstreamAuth = &domain.UpstreamAuth{Type: domain.UpstreamTokenExchange, Audience: "gh-api"}
+	if err := st.UpdateServer(ctx, gh); err != nil {
+		t.Fatalf("UpdateServer(gh): %v", err)
+	}
+	if got, err := st.GetServer(ctx, "gh"); err != nil || !got.UpstreamAuth.Equal(gh.UpstreamAuth) {
+		t.Errorf("GetServer(gh) after UpdateServer = upstream_auth %s, %v; want %s", got.UpstreamAuth, err, gh.UpstreamAuth)
+	}
+	gh.UpstreamAuth = nil
+	if err := st.UpdateServer(ctx, gh); err != nil {
+		t.Fatalf("UpdateServer(gh): %v", err)
+	}
+	if got, err := st.GetServer(ctx, "gh"); err != nil || got.UpstreamAuth != nil {
+		t.Errorf("GetServer(gh) after its upstream_auth was removed = %s, %v; want none", got.UpstreamAuth, err)
+	}
+	if err := st.DeleteServer(ctx, "gh"); err != nil {
+		t.Fatalf("DeleteServer(gh): %v", err)
+	}
 
 	// Every change to the rules moves the policy version; a refused one
 	// does not.

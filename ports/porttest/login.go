@@ -31,6 +31,36 @@ func RunLoginStore(t *testing.T, newStore Factory[LoginStore]) {
 	t.Run("SessionsOfProviderSession", func(t *testing.T) { testSessionsOfProviderSession(t, newStore(t)) })
 	t.Run("LogoutTokenSingleUse", func(t *testing.T) { testLogoutTokenSingleUse(t, newStore(t)) })
 	t.Run("ProviderSessionRevocation", func(t *testing.T) { testProviderSessionRevocation(t, newStore(t)) })
+	t.Run("LatestSessionOfSubject", func(t *testing.T) { testLatestSessionOf(t, newStore(t)) })
+}
+
+// testLatestSessionOf: a subject's session last seen is the one a token
+// exchange on its behalf reads.
+func testLatestSessionOf(t *testing.T, st LoginStore) {
+	ctx := ctxFor(t)
+	if _, err := st.LatestLoginSessionOf(ctx, "sub-1"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("LatestLoginSessionOf(none) = %v, want ErrNotFound", err)
+	}
+	for i, hash := range []string{"la01", "la02", "la03"} {
+		s := loginSession(hash)
+		s.LastSeen = base.Add(time.Duration(i) * time.Minute)
+		if hash == "la03" {
+			s.Tokens.Subject = "sub-2"
+			s.LastSeen = base.Add(time.Hour)
+		}
+		if err := st.CreateLoginSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := st.LatestLoginSessionOf(ctx, "sub-1"); err != nil || got != "la02" {
+		t.Errorf("LatestLoginSessionOf = %q, %v; want la02", got, err)
+	}
+	if err := st.TouchLoginSession(ctx, "la01", base.Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.LatestLoginSessionOf(ctx, "sub-1"); err != nil || got != "la01" {
+		t.Errorf("LatestLoginSessionOf after a use of la01 = %q, %v; want la01", got, err)
+	}
 }
 
 // RunSharedLoginStore checks that a session created through one handle is

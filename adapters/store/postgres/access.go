@@ -205,19 +205,24 @@ func txErr(op string, err error) error {
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
 	return s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
-		`INSERT INTO servers (name, url, endpoint, credential, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		sv.Name, sv.URL, sv.Endpoint, sv.Credential, nanos(sv.CreatedAt))
+		`INSERT INTO servers (name, url, endpoint, credential, upstream_auth, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		sv.Name, sv.URL, sv.Endpoint, sv.Credential, domain.EncodeUpstreamAuth(sv.UpstreamAuth), nanos(sv.CreatedAt))
 }
 
-const serverColumns = `name, url, endpoint, credential, created_at`
+const serverColumns = `name, url, endpoint, credential, upstream_auth, created_at`
 
 func scanServer(row pgx.CollectableRow) (domain.Server, error) {
 	var (
 		sv      domain.Server
+		auth    string
 		created int64
 	)
-	err := row.Scan(&sv.Name, &sv.URL, &sv.Endpoint, &sv.Credential, &created)
+	if err := row.Scan(&sv.Name, &sv.URL, &sv.Endpoint, &sv.Credential, &auth, &created); err != nil {
+		return domain.Server{}, err
+	}
 	sv.CreatedAt = fromNanos(created)
+	var err error
+	sv.UpstreamAuth, err = domain.DecodeUpstreamAuth(auth)
 	return sv, err
 }
 
@@ -327,7 +332,8 @@ func (s *Store) catalogChange(ctx context.Context, what, lock, pending, name str
 // UpdateServer replaces a server's registration.
 func (s *Store) UpdateServer(ctx context.Context, sv domain.Server) error {
 	return s.catalogChange(ctx, "change server "+sv.Name, `SELECT name FROM servers WHERE name = $1 FOR UPDATE`, serverPending, sv.Name, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE servers SET url = $1, endpoint = $2, credential = $3 WHERE name = $4`, sv.URL, sv.Endpoint, sv.Credential, sv.Name)
+		_, err := tx.Exec(ctx, `UPDATE servers SET url = $1, endpoint = $2, credential = $3, upstream_auth = $4 WHERE name = $5`,
+			sv.URL, sv.Endpoint, sv.Credential, domain.EncodeUpstreamAuth(sv.UpstreamAuth), sv.Name)
 		return err
 	})
 }
@@ -341,6 +347,13 @@ func (s *Store) DeleteServer(ctx context.Context, name string) error {
 		}
 		if tools > 0 {
 			return fmt.Errorf("server %s has %d tools registered; remove them first: %w", name, tools, domain.ErrConflict)
+		}
+		var people int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM connections WHERE server = $1`, name).Scan(&people); err != nil {
+			return err
+		}
+		if people > 0 {
+			return fmt.Errorf("%d people are connected to server %s; remove their connections first (DELETE /api/v2/connections/{server}, revoked upstream): %w", people, name, domain.ErrConflict)
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM servers WHERE name = $1`, name)
 		return err

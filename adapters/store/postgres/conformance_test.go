@@ -103,3 +103,11 @@ func TestSessionWatcher(t *testing.T) {
 func TestRegistryWatcher(t *testing.T) {
 	porttest.RunRegistryWatcher(t, func(t *testing.T) porttest.WatchedRegistryStore { return newStore(t) })
 }
+
+func TestConnectionStore(t *testing.T) {
+	porttest.RunConnectionStore(t, func(t *testing.T) porttest.ConnectionStore { return newStore(t) })
+}
+
+func TestSharedConnectionStore(t *testing.T) {
+	porttest.RunSharedConnectionStore(t, sharedStores[ports.ConnectionStore])
+}

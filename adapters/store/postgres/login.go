@@ -227,6 +227,19 @@ func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 	return nil
 }
 
+// LatestLoginSessionOf returns the id hash of subject's session last seen.
+func (s *Store) LatestLoginSessionOf(ctx context.Context, subject string) (string, error) {
+	var hash string
+	err := s.pool.QueryRow(ctx, `SELECT id_hash FROM login_sessions WHERE subject = $1 ORDER BY last_seen DESC, id_hash LIMIT 1`, text(subject)).Scan(&hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("login session of %s: %w", subject, domain.ErrNotFound)
+	}
+	if err != nil {
+		return "", storeErr("read login sessions", err)
+	}
+	return hash, nil
+}
+
 // DeleteLoginSessionsOf removes the sessions of a provider session, or of
 // a subject when providerSID is empty. Each deleted row notifies every
 // instance (0006_login_notify.sql), which forgets it from memory.

@@ -225,19 +225,24 @@ func (s *Store) SetMembers(ctx context.Context, id string, members []domain.Memb
 // CreateServer registers a tool server.
 func (s *Store) CreateServer(ctx context.Context, sv domain.Server) error {
 	return s.announced(ports.RegistryChangeKey(ports.RegistryServer+sv.Name), s.exec(ctx, "register server "+sv.Name, "server "+sv.Name+" already exists",
-		`INSERT INTO servers (name, url, endpoint, credential, created_at) VALUES (?, ?, ?, ?, ?)`,
-		sv.Name, sv.URL, sv.Endpoint, sv.Credential, nanos(sv.CreatedAt)))
+		`INSERT INTO servers (name, url, endpoint, credential, upstream_auth, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		sv.Name, sv.URL, sv.Endpoint, sv.Credential, domain.EncodeUpstreamAuth(sv.UpstreamAuth), nanos(sv.CreatedAt)))
 }
 
-const serverColumns = `name, url, endpoint, credential, created_at`
+const serverColumns = `name, url, endpoint, credential, upstream_auth, created_at`
 
 func scanServer(row scanner) (domain.Server, error) {
 	var (
 		sv      domain.Server
+		auth    string
 		created int64
 	)
-	err := row.Scan(&sv.Name, &sv.URL, &sv.Endpoint, &sv.Credential, &created)
+	if err := row.Scan(&sv.Name, &sv.URL, &sv.Endpoint, &sv.Credential, &auth, &created); err != nil {
+		return domain.Server{}, err
+	}
 	sv.CreatedAt = fromNanos(created)
+	var err error
+	sv.UpstreamAuth, err = domain.DecodeUpstreamAuth(auth)
 	return sv, err
 }
 
@@ -362,7 +367,8 @@ func (s *Store) catalogChange(ctx context.Context, what, report string, exists, 
 func (s *Store) UpdateServer(ctx context.Context, sv domain.Server) error {
 	return s.catalogChange(ctx, "change server "+sv.Name, ports.RegistryChangeKey(ports.RegistryServer+sv.Name),
 		`SELECT count(*) FROM servers WHERE name = ?`, serverPending, sv.Name, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `UPDATE servers SET url = ?, endpoint = ?, credential = ? WHERE name = ?`, sv.URL, sv.Endpoint, sv.Credential, sv.Name)
+			_, err := tx.ExecContext(ctx, `UPDATE servers SET url = ?, endpoint = ?, credential = ?, upstream_auth = ? WHERE name = ?`,
+				sv.URL, sv.Endpoint, sv.Credential, domain.EncodeUpstreamAuth(sv.UpstreamAuth), sv.Name)
 			return err
 		})
 }
@@ -377,6 +383,13 @@ func (s *Store) DeleteServer(ctx context.Context, name string) error {
 			}
 			if tools > 0 {
 				return fmt.Errorf("server %s has %d tools registered; remove them first: %w", name, tools, domain.ErrConflict)
+			}
+			var people int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM connections WHERE server = ?`, name).Scan(&people); err != nil {
+				return err
+			}
+			if people > 0 {
+				return fmt.Errorf("%d people are connected to server %s; remove their connections first (DELETE /api/v2/connections/{server}, revoked upstream): %w", people, name, domain.ErrConflict)
 			}
 			_, err := tx.ExecContext(ctx, `DELETE FROM servers WHERE name = ?`, name)
 			return err

@@ -47,6 +47,8 @@ func ListQueryPlans(ctx context.Context, s *Store) (map[string]string, error) {
 		"api keys, all":       func() (string, []any) { return apiKeysQuery("", page) },
 		"api keys, owner":     func() (string, []any) { return apiKeysQuery("alice", page) },
 		"service accounts":    func() (string, []any) { return keyOwnersQuery(true, page) },
+		"connections, all":    func() (string, []any) { return connectionsQuery("", page) },
+		"connections, person": func() (string, []any) { return connectionsQuery("alice", page) },
 		"project members":     func() (string, []any) { return membersQuery("p1", page) },
 	}
 	out := map[string]string{}

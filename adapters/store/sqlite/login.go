@@ -273,6 +273,19 @@ func (s *Store) Listeners(context.Context) ([]string, error) {
 	return []string{localListener}, nil
 }
 
+// LatestLoginSessionOf returns the id hash of subject's session last seen.
+func (s *Store) LatestLoginSessionOf(ctx context.Context, subject string) (string, error) {
+	var hash string
+	err := s.queryRow(ctx, `SELECT id_hash FROM login_sessions WHERE subject = ? ORDER BY last_seen DESC, id_hash LIMIT 1`, subject).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("login session of %s: %w", subject, domain.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sqlite: read login sessions: %w", err)
+	}
+	return hash, nil
+}
+
 // DeleteLoginSessionsOf removes the sessions of a provider session, or of
 // a subject when providerSID is empty.
 func (s *Store) DeleteLoginSessionsOf(ctx context.Context, providerSID, subject string) ([]string, error) {
