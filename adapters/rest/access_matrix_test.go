@@ -18,7 +18,7 @@ type axFixture struct {
 	project, session, agent, call, policy, tool, key string
 }
 
-func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
+func (h *axHarness) seed(t *testing.T, subject string, n int, catalog bool) axFixture {
 	t.Helper()
 	ctx := porttest.Context(t)
 	now := time.Now().UTC()
@@ -42,15 +42,19 @@ func (h *axHarness) seed(t *testing.T, subject string, n int) axFixture {
 			Decision: domain.ToolDecision{Effect: domain.EffectAsk, Reason: domain.ReasonModeAsk, Message: "m"}, RequestedBy: subject, CreatedAt: now}),
 		h.store.CreateServer(ctx, domain.Server{Name: server, URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
 		h.store.CreateTool(ctx, domain.Tool{Name: f.tool, Server: server, CreatedAt: now}),
-		// A server and a tool no call waits for (their changes are refused
-		// while one does), and a server without tools (removable).
-		h.store.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("free-%d", n), URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
-		h.store.CreateTool(ctx, domain.Tool{Name: fmt.Sprintf("free.%d", n), Server: fmt.Sprintf("free-%d", n), CreatedAt: now}),
-		h.store.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("bare-%d", n), URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
 		h.store.CreatePolicy(ctx, domain.PolicyRule{ID: f.policy, Effect: domain.EffectAllow, Tool: "*", Scope: domain.ScopeSubject, Value: subject, CreatedAt: now}),
 		h.store.PutKeyOwner(ctx, domain.KeyOwner{Subject: subject, Roles: []domain.Role{role}, UpdatedAt: now}),
 		h.store.CreateAPIKey(ctx, domain.APIKey{ID: f.key, Name: "k", Owner: subject, Hash: make([]byte, 32), Permissions: []domain.Permission{domain.PermMeRead},
 			CreatedBy: subject, CreatedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute)}, 1000, now), // expired: not counted against the limit
+	}
+	if catalog {
+		// For the routes that change or remove a server or a tool: a
+		// server and a tool no call waits for (their changes are refused
+		// while one does), and a server without tools (removable).
+		steps = append(steps,
+			h.store.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("free-%d", n), URL: "http://127.0.0.1:1/mcp", CreatedAt: now}),
+			h.store.CreateTool(ctx, domain.Tool{Name: fmt.Sprintf("free.%d", n), Server: fmt.Sprintf("free-%d", n), CreatedAt: now}),
+			h.store.CreateServer(ctx, domain.Server{Name: fmt.Sprintf("bare-%d", n), URL: "http://127.0.0.1:1/mcp", CreatedAt: now}))
 	}
 	for _, err := range steps {
 		if err != nil {
@@ -160,7 +164,7 @@ func TestEveryRoleTimesEveryEndpoint(t *testing.T) {
 		for _, c := range axCallers[:5] {
 			n++
 			name := fmt.Sprintf("%s %s as %s", r.method, r.path, c.role)
-			f := h.seed(t, c.subject, n)
+			f := h.seed(t, c.subject, n, strings.Contains(r.path, "/:name"))
 			path, body, ok := axRequest(r, c.subject, f, n)
 			if !ok {
 				t.Errorf("%s: no request body known for this route; add one to axRequest", name)
