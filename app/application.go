@@ -30,6 +30,8 @@ type Application struct {
 	Dashboard   *Dashboard
 	AgentTokens *AgentTokens
 	Gateway     *Gateway
+	// Quotas count the calls limits admit.
+	Quotas *Quotas
 	// MCP is the MCP gateway's flow; nil when the gateway is off.
 	MCP *MCPGateway
 	// Registry is the settings, servers, tools and policy version every
@@ -58,6 +60,8 @@ type Stores struct {
 	Agents       ports.AgentStore
 	ToolCalls    ports.ToolCallStore
 	SessionModes ports.SessionModeStore
+	// Quotas count the calls limits admit.
+	Quotas ports.QuotaStore
 }
 
 // Dependencies are what NewApplication builds the use cases from: the
@@ -93,7 +97,8 @@ func NewApplication(d Dependencies) Application {
 	sessions.owners = d.Keys
 	rules := NewPolicyRules(reg)
 	agents := NewAgents(records, sessions, d.Clock)
-	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock).WithNotifier(d.Approvals)
+	quotas := NewQuotas(st.Quotas, d.Clock)
+	calls := NewToolCalls(st.ToolCalls, records, reg, rules, reg, sessions, d.Authorizer, d.Clock).WithNotifier(d.Approvals).WithQuotas(quotas)
 	calls.owners = d.Keys
 	gateway := NewGateway(calls, reg, d.Clock)
 	var mcp *MCPGateway
@@ -118,6 +123,7 @@ func NewApplication(d Dependencies) Application {
 		Dashboard:     NewDashboard(records, st.Projects, st.Audit, d.Authorizer),
 		AgentTokens:   NewAgentTokens(sessions, records, agents, records, reg, rules, d.Authorizer, d.Signer, d.Clock, d.AgentTokenLimits).withOwners(d.Keys),
 		Gateway:       gateway,
+		Quotas:        quotas,
 		MCP:           mcp,
 		Registry:      reg,
 		Records:       records,

@@ -149,6 +149,9 @@ func validTool(t domain.Tool) error {
 	if err := domain.ValidateName("server", t.Server); err != nil {
 		return err
 	}
+	if err := t.Limit.Validate(); err != nil {
+		return err
+	}
 	return domain.ValidateToolDescription(t.Description)
 }
 
@@ -158,6 +161,7 @@ type ToolChange struct {
 	Server                   *string
 	ReadOnly, SecondApprover *bool
 	Description              *string
+	Limit                    *domain.Limit
 }
 
 // ChangeTool changes the registration of tool name, validated as a new
@@ -182,6 +186,9 @@ func (s *Catalog) ChangeTool(ctx context.Context, name string, ch ToolChange) (b
 	}
 	if ch.Description != nil {
 		after.Description = *ch.Description
+	}
+	if ch.Limit != nil {
+		after.Limit = *ch.Limit
 	}
 	if err := validTool(after); err != nil {
 		return before, after, err

@@ -147,7 +147,10 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool string,
 	case err != nil && !errors.Is(err, domain.ErrNotFound):
 		return domain.ToolCall{}, err
 	}
-	d := s.decide(in, c)
+	d, err := s.calls.quotas.Charge(ctx, in, s.decide(in, c))
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
 	if d.Effect == domain.EffectAsk && len(args) > domain.MaxArgumentsBytes {
 		d = domain.ToolDecision{Effect: domain.EffectDeny, Reason: domain.ReasonArgumentsTooLarge, Rule: d.Rule,
 			Message: fmt.Sprintf("tool %s needs approval (%s), and its arguments have %d bytes: an approver is shown at most %d", tool, d.Reason, len(args), domain.MaxArgumentsBytes)}

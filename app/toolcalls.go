@@ -29,6 +29,14 @@ type ToolCalls struct {
 	// owners knows people's roles now (approvals are rechecked with
 	// them); nil in hybrid mode.
 	owners *APIKeys
+	// quotas counts the calls limits admit.
+	quotas *Quotas
+}
+
+// WithQuotas counts the calls that limits admit with q.
+func (s *ToolCalls) WithQuotas(q *Quotas) *ToolCalls {
+	s.quotas = q
+	return s
 }
 
 // NewToolCalls wires the use case.
@@ -113,6 +121,10 @@ func (s *ToolCalls) input(ctx context.Context, req CallRequest) (domain.ToolCall
 
 // keep stores the decision d of in, asked for by by.
 func (s *ToolCalls) keep(ctx context.Context, in domain.ToolCallInput, d domain.ToolDecision, by string) (domain.ToolCall, error) {
+	d, err := s.quotas.Charge(ctx, in, d)
+	if err != nil {
+		return domain.ToolCall{}, err
+	}
 	call := domain.ToolCall{ID: newID("call_"), Session: in.Session.ID, Agent: in.Agent.ID, Tool: in.Tool, Decision: d,
 		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(),
 		Arguments: in.Arguments, ArgsHash: domain.ArgumentsHash(in.Arguments)}

@@ -34,6 +34,8 @@ type Tool struct {
 	// SecondApprover: a call that needs approval must be approved by
 	// someone other than the session's owner.
 	SecondApprover bool
+	// Limit bounds the tool's calls that are allowed or ask (zero: none).
+	Limit Limit
 	// Description is what the tool does, as its server describes it (an
 	// import copies tools/list's) or an ADMIN wrote it: shown to whoever
 	// approves its calls.

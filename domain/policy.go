@@ -48,7 +48,9 @@ type PolicyRule struct {
 	Scope  ScopeKind
 	Value  string // the role, project ID or subject
 	// When is the rule's condition (CEL, see CallFacts); "" holds always.
-	When      string
+	When string
+	// Limit bounds the calls the rule allows or asks for (zero: none).
+	Limit     Limit
 	CreatedBy string
 	CreatedAt time.Time
 }
@@ -63,6 +65,12 @@ func ValidateRule(r PolicyRule) error {
 	}
 	if len(r.When) > MaxConditionBytes {
 		return fmt.Errorf("policy when: at most %d bytes: %w", MaxConditionBytes, ErrInvalidInput)
+	}
+	if err := r.Limit.Validate(); err != nil {
+		return err
+	}
+	if !r.Limit.IsZero() && r.Effect == EffectDeny {
+		return fmt.Errorf("policy limit: a deny rule admits no calls to count: %w", ErrInvalidInput)
 	}
 
 	switch r.Scope {

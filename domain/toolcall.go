@@ -79,6 +79,8 @@ type ToolDecision struct {
 	Reason  string // a Reason* code
 	Rule    string // the deciding policy rule, if any
 	Message string
+	// RetryAt is when a call refused quota_exceeded may be made again.
+	RetryAt time.Time
 }
 
 // DecideToolCall runs the steps in order: role, policy (with the security

@@ -112,6 +112,21 @@ type ToolCallFilter struct {
 	Page
 }
 
+// QuotaStore counts the calls that limits (domain.Limit) admit, once for
+// every instance sharing the store.
+type QuotaStore interface {
+	// ChargeQuotas counts one call against each charge, all or none, each
+	// in the window of its charge or, when the store already counts the
+	// key in a later window (an instance whose clock is ahead), in that
+	// one. When a count would pass its limit nothing is counted, and it
+	// returns that charge's index and when the window it counts in ends;
+	// else -1.
+	ChargeQuotas(ctx context.Context, charges []domain.QuotaCharge) (int, time.Time, error)
+	// QuotaUse lists up to limit counters whose window has not ended at
+	// now, the fullest first.
+	QuotaUse(ctx context.Context, now time.Time, limit int) ([]domain.QuotaUse, error)
+}
+
 // ToolCallStore keeps tool-call decisions and their approvals.
 type ToolCallStore interface {
 	CreateToolCall(ctx context.Context, c domain.ToolCall) error

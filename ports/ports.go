@@ -3,7 +3,7 @@
 // Each is small and owned by its consumer; adapters implement them.
 package ports
 
-//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditCheckpointStore,AuditObserver,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,AgentStore,ToolCallStore,SessionModeStore,IdentityProvider,LoginSessionStore,LoginSessionWatcher,AuthRequestStore,LoginThrottle,AgentTokenSigner,MCPUpstream,MCPStream,UpstreamCredentials,ApprovalNotifier,ConnectionStore,UpstreamAuthorizer
+//go:generate go tool mockgen -destination=mocks/mocks.go -package=mocks github.com/agentauth/agentauth/ports Authenticator,SessionStore,AuditStore,AuditCheckpointStore,AuditObserver,AuditLog,SettingsStore,Clock,ProjectStore,CatalogStore,PolicyStore,QuotaStore,AgentStore,ToolCallStore,SessionModeStore,IdentityProvider,LoginSessionStore,LoginSessionWatcher,AuthRequestStore,LoginThrottle,AgentTokenSigner,MCPUpstream,MCPStream,UpstreamCredentials,ApprovalNotifier,ConnectionStore,UpstreamAuthorizer
 
 import (
 	"context"

@@ -42,6 +42,7 @@ type Stores struct {
 	Agents       ports.AgentStore
 	ToolCalls    ports.ToolCallStore
 	SessionModes ports.SessionModeStore
+	Quotas       ports.QuotaStore
 	// The login ports are used by the OIDC mode only.
 	LoginSessions ports.LoginSessionStore
 	AuthRequests  ports.AuthRequestStore
@@ -69,7 +70,7 @@ var storeSet = gwire.NewSet(openStores, useCaseStores, gwire.FieldsOf(new(Stores
 // useCaseStores are the ports app.NewApplication builds the use cases on.
 func useCaseStores(st Stores) app.Stores {
 	return app.Stores{Sessions: st.Sessions, Audit: st.Audit, Checkpoints: st.Checkpoints, Settings: st.Settings, Projects: st.Projects,
-		Catalog: st.Catalog, Policies: st.Policies, Agents: st.Agents, ToolCalls: st.ToolCalls, SessionModes: st.SessionModes}
+		Catalog: st.Catalog, Policies: st.Policies, Agents: st.Agents, ToolCalls: st.ToolCalls, SessionModes: st.SessionModes, Quotas: st.Quotas}
 }
 
 // loginStoreFields provides the login ports from the same store, for a set
@@ -89,6 +90,7 @@ type store interface {
 	ports.AgentStore
 	ports.ToolCallStore
 	ports.SessionModeStore
+	ports.QuotaStore
 	ports.LoginSessionStore
 	ports.AuthRequestStore
 	ports.LoginThrottle
@@ -100,7 +102,7 @@ type store interface {
 func storesOf(s store) Stores {
 	return Stores{
 		Sessions: s, Audit: s, Checkpoints: s, Settings: s,
-		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s,
+		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s, Quotas: s,
 		LoginSessions: s, AuthRequests: s, LoginThrottle: s, LoginWatch: s, Keys: s,
 		Ping: s.Ping,
 	}

@@ -282,9 +282,37 @@ type toolJSON struct {
 	ReadOnly bool   `json:"read_only"`
 	// SecondApprover: its calls that need approval must be approved by
 	// someone other than the session's owner.
-	SecondApprover bool      `json:"second_approver"`
-	Description    string    `json:"description"`
-	CreatedAt      time.Time `json:"created_at"`
+	SecondApprover bool       `json:"second_approver"`
+	Description    string     `json:"description"`
+	Limit          *limitJSON `json:"limit,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+}
+
+func toToolJSON(t domain.Tool) toolJSON {
+	return toolJSON{Name: t.Name, Server: t.Server, ReadOnly: t.ReadOnly, SecondApprover: t.SecondApprover, Description: t.Description,
+		Limit: toLimitJSON(t.Limit), CreatedAt: t.CreatedAt}
+}
+
+// limitJSON is a limit as the API writes it: {"calls":100,"per":"1h","by":"agent"}.
+type limitJSON struct {
+	Calls int    `json:"calls"`
+	Per   string `json:"per"`
+	By    string `json:"by"`
+}
+
+func toLimitJSON(l domain.Limit) *limitJSON {
+	if l.IsZero() {
+		return nil
+	}
+	return &limitJSON{Calls: l.Calls, Per: domain.PerText(l.Per), By: string(l.By)}
+}
+
+// limit reads a limit; nil is none.
+func (l *limitJSON) limit() (domain.Limit, error) {
+	if l == nil {
+		return domain.Limit{}, nil
+	}
+	return domain.ParseLimit(l.Calls, l.Per, l.By)
 }
 
 func (s *Server) listTools(c *fiber.Ctx) error {
@@ -296,15 +324,16 @@ func (s *Server) listTools(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return writePage(c, "tools", page, func(t domain.Tool) toolJSON { return toolJSON(t) })
+	return writePage(c, "tools", page, func(t domain.Tool) toolJSON { return toToolJSON(t) })
 }
 
 type createToolRequest struct {
-	Name           string `json:"name"`
-	Server         string `json:"server"`
-	ReadOnly       bool   `json:"read_only"`
-	SecondApprover bool   `json:"second_approver"`
-	Description    string `json:"description"`
+	Name           string     `json:"name"`
+	Server         string     `json:"server"`
+	ReadOnly       bool       `json:"read_only"`
+	SecondApprover bool       `json:"second_approver"`
+	Description    string     `json:"description"`
+	Limit          *limitJSON `json:"limit"`
 }
 
 func (s *Server) createTool(c *fiber.Ctx) error {
@@ -312,12 +341,16 @@ func (s *Server) createTool(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	t, err := s.uc.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly,
-		SecondApprover: req.SecondApprover, Description: req.Description})
+	limit, err := req.Limit.limit()
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(toolJSON(t))
+	t, err := s.uc.Catalog.CreateTool(c.UserContext(), domain.Tool{Name: req.Name, Server: req.Server, ReadOnly: req.ReadOnly,
+		SecondApprover: req.SecondApprover, Description: req.Description, Limit: limit})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(toToolJSON(t))
 }
 
 // changeServerRequest is a server's registration as PUT replaces it
@@ -406,6 +439,8 @@ type changeToolRequest struct {
 	ReadOnly       *bool   `json:"read_only"`
 	SecondApprover *bool   `json:"second_approver"`
 	Description    *string `json:"description"`
+	// Limit: {} or null removes the limit.
+	Limit **limitJSON `json:"limit"`
 }
 
 func (s *Server) changeTool(replace bool) fiber.Handler {
@@ -440,14 +475,25 @@ func (s *Server) changeTool(replace bool) fiber.Handler {
 				}
 			}
 		}
-		before, after, err := s.uc.Catalog.ChangeTool(c.UserContext(), name, app.ToolChange{Server: req.Server, ReadOnly: req.ReadOnly,
-			SecondApprover: req.SecondApprover, Description: req.Description})
+		ch := app.ToolChange{Server: req.Server, ReadOnly: req.ReadOnly, SecondApprover: req.SecondApprover, Description: req.Description}
+		if req.Limit != nil || replace {
+			var l *limitJSON
+			if req.Limit != nil && *req.Limit != nil && (**req.Limit != limitJSON{}) {
+				l = *req.Limit
+			}
+			limit, err := l.limit()
+			if err != nil {
+				return err
+			}
+			ch.Limit = &limit
+		}
+		before, after, err := s.uc.Catalog.ChangeTool(c.UserContext(), name, ch)
 		if err != nil {
 			return err
 		}
 		note(c, fmt.Sprintf("tool %s changed: server %s → %s, read_only %t → %t, second_approver %t → %t, description of %d → %d bytes", after.Name,
 			before.Server, after.Server, before.ReadOnly, after.ReadOnly, before.SecondApprover, after.SecondApprover, len(before.Description), len(after.Description)))
-		return c.JSON(toolJSON(after))
+		return c.JSON(toToolJSON(after))
 	}
 }
 
@@ -466,19 +512,20 @@ func (s *Server) deleteTool(c *fiber.Ctx) error {
 // --- policies ---
 
 type policyJSON struct {
-	ID        string    `json:"id"`
-	Effect    string    `json:"effect"`
-	Tool      string    `json:"tool"`
-	Scope     string    `json:"scope"`
-	Value     string    `json:"value"`
-	When      string    `json:"when,omitempty"`
-	CreatedBy string    `json:"created_by"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string     `json:"id"`
+	Effect    string     `json:"effect"`
+	Tool      string     `json:"tool"`
+	Scope     string     `json:"scope"`
+	Value     string     `json:"value"`
+	When      string     `json:"when,omitempty"`
+	Limit     *limitJSON `json:"limit,omitempty"`
+	CreatedBy string     `json:"created_by"`
+	CreatedAt time.Time  `json:"created_at"`
 }
 
 func toPolicyJSON(r domain.PolicyRule) policyJSON {
 	return policyJSON{ID: r.ID, Effect: string(r.Effect), Tool: r.Tool, Scope: string(r.Scope), Value: r.Value, When: r.When,
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+		Limit: toLimitJSON(r.Limit), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
 }
 
 func (s *Server) listPolicies(c *fiber.Ctx) error {
@@ -494,11 +541,12 @@ func (s *Server) listPolicies(c *fiber.Ctx) error {
 }
 
 type createPolicyRequest struct {
-	Effect string `json:"effect"`
-	Tool   string `json:"tool"`
-	Scope  string `json:"scope"`
-	Value  string `json:"value"`
-	When   string `json:"when"`
+	Effect string     `json:"effect"`
+	Tool   string     `json:"tool"`
+	Scope  string     `json:"scope"`
+	Value  string     `json:"value"`
+	When   string     `json:"when"`
+	Limit  *limitJSON `json:"limit"`
 }
 
 func (s *Server) createPolicy(c *fiber.Ctx) error {
@@ -506,8 +554,12 @@ func (s *Server) createPolicy(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
+	limit, err := req.Limit.limit()
+	if err != nil {
+		return err
+	}
 	r, err := s.uc.Policies.Create(c.UserContext(), principalOf(c), domain.PolicyRule{
-		Effect: domain.Effect(req.Effect), Tool: req.Tool, Scope: domain.ScopeKind(req.Scope), Value: req.Value, When: req.When})
+		Effect: domain.Effect(req.Effect), Tool: req.Tool, Scope: domain.ScopeKind(req.Scope), Value: req.Value, When: req.When, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -577,14 +629,16 @@ func (s *Server) createAgent(c *fiber.Ctx) error {
 // --- tool calls ---
 
 type toolCallJSON struct {
-	ID          string     `json:"id"`
-	Session     string     `json:"session"`
-	Agent       string     `json:"agent"`
-	Tool        string     `json:"tool"`
-	Decision    string     `json:"decision"`
-	Reason      string     `json:"reason"`
-	Rule        string     `json:"rule,omitempty"`
-	Message     string     `json:"message"`
+	ID       string `json:"id"`
+	Session  string `json:"session"`
+	Agent    string `json:"agent"`
+	Tool     string `json:"tool"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	Rule     string `json:"rule,omitempty"`
+	Message  string `json:"message"`
+	// RetryAt: when a call refused quota_exceeded may be made again.
+	RetryAt     *time.Time `json:"retry_at,omitempty"`
 	Status      string     `json:"status"`
 	RequestedBy string     `json:"requested_by"`
 	CreatedAt   time.Time  `json:"created_at"`
@@ -609,6 +663,10 @@ func toToolCallJSON(tc domain.ToolCall) toolCallJSON {
 	if !tc.UsedAt.IsZero() {
 		at := tc.UsedAt
 		out.UsedAt = &at
+	}
+	if !tc.Decision.RetryAt.IsZero() {
+		at := tc.Decision.RetryAt
+		out.RetryAt = &at
 	}
 	return out
 }

@@ -46,7 +46,7 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 		Elsewhere: d.Elsewhere, Invalid: d.Invalid}
 	names := make([]string, len(d.Add))
 	for i, t := range d.Add {
-		out.Add[i], names[i] = toolJSON(t), t.Name
+		out.Add[i], names[i] = toToolJSON(t), t.Name
 	}
 	verb := "diffed"
 	if req.Apply {

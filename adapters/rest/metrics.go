@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentauth/agentauth/adapters/telemetry"
+	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -57,6 +58,9 @@ func newHTTPMetrics(s *Server) *httpMetrics {
 			Name: "agentauth_audit_queue_depth",
 			Help: "Audit records handed to the audit log and not yet committed.",
 		}, func() float64 { return float64(d.Depth()) }))
+	}
+	if s.uc.Quotas != nil {
+		m.registry.MustRegister(quotaCollector{s.uc.Quotas})
 	}
 	gatherers := prometheus.Gatherers{m.registry, telemetry.Registry}
 	m.served = promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{})
@@ -161,4 +165,21 @@ func routeLabel(c *fiber.Ctx) string {
 		return unmatchedRoute
 	}
 	return r.Path
+}
+
+// quotaDesc is the calls counted against each limit, and refused.
+var quotaDesc = prometheus.NewDesc("agentauth_quota_calls_total",
+	"Tool calls counted by this instance against the limit of a policy rule or a tool (limit: \"policy rule pol_…\" or \"tool …\"), "+
+		"by outcome: counted, or exceeded (refused quota_exceeded).", []string{"limit", "outcome"}, nil)
+
+// quotaCollector reports app.Quotas' tally at each scrape.
+type quotaCollector struct{ q *app.Quotas }
+
+func (c quotaCollector) Describe(ch chan<- *prometheus.Desc) { ch <- quotaDesc }
+
+func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range c.q.Tally() {
+		ch <- prometheus.MustNewConstMetric(quotaDesc, prometheus.CounterValue, float64(t.Counted), t.Of, "counted")
+		ch <- prometheus.MustNewConstMetric(quotaDesc, prometheus.CounterValue, float64(t.Exceeded), t.Of, "exceeded")
+	}
 }

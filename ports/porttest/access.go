@@ -25,6 +25,7 @@ type AccessStore interface {
 	ports.ToolCallStore
 	ports.SessionModeStore
 	ports.SessionStore
+	ports.QuotaStore
 }
 
 // RunAccessStore checks the access-model ports of a store. The cases follow
@@ -38,6 +39,46 @@ func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
 	t.Run("CatalogPages", func(t *testing.T) { testCatalogPages(t, newStore(t)) })
 	t.Run("CatalogChanges", func(t *testing.T) { testCatalogChanges(t, newStore(t)) })
 	t.Run("SessionsByOwnerOrProjectAndMode", func(t *testing.T) { testSessionsByProject(t, newStore(t)) })
+	t.Run("Quotas", func(t *testing.T) { testQuotas(t, newStore(t)) })
+}
+
+// testQuotas: charges count all or none, a new window starts anew, a later
+// window the store holds stays, and QuotaUse lists the windows running.
+func testQuotas(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	hour := domain.Limit{Calls: 2, Per: time.Hour, By: domain.LimitByAgent}
+	charge := func(key string, calls int, at time.Time) domain.QuotaCharge {
+		l := hour
+		l.Calls = calls
+		start, end := l.Window(at)
+		return domain.QuotaCharge{Key: key, Limit: l, Start: start, End: end}
+	}
+	t0 := time.Date(2026, 11, 28, 14, 10, 0, 0, time.UTC)
+	expect := func(step string, charges []domain.QuotaCharge, index int, end time.Time) {
+		t.Helper()
+		i, e, err := st.ChargeQuotas(ctx, charges)
+		if err != nil || i != index || index >= 0 && !e.Equal(end) {
+			t.Fatalf("%s: ChargeQuotas = %d, %v, %v; want %d, %v", step, i, e, err, index, end)
+		}
+	}
+	end := t0.Truncate(time.Hour).Add(time.Hour)
+	expect("1st of a", []domain.QuotaCharge{charge("a", 2, t0)}, -1, end)
+	expect("1st of b with 2nd of a", []domain.QuotaCharge{charge("b", 5, t0), charge("a", 2, t0)}, -1, end)
+	// a is used up: nothing is counted, b neither.
+	expect("3rd of a", []domain.QuotaCharge{charge("b", 5, t0), charge("a", 2, t0)}, 1, end)
+	use, err := st.QuotaUse(ctx, t0, 10)
+	if err != nil || len(use) != 2 || use[0].Key != "a" || use[0].Calls != 2 || use[1].Key != "b" || use[1].Calls != 1 || !use[0].End.Equal(end) {
+		t.Fatalf("QuotaUse = %+v, %v; want a 2, b 1 (b's refused charge not counted)", use, err)
+	}
+	// The next window starts anew; an instance whose clock lags counts
+	// in it too.
+	next := t0.Add(time.Hour)
+	expect("a in the next window", []domain.QuotaCharge{charge("a", 2, next)}, -1, end)
+	expect("a from a lagging clock", []domain.QuotaCharge{charge("a", 2, t0)}, -1, end)
+	expect("a's third in the next window", []domain.QuotaCharge{charge("a", 2, next)}, 0, end.Add(time.Hour))
+	if use, err := st.QuotaUse(ctx, next, 10); err != nil || len(use) != 1 || use[0].Key != "a" || use[0].Calls != 2 {
+		t.Errorf("QuotaUse in the next window = %+v, %v; want a alone (b's window ended)", use, err)
+	}
 }
 
 // RunSharedAccessStore checks what instances sharing one database rely on:

@@ -362,6 +362,8 @@ func (c *Console) putSettings(ctx *fiber.Ctx) error {
 
 type policiesData struct {
 	Rules app.Page[domain.PolicyRule]
+	// Use is the count of each limit's running window, every instance's.
+	Use   []domain.QuotaUse
 	Roles []domain.Role
 	Perms []domain.Permission
 	// Can is the simulator's question and answer; nil when none was asked.
@@ -382,6 +384,9 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 		return err
 	}
 	d := policiesData{Rules: rules, Roles: c.uc.Authorizer.Roles(), Perms: domain.AllPermissions()}
+	if d.Use, err = c.uc.Quotas.Use(ctx.UserContext()); err != nil {
+		return err
+	}
 	if role := ctx.Query("role"); role != "" {
 		a := canAnswer{Role: role, Action: ctx.Query("action"), Resource: ctx.Query("resource")}
 		r := domain.Role(strings.ToUpper(strings.TrimSpace(role)))
@@ -408,10 +413,28 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 	return c.render(ctx, fiber.StatusOK, "policies", "Policies", d)
 }
 
+// formLimit reads a limit's fields (limit_calls, limit_per, limit_by); no
+// calls is no limit.
+func formLimit(ctx *fiber.Ctx) (domain.Limit, error) {
+	calls := strings.TrimSpace(ctx.FormValue("limit_calls"))
+	if calls == "" {
+		return domain.Limit{}, nil
+	}
+	n, err := strconv.Atoi(calls)
+	if err != nil {
+		return domain.Limit{}, fmt.Errorf("limit calls %q: want a number: %w", calls, domain.ErrInvalidInput)
+	}
+	return domain.ParseLimit(n, ctx.FormValue("limit_per"), ctx.FormValue("limit_by"))
+}
+
 func (c *Console) createPolicy(ctx *fiber.Ctx) error {
+	limit, err := formLimit(ctx)
+	if err != nil {
+		return err
+	}
 	r, err := c.uc.Policies.Create(ctx.UserContext(), c.principal(ctx), domain.PolicyRule{
 		Effect: domain.Effect(ctx.FormValue("effect")), Tool: ctx.FormValue("tool"),
-		Scope: domain.ScopeKind(ctx.FormValue("scope")), Value: ctx.FormValue("value"), When: ctx.FormValue("when")})
+		Scope: domain.ScopeKind(ctx.FormValue("scope")), Value: ctx.FormValue("value"), When: ctx.FormValue("when"), Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -452,8 +475,12 @@ func (c *Console) createServer(ctx *fiber.Ctx) error {
 }
 
 func (c *Console) createTool(ctx *fiber.Ctx) error {
+	limit, err := formLimit(ctx)
+	if err != nil {
+		return err
+	}
 	t, err := c.uc.Catalog.CreateTool(ctx.UserContext(), domain.Tool{Name: ctx.FormValue("name"), Server: ctx.FormValue("server"),
-		ReadOnly: ctx.FormValue("read_only") == "on", SecondApprover: ctx.FormValue("second_approver") == "on", Description: ctx.FormValue("description")})
+		ReadOnly: ctx.FormValue("read_only") == "on", SecondApprover: ctx.FormValue("second_approver") == "on", Description: ctx.FormValue("description"), Limit: limit})
 	if err != nil {
 		return err
 	}

@@ -253,8 +253,8 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	return s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			t.Name, t.Server, t.ReadOnly, t.SecondApprover, t.Description, nanos(t.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			t.Name, t.Server, t.ReadOnly, t.SecondApprover, t.Description, nanos(t.CreatedAt), t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By))
 		if isForeignKey(err) {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
@@ -265,15 +265,17 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	})
 }
 
-const toolColumns = `name, server, read_only, second_approver, description, created_at`
+const toolColumns = `name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by`
 
 func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
 	var (
-		t       domain.Tool
-		created int64
+		t            domain.Tool
+		created, per int64
+		by           string
 	)
-	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &t.Description, &created)
+	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &t.Description, &created, &t.Limit.Calls, &per, &by)
 	t.CreatedAt = fromNanos(created)
+	t.Limit.Per, t.Limit.By = time.Duration(per)*time.Second, domain.LimitBy(by)
 	return t, err
 }
 
@@ -363,8 +365,8 @@ func (s *Store) DeleteServer(ctx context.Context, name string) error {
 // UpdateTool replaces a tool's registration (every spelling of its name).
 func (s *Store) UpdateTool(ctx context.Context, t domain.Tool) error {
 	return s.catalogChange(ctx, "change tool "+t.Name, `SELECT name FROM tools WHERE lower(name) = lower($1) FOR UPDATE`, toolPending, t.Name, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE tools SET server = $1, read_only = $2, second_approver = $3, description = $4 WHERE lower(name) = lower($5)`,
-			t.Server, t.ReadOnly, t.SecondApprover, t.Description, t.Name)
+		_, err := tx.Exec(ctx, `UPDATE tools SET server = $1, read_only = $2, second_approver = $3, description = $4, limit_calls = $5, limit_per = $6, limit_by = $7 WHERE lower(name) = lower($8)`,
+			t.Server, t.ReadOnly, t.SecondApprover, t.Description, t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By), t.Name)
 		if isForeignKey(err) {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
@@ -394,8 +396,8 @@ func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 	return s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
-		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at, when_expr) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt), r.When)
+		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at, when_expr, limit_calls, limit_per, limit_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt), r.When, r.Limit.Calls, int64(r.Limit.Per/time.Second), string(r.Limit.By))
 }
 
 // ListPolicies returns a page of rules newest first.
@@ -406,10 +408,12 @@ func (s *Store) ListPolicies(ctx context.Context, page ports.Page) ([]domain.Pol
 		var (
 			r             domain.PolicyRule
 			effect, scope string
-			created       int64
+			created, per  int64
+			by            string
 		)
-		err := row.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created, &r.When)
+		err := row.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created, &r.When, &r.Limit.Calls, &per, &by)
 		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), fromNanos(created)
+		r.Limit.Per, r.Limit.By = time.Duration(per)*time.Second, domain.LimitBy(by)
 		return r, err
 	})
 	if err != nil {
@@ -683,5 +687,5 @@ func toolsQuery(page ports.Page) (string, []any) {
 // policiesQuery is the query of ListPolicies.
 func policiesQuery(page ports.Page) (string, []any) {
 	tail, args := keyset(nil, nil, page, "id")
-	return `SELECT id, effect, tool, scope, value, created_by, created_at, when_expr FROM policies` + tail, args
+	return `SELECT id, effect, tool, scope, value, created_by, created_at, when_expr, limit_calls, limit_per, limit_by FROM policies` + tail, args
 }

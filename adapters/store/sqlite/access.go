@@ -287,8 +287,8 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 		if n == 0 {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, nanos(t.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, nanos(t.CreatedAt), t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By))
 		if isUnique(err) {
 			return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
 		}
@@ -299,18 +299,20 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	}))
 }
 
-const toolColumns = `name, server, read_only, second_approver, description, created_at`
+const toolColumns = `name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by`
 
 func scanTool(row scanner) (domain.Tool, error) {
 	var (
-		t          domain.Tool
-		ro, second int
-		created    int64
+		t            domain.Tool
+		ro, second   int
+		created, per int64
+		by           string
 	)
-	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &t.Description, &created); err != nil {
+	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &t.Description, &created, &t.Limit.Calls, &per, &by); err != nil {
 		return domain.Tool{}, err
 	}
 	t.ReadOnly, t.SecondApprover, t.CreatedAt = ro != 0, second != 0, fromNanos(created)
+	t.Limit.Per, t.Limit.By = time.Duration(per)*time.Second, domain.LimitBy(by)
 	return t, nil
 }
 
@@ -407,8 +409,8 @@ func (s *Store) UpdateTool(ctx context.Context, t domain.Tool) error {
 			if n == 0 {
 				return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE tools SET server = ?, read_only = ?, second_approver = ?, description = ? WHERE lower(name) = lower(?)`,
-				t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, t.Name)
+			_, err := tx.ExecContext(ctx, `UPDATE tools SET server = ?, read_only = ?, second_approver = ?, description = ?, limit_calls = ?, limit_per = ?, limit_by = ? WHERE lower(name) = lower(?)`,
+				t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By), t.Name)
 			return err
 		})
 }
@@ -444,8 +446,8 @@ func (s *Store) ListTools(ctx context.Context, page ports.Page) ([]domain.Tool, 
 // CreatePolicy stores a rule.
 func (s *Store) CreatePolicy(ctx context.Context, r domain.PolicyRule) error {
 	return s.announced(ports.RegistryChangeKey(ports.RegistryPolicy+r.ID), s.exec(ctx, "create policy "+r.ID, "policy "+r.ID+" already exists",
-		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at, when_expr) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt), r.When))
+		`INSERT INTO policies (id, effect, tool, scope, value, created_by, created_at, when_expr, limit_calls, limit_per, limit_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, string(r.Effect), r.Tool, string(r.Scope), r.Value, r.CreatedBy, nanos(r.CreatedAt), r.When, r.Limit.Calls, int64(r.Limit.Per/time.Second), string(r.Limit.By)))
 }
 
 // ListPolicies returns a page of rules newest first.
@@ -461,12 +463,14 @@ func (s *Store) ListPolicies(ctx context.Context, page ports.Page) ([]domain.Pol
 		var (
 			r             domain.PolicyRule
 			effect, scope string
-			created       int64
+			created, per  int64
+			by            string
 		)
-		if err := rows.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created, &r.When); err != nil {
+		if err := rows.Scan(&r.ID, &effect, &r.Tool, &scope, &r.Value, &r.CreatedBy, &created, &r.When, &r.Limit.Calls, &per, &by); err != nil {
 			return nil, fmt.Errorf("sqlite: scan policy: %w", err)
 		}
 		r.Effect, r.Scope, r.CreatedAt = domain.Effect(effect), domain.ScopeKind(scope), fromNanos(created)
+		r.Limit.Per, r.Limit.By = time.Duration(per)*time.Second, domain.LimitBy(by)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -747,5 +751,5 @@ func toolsQuery(page ports.Page) (string, []any) {
 // policiesQuery is the query of ListPolicies.
 func policiesQuery(page ports.Page) (string, []any) {
 	tail, args := keyset(nil, nil, page, "id")
-	return `SELECT id, effect, tool, scope, value, created_by, created_at, when_expr FROM policies` + tail, args
+	return `SELECT id, effect, tool, scope, value, created_by, created_at, when_expr, limit_calls, limit_per, limit_by FROM policies` + tail, args
 }
