@@ -5,6 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/internal/testwait"
@@ -75,15 +78,20 @@ func startHydra(t *testing.T, strategy string, servicePort int) *hydraOP {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-	// Hydra makes its signing keys on the first request for its key set,
-	// and abandons them when that request is cancelled: on a busy machine
-	// agentauth's 10 s fetches can cancel every attempt. The test asks once
-	// and waits for the keys, as an operator's first deployment would.
-	keys := &http.Client{Timeout: 3 * time.Minute}
-	if resp, err := keys.Get(op.issuer + ".well-known/jwks.json"); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("Hydra's key set: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
+	// Hydra makes each signing key (RSA 4096) on first use, in the request
+	// that needs it, and its 10 s write timeout cuts that request on a busy
+	// machine (agentauth's first key-set fetch failed so, again and again).
+	// The test imports 2048-bit keys through the admin API instead, as an
+	// operator bringing keys would.
+	for _, set := range []string{"hydra.openid.id-token", "hydra.jwt.access-token"} {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key, KeyID: set + "-e2e", Algorithm: "RS256", Use: "sig"}}}
+		if st, b := op.call(t, http.MethodPut, "/admin/keys/"+set, keys); st != http.StatusOK {
+			t.Fatalf("import Hydra's %s key: %d %s", set, st, b)
+		}
 	}
 	client := map[string]any{
 		"client_id": hydraClient, "client_secret": hydraSecret, "token_endpoint_auth_method": "client_secret_basic",
