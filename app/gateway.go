@@ -90,7 +90,7 @@ func (s *Gateway) PrincipalCaller(ctx context.Context, p domain.Principal, sessi
 
 // Callable reports, for each tool name a server listed, whether caller c
 // may call it through server now: a decision other than deny, taken as
-// DecideCall would take it, without storing anything. A name outside the
+// Decide would take it, without storing anything. A name outside the
 // tool-name charset is never callable.
 func (s *Gateway) Callable(ctx context.Context, c Caller, server string, names []string) ([]bool, error) {
 	in, err := s.agentInput(ctx, c)
@@ -123,15 +123,21 @@ func (s *Gateway) Callable(ctx context.Context, c Caller, server string, names [
 	return out, nil
 }
 
-// DecideCall decides one tools/call of caller c to server, with args (the
-// RFC 8785 canonical JSON of its arguments, an object). Only a call that
-// asks is stored (the pending approval, with its arguments and their hash
-// it binds to); allow and deny are recorded by the request's audit record
-// alone, so a decided call costs no database write of its own. A call that
-// would ask with arguments over domain.MaxArgumentsBytes is denied: an
-// approver could not be shown them. A tool registered on another server
-// counts as unregistered.
-func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool string, args []byte) (domain.ToolCall, error) {
+// Hold is who waits for a gateway call that asks, and until when (see
+// domain.ToolCall.Waiter): the pending call is withdrawn once nobody does.
+type Hold struct {
+	Waiter string
+	Until  time.Time
+}
+
+// Decide decides one tools/call of caller c to server, with args (the
+// RFC 8785 canonical JSON of its arguments, an object), storing nothing:
+// allow and deny are recorded by the request's audit record alone, so a
+// decided call costs no database write of its own, and a call that asks
+// is stored by Hold. A call that would ask with arguments over
+// domain.MaxArgumentsBytes is denied: an approver could not be shown them.
+// A tool registered on another server counts as unregistered.
+func (s *Gateway) Decide(ctx context.Context, c Caller, server, tool string, args []byte) (domain.ToolCall, error) {
 	tool, err := domain.CanonicalToolName(tool)
 	if err != nil {
 		return domain.ToolCall{}, err
@@ -159,12 +165,15 @@ func (s *Gateway) DecideCall(ctx context.Context, c Caller, server, tool string,
 	if c.Grant != nil {
 		by = "agent:" + c.Agent()
 	}
-	call := domain.ToolCall{Session: c.Session, Agent: c.Agent(), Tool: tool, Decision: d,
-		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), Arguments: args, ArgsHash: domain.ArgumentsHash(args)}
-	if d.Effect != domain.EffectAsk {
-		return call, nil
-	}
-	call.ID = newID("call_")
+	return domain.ToolCall{Session: c.Session, Agent: c.Agent(), Tool: tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), Arguments: args, ArgsHash: domain.ArgumentsHash(args)}, nil
+}
+
+// Hold stores call of c, which asks, as the pending approval (with its
+// arguments and their hash it binds to), held as hold says, and tells the
+// approvals notifier.
+func (s *Gateway) Hold(ctx context.Context, c Caller, call domain.ToolCall, hold Hold) (domain.ToolCall, error) {
+	call.ID, call.Waiter, call.WaitUntil = newID("call_"), hold.Waiter, hold.Until.UTC()
 	if err := s.calls.store.CreateToolCall(ctx, call); err != nil {
 		return domain.ToolCall{}, err
 	}
@@ -212,6 +221,33 @@ func (s *Gateway) AwaitResolution(ctx context.Context, id string, poll time.Dura
 		case <-t.C:
 		}
 	}
+}
+
+// Call reads the tool call id.
+func (s *Gateway) Call(ctx context.Context, id string) (domain.ToolCall, error) {
+	return s.calls.store.GetToolCall(ctx, id)
+}
+
+// Withdraw withdraws the pending call id of c, which nobody waits for any
+// more (why says so), and tells the approvals notifier; a call no longer
+// pending is a conflict.
+func (s *Gateway) Withdraw(ctx context.Context, c Caller, id, why string) (domain.ToolCall, error) {
+	call, err := s.calls.store.ResolveToolCall(ctx, id, domain.CallWithdrawn, why, s.clock.Now().UTC())
+	if err == nil {
+		s.calls.announce(ctx, c.sess, call)
+	}
+	return call, err
+}
+
+// WithdrawWaiting withdraws the pending call of c waiter waits for
+// (domain.ErrNotFound when there is none), and tells the approvals
+// notifier.
+func (s *Gateway) WithdrawWaiting(ctx context.Context, c Caller, waiter, why string) (domain.ToolCall, error) {
+	call, err := s.calls.store.WithdrawWaiting(ctx, waiter, why, s.clock.Now().UTC())
+	if err == nil {
+		s.calls.announce(ctx, c.sess, call)
+	}
+	return call, err
 }
 
 // UseApproval spends the approval of call on the arguments whose hash is

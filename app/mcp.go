@@ -56,6 +56,9 @@ type MCPGateway struct {
 	audit    ports.AuditLog
 	set      MCPSettings
 	sessions *mcpSessions
+	// upstreams is what the gateway learned of each server (its era, its
+	// tools' header bindings) and the 2025 sessions it holds with them.
+	upstreams *upstreams
 }
 
 // NewMCPGateway builds the flow on the decision use case g.
@@ -64,7 +67,8 @@ func NewMCPGateway(g *Gateway, audit ports.AuditLog, set MCPSettings) (*MCPGatew
 	if err != nil {
 		return nil, err
 	}
-	return &MCPGateway{decide: g, up: set.Upstream, creds: set.Credentials, audit: audit, set: set, sessions: sessions}, nil
+	return &MCPGateway{decide: g, up: set.Upstream, creds: set.Credentials, audit: audit, set: set, sessions: sessions,
+		upstreams: newUpstreams()}, nil
 }
 
 // Stop ends, at once, the streams relayed and the calls held (a held call
@@ -79,8 +83,12 @@ func (s *MCPGateway) ResourceURL(server string) string {
 	return strings.TrimSuffix(s.set.ResourceBase, "/") + "/mcp/" + server
 }
 
-// protocolVersions are the MCP versions whose transport the gateway speaks.
-var protocolVersions = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
+// legacyVersions are the MCP versions whose initialize handshake the
+// gateway speaks; supportedVersions every version it speaks, newest first.
+var (
+	legacyVersions    = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
+	supportedVersions = []string{mcpwire.Modern, "2025-11-25", "2025-06-18", "2025-03-26"}
+)
 
 // methodAction is what the gateway does with one MCP method.
 type methodAction int
@@ -137,6 +145,10 @@ type MCPRequest struct {
 	// ProtocolVersion and SessionID are the MCP-Protocol-Version and
 	// Mcp-Session-Id headers ("" absent).
 	ProtocolVersion, SessionID string
+	// Method and Name are the Mcp-Method and Mcp-Name headers, Params the
+	// Mcp-Param-* headers (MCP 2026-07-28), as sent.
+	Method, Name string
+	Params       []ports.MCPParam
 	// Body is a POST's body.
 	Body []byte
 	// RequestID, Client and Path name the request in the audit record a
@@ -177,6 +189,12 @@ type exchange struct {
 	n       domain.GatewayCall
 	answer  MCPAnswer
 	session *mcpSession
+	// modern: the client speaks MCP 2026-07-28; p is the params read.
+	modern bool
+	p      mcpwire.Params
+	// ours is the approval a 2026 client's retry brings back (its
+	// requestState), nil for any other request.
+	ours *approvalState
 }
 
 // done is the answer with its note.
@@ -193,15 +211,27 @@ func (x *exchange) refuse(reason string) {
 // rpcError answers a JSON-RPC error to request id with HTTP status (200
 // for a decided refusal: the client's SDK reports it for that call).
 func (x *exchange) rpcError(status int, id json.RawMessage, code int, reason, msg string) MCPAnswer {
+	return x.rpcErrorData(status, id, code, reason, msg, &mcpwire.ErrorData{})
+}
+
+// rpcErrorData is rpcError with more in the error's data.
+func (x *exchange) rpcErrorData(status int, id json.RawMessage, code int, reason, msg string, data *mcpwire.ErrorData) MCPAnswer {
+	data.Reason, data.RequestID = reason, x.in.RequestID
 	x.answer.Status, x.answer.Reason = status, reason
-	x.answer.JSON = mcpwire.ErrorResponse(id, mcpwire.ErrorObject{Code: code, Message: msg,
-		Data: map[string]string{"reason_code": reason, "request_id": x.in.RequestID}})
+	x.answer.JSON = mcpwire.ErrorResponse(id, mcpwire.ErrorObject{Code: code, Message: msg, Data: data})
 	return x.done()
 }
 
 // fail answers an HTTP error.
 func (x *exchange) fail(status int, msg string) MCPAnswer {
 	x.answer.Status, x.answer.Fail = status, msg
+	return x.done()
+}
+
+// result answers the result of request id (200).
+func (x *exchange) result(id json.RawMessage, result json.RawMessage) MCPAnswer {
+	x.answer.Status = 200
+	x.answer.JSON = mcpwire.Encode(mcpwire.Message{JSONRPC: "2.0", ID: id, Result: result})
 	return x.done()
 }
 
@@ -306,16 +336,6 @@ func (s *MCPGateway) mcpSession(x *exchange) error {
 	return nil
 }
 
-// upstreamRequest is a message for x's server, with its credential.
-func (s *MCPGateway) upstreamRequest(ctx context.Context, x *exchange, version string, body []byte) (ports.MCPRequest, error) {
-	cred, err := s.creds.Credential(ctx, x.sv)
-	r := ports.MCPRequest{Endpoint: x.sv.Endpoint, Credential: cred, ProtocolVersion: version, Body: body}
-	if x.session != nil {
-		r.SessionID = x.session.Upstream
-	}
-	return r, err
-}
-
 // AuditedArguments is what an audit record shows of a tool call's
 // canonical arguments besides their hash: them, cut to AuditArgumentBytes,
 // when the operator opted in (gateway.auditArguments); else "".
@@ -337,8 +357,10 @@ func bounded(s string, n int) string {
 	return s[:n] + "… (cut)"
 }
 
-// Post decides one message a client posts. An error is answered by the
-// edge (the answer then carries the note and whether it was a refusal).
+// Post decides one message a client posts, of either era: a 2025 one
+// within its MCP session (Mcp-Session-Id), a 2026-07-28 one on its own.
+// An error is answered by the edge (the answer then carries the note and
+// whether it was a refusal).
 func (s *MCPGateway) Post(ctx context.Context, in *MCPRequest) (MCPAnswer, error) {
 	xs := exchange{in: in}
 	x := &xs
@@ -366,13 +388,6 @@ func (s *MCPGateway) Post(ctx context.Context, in *MCPRequest) (MCPAnswer, error
 		return x.rpcError(400, nil, mcpwire.Code(err), x.n.Reason, err.Error()), nil
 	}
 	x.n.Method = msg.Method
-	version := in.ProtocolVersion
-	if version != "" && !slices.Contains(protocolVersions, version) {
-		x.refuse("")
-		x.n.Reason = domain.ReasonGatewayProtoVersion
-		return x.rpcError(400, msg.ID, mcpwire.CodeInvalidRequest, x.n.Reason,
-			"MCP-Protocol-Version "+version+" is not supported; supported: "+strings.Join(protocolVersions, ", ")), nil
-	}
 	if msg.IsResponse() {
 		// The gateway relays no server request (sampling, elicitation,
 		// roots are not offered), so no response was ever asked for.
@@ -387,6 +402,35 @@ func (s *MCPGateway) Post(ctx context.Context, in *MCPRequest) (MCPAnswer, error
 		x.refuse(domain.ReasonGatewayMalformed)
 		x.n.Reason = domain.ReasonGatewayMalformed
 		return x.fail(400, "method "+msg.Method+" is a request: it needs an id"), nil
+	}
+	x.p, err = mcpwire.ParseParams(msg.Params)
+	if err != nil && msg.Method == "tools/call" {
+		x.refuse("")
+		x.n.Decision, x.n.Reason = "deny", domain.ReasonGatewayMalformed
+		return x.rpcError(200, msg.ID, mcpwire.CodeInvalidParams, domain.ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments"), nil
+	}
+	if mcpwire.IsModern(in.ProtocolVersion, x.p.Meta.ProtocolVersion) {
+		x.modern = true
+		return s.modernPost(ctx, x, msg)
+	}
+	return s.legacyPost(ctx, x, msg)
+}
+
+// unsupported answers a protocol version the gateway does not speak
+// (-32022, UnsupportedProtocolVersionError of MCP 2026-07-28, with the
+// versions it speaks).
+func (x *exchange) unsupported(id json.RawMessage, version string) MCPAnswer {
+	x.refuse("")
+	x.n.Reason = domain.ReasonGatewayProtoVersion
+	return x.rpcErrorData(400, id, mcpwire.CodeUnsupportedVersion, x.n.Reason,
+		"MCP-Protocol-Version "+version+" is not supported; supported: "+strings.Join(supportedVersions, ", "),
+		&mcpwire.ErrorData{Supported: supportedVersions, Requested: &version})
+}
+
+// legacyPost decides a message of a 2025 client, within its MCP session.
+func (s *MCPGateway) legacyPost(ctx context.Context, x *exchange, msg mcpwire.Message) (MCPAnswer, error) {
+	if v := x.in.ProtocolVersion; v != "" && !slices.Contains(legacyVersions, v) {
+		return x.unsupported(msg.ID, v), nil
 	}
 	if msg.Method != "initialize" {
 		if err := s.mcpSession(x); err != nil {
@@ -405,17 +449,40 @@ func (s *MCPGateway) Post(ctx context.Context, in *MCPRequest) (MCPAnswer, error
 		return x.rpcError(200, msg.ID, mcpwire.CodeMethodNotFound, x.n.Reason,
 			"method "+msg.Method+" is not offered through the agentauth gateway"), nil
 	case ruleToolsCall:
-		return s.toolsCall(ctx, x, version, msg)
+		return s.toolsCall(ctx, x, msg)
 	}
-	body := in.Body
+	x.n.Decision = "allow"
+	body := x.in.Body
+	if x.session == nil || x.session.Upstream == "" {
+		// No session with the server: it may speak 2026-07-28, which has
+		// no handshake, no ping and no client notifications.
+		era, err := s.era(ctx, x.sv)
+		if err != nil {
+			return s.upstreamFailed(x, msg.ID, err), nil
+		}
+		if era.modern {
+			switch {
+			case msg.Method == "initialize":
+				return s.initializeHere(x, msg, era)
+			case msg.Method == "ping":
+				return x.result(msg.ID, json.RawMessage(`{}`)), nil
+			case msg.IsNotification():
+				x.answer.Status = 202
+				return x.done(), nil
+			}
+		}
+	}
 	if msg.Method == "initialize" {
+		var err error
 		if body, err = mcpwire.WithoutClientCapabilities(msg); err != nil {
 			x.refuse("")
 			return x.rpcError(400, msg.ID, mcpwire.CodeInvalidParams, domain.ReasonGatewayMalformed, err.Error()), nil
 		}
 	}
-	x.n.Decision = "allow"
-	rep, ok, err := s.forward(ctx, x, version, body, msg.ID)
+	if msg.Method == "notifications/cancelled" {
+		s.cancelled(ctx, x, msg)
+	}
+	rep, ok, err := s.forward(ctx, x, msg, body)
 	if !ok || err != nil {
 		return x.done(), err
 	}
@@ -436,15 +503,100 @@ func (s *MCPGateway) Post(ctx context.Context, in *MCPRequest) (MCPAnswer, error
 	return x.done(), nil
 }
 
-// forward posts body upstream within the call timeout. It answers an
-// upstream failure itself (ok false) or returns the error to answer.
-func (s *MCPGateway) forward(ctx context.Context, x *exchange, version string, body []byte, id json.RawMessage) (ports.MCPReply, bool, error) {
-	req, err := s.upstreamRequest(ctx, x, version, body)
+// initializeHere answers a 2025 client's initialize for a 2026-07-28
+// server, which has no handshake: the version the client asked when the
+// gateway speaks it (else the newest it speaks), the server's identity and
+// instructions, and tools as its only capability. The session it opens
+// has no server session.
+func (s *MCPGateway) initializeHere(x *exchange, msg mcpwire.Message, era upstreamEra) (MCPAnswer, error) {
+	var asked struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(msg.Params, &asked)
+	version := legacyVersion
+	if slices.Contains(legacyVersions, asked.ProtocolVersion) {
+		version = asked.ProtocolVersion
+	}
+	res := map[string]any{"protocolVersion": version, "capabilities": map[string]any{"tools": map[string]any{}},
+		"serverInfo": serverInfoOf(era)}
+	if era.instructions != "" {
+		res["instructions"] = era.instructions
+	}
+	id, err := s.sessions.add(x.sv.Name, ownerOf(x.cl), "")
 	if err != nil {
-		x.n.Reason = domain.ReasonGatewayUpstream
-		x.rpcError(200, id, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, "the gateway has no credential for server "+x.sv.Name)
+		return x.done(), err
+	}
+	x.answer.SessionID = id
+	b, _ := json.Marshal(res)
+	return x.result(msg.ID, b), nil
+}
+
+// serverInfoOf is the server's identity as it gave it, else the gateway's.
+func serverInfoOf(era upstreamEra) json.RawMessage {
+	if len(era.serverInfo) > 0 && era.serverInfo[0] == '{' {
+		return era.serverInfo
+	}
+	return json.RawMessage(`{"name":"agentauth-gateway","version":"1"}`)
+}
+
+// upstreamFailed answers that the server could not be asked.
+func (s *MCPGateway) upstreamFailed(x *exchange, id json.RawMessage, err error) MCPAnswer {
+	x.n.Reason, x.answer.UpstreamError = domain.ReasonGatewayUpstream, err.Error()
+	if id == nil {
+		return x.fail(502, "server "+x.sv.Name+" failed: "+upstreamSummary(err))
+	}
+	return x.rpcError(200, id, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, "server "+x.sv.Name+" failed: "+upstreamSummary(err))
+}
+
+// forward posts msg (as body) upstream, in the server's era, within the
+// call timeout. It answers an upstream failure itself (ok false) or
+// returns the error to answer.
+func (s *MCPGateway) forward(ctx context.Context, x *exchange, msg mcpwire.Message, body []byte) (ports.MCPReply, bool, error) {
+	req, err := s.outbound(ctx, x, msg, body, false)
+	if err != nil {
+		s.upstreamFailed(x, msg.ID, err)
 		return ports.MCPReply{}, false, nil
 	}
+	rep, err := s.post(ctx, x, req, msg.ID)
+	if err == nil && rep.Status == 404 && x.modern && req.SessionID != "" {
+		// The 2025 session the gateway held with the server ended: once
+		// more in a new one (the server ran nothing in an unknown session).
+		if req, err = s.outbound(ctx, x, msg, body, true); err != nil {
+			s.upstreamFailed(x, msg.ID, err)
+			return ports.MCPReply{}, false, nil
+		}
+		rep, err = s.post(ctx, x, req, msg.ID)
+	}
+	switch {
+	case err != nil:
+		s.upstreamFailed(x, msg.ID, err)
+		return rep, false, nil
+	case rep.Status == 404 && x.session != nil && x.session.Upstream != "":
+		// The server ended the session: so does the gateway.
+		s.sessions.remove(x.in.SessionID, x.session)
+		x.n.Reason = domain.ReasonGatewaySession
+		return rep, false, fmt.Errorf("the server ended the MCP session; initialize a new one: %w", domain.ErrNotFound)
+	case rep.Status < 200 || rep.Status > 299:
+		if rep.Status == 400 || rep.Status == 404 || rep.Status == 405 {
+			s.forgetEra(x.sv) // it may have changed era: learnt again next time
+		}
+		x.n.Reason = domain.ReasonGatewayUpstream
+		if msg.ID == nil {
+			x.fail(502, fmt.Sprintf("the server answered %d", rep.Status))
+			return rep, false, nil
+		}
+		x.rpcError(200, msg.ID, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, fmt.Sprintf("server %s answered HTTP %d", x.sv.Name, rep.Status))
+		return rep, false, nil
+	}
+	if !x.modern && req.ProtocolVersion == mcpwire.Modern && len(rep.Messages) > 0 && inputRequired(rep.Messages[len(rep.Messages)-1].Result) {
+		s.upstreamFailed(x, msg.ID, errInputRequired)
+		return rep, false, nil
+	}
+	return rep, true, nil
+}
+
+// post sends req and notes the server's answer.
+func (s *MCPGateway) post(ctx context.Context, x *exchange, req ports.MCPRequest, id json.RawMessage) (ports.MCPReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.set.CallTimeout)
 	defer cancel()
 	start := time.Now()
@@ -453,30 +605,15 @@ func (s *MCPGateway) forward(ctx context.Context, x *exchange, version string, b
 	if x.n.Upstream == 0 {
 		x.n.Upstream = -1 // no answer
 	}
-	switch {
-	case err != nil:
-		x.n.Reason, x.answer.UpstreamError = domain.ReasonGatewayUpstream, err.Error()
-		if id == nil {
-			x.fail(502, "the server did not take the notification")
-			return rep, false, nil
-		}
-		x.rpcError(200, id, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, "server "+x.sv.Name+" failed: "+upstreamSummary(err))
-		return rep, false, nil
-	case rep.Status == 404 && x.session != nil:
-		// The server ended the session: so does the gateway.
-		s.sessions.remove(x.in.SessionID, x.session)
-		x.n.Reason = domain.ReasonGatewaySession
-		return rep, false, fmt.Errorf("the server ended the MCP session; initialize a new one: %w", domain.ErrNotFound)
-	case rep.Status < 200 || rep.Status > 299:
-		x.n.Reason = domain.ReasonGatewayUpstream
-		if id == nil {
-			x.fail(502, fmt.Sprintf("the server answered %d", rep.Status))
-			return rep, false, nil
-		}
-		x.rpcError(200, id, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, fmt.Sprintf("server %s answered HTTP %d", x.sv.Name, rep.Status))
-		return rep, false, nil
+	return rep, err
+}
+
+// inputRequired: result is a 2026-07-28 input_required result.
+func inputRequired(result json.RawMessage) bool {
+	var r struct {
+		ResultType string `json:"resultType"`
 	}
-	return rep, true, nil
+	return len(result) > 0 && json.Unmarshal(result, &r) == nil && r.ResultType == "input_required"
 }
 
 // reply answers what the server answered: its status for a notification,
@@ -496,8 +633,11 @@ func reply(x *exchange, rep ports.MCPReply) {
 	}
 }
 
-// callableTools keeps, of a tools/list result, the tools the agent may call now.
+// callableTools keeps, of a tools/list result, the tools the agent may
+// call now, after learning their header bindings (all of them: another
+// agent may call others).
 func (s *MCPGateway) callableTools(ctx context.Context, x *exchange, result json.RawMessage) (json.RawMessage, error) {
+	s.learnTools(x.sv, result)
 	list, err := mcpwire.ReadToolList(result)
 	if err != nil {
 		return nil, err
@@ -511,10 +651,11 @@ func (s *MCPGateway) callableTools(ctx context.Context, x *exchange, result json
 
 // toolsCall decides a tools/call as POST …/tool-calls would: allow
 // forwards it, deny answers the reason and never reaches the server, ask
-// holds it until an approval (bound to these arguments) releases it.
-func (s *MCPGateway) toolsCall(ctx context.Context, x *exchange, version string, msg mcpwire.Message) (MCPAnswer, error) {
-	p, err := mcpwire.ParseParams(msg.Params)
-	if err != nil || p.Name == "" {
+// holds it (2025) or asks the client to come back once approved (2026)
+// until an approval bound to these arguments releases it.
+func (s *MCPGateway) toolsCall(ctx context.Context, x *exchange, msg mcpwire.Message) (MCPAnswer, error) {
+	p := &x.p
+	if p.Name == "" {
 		x.refuse("")
 		x.n.Decision, x.n.Reason = "deny", domain.ReasonGatewayMalformed
 		return x.rpcError(200, msg.ID, mcpwire.CodeInvalidParams, domain.ReasonGatewayMalformed, "tools/call needs params.name and an object params.arguments"), nil
@@ -528,7 +669,15 @@ func (s *MCPGateway) toolsCall(ctx context.Context, x *exchange, version string,
 	}
 	x.n.Args = domain.ArgumentsHash(canonical)
 	x.n.ArgsText = s.AuditedArguments(canonical)
-	call, err := s.decide.DecideCall(ctx, x.cl, x.sv.Name, p.Name, canonical)
+	if x.modern && p.RequestState != "" {
+		if a, ok, err := s.approvalRetry(ctx, x, msg, canonical); ok || err != nil {
+			return a, err
+		}
+	}
+	call, err := s.decide.Decide(ctx, x.cl, x.sv.Name, p.Name, canonical)
+	if err == nil && call.Decision.Effect == domain.EffectAsk {
+		call, err = s.decide.Hold(ctx, x.cl, call, s.holdOf(x, msg))
+	}
 	if errors.Is(err, domain.ErrInvalidInput) {
 		// A name outside the tool-name charset: no such tool is registered.
 		x.refuse("")
@@ -541,16 +690,28 @@ func (s *MCPGateway) toolsCall(ctx context.Context, x *exchange, version string,
 	x.n.Call, x.n.Decision, x.n.Reason = call.ID, string(call.Decision.Effect), call.Decision.Reason
 	switch call.Decision.Effect {
 	case domain.EffectAllow:
-		rep, ok, err := s.forward(ctx, x, version, x.in.Body, msg.ID)
-		if ok && err == nil {
-			reply(x, rep)
-		}
-		return x.done(), err
+		return s.forwardCall(ctx, x, msg)
 	case domain.EffectAsk:
-		return s.hold(ctx, x, version, msg, call)
+		if x.modern {
+			return s.askForApproval(x, msg, call)
+		}
+		return s.hold(ctx, x, msg, call)
 	}
 	x.refuse("")
 	return x.rpcError(200, msg.ID, mcpwire.CodeDenied, call.Decision.Reason, call.Decision.Message), nil
+}
+
+// forwardCall forwards an allowed (or approved) tools/call and answers
+// the server's answer.
+func (s *MCPGateway) forwardCall(ctx context.Context, x *exchange, msg mcpwire.Message) (MCPAnswer, error) {
+	rep, ok, err := s.forward(ctx, x, msg, x.in.Body)
+	if ok && err == nil {
+		if x.modern {
+			complete(rep)
+		}
+		reply(x, rep)
+	}
+	return x.done(), err
 }
 
 // upstreamSummary says what failed without the server's internals.
@@ -560,6 +721,8 @@ func upstreamSummary(err error) string {
 		return "no answer in time"
 	case strings.Contains(msg, "over "):
 		return "the answer was too large"
+	case errors.Is(err, errInputRequired):
+		return err.Error()
 	default:
 		return "unreachable or answered what was not asked"
 	}

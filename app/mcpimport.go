@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -20,8 +21,9 @@ type MCPUpstreamFailed struct {
 func (e *MCPUpstreamFailed) Error() string { return e.Message }
 
 // ImportTools asks server for its tools (every page of its tools/list, as
-// the gateway with its credential) and compares them with the registry;
-// with apply it registers the new ones (Gateway.ImportTools).
+// the gateway with its credential, in the server's era) and compares them
+// with the registry; with apply it registers the new ones
+// (Gateway.ImportTools).
 func (s *MCPGateway) ImportTools(ctx context.Context, server string, apply bool) (ToolsDiff, error) {
 	sv, err := s.decide.Server(ctx, server)
 	if err != nil {
@@ -31,9 +33,13 @@ func (s *MCPGateway) ImportTools(ctx context.Context, server string, apply bool)
 	if err != nil {
 		return ToolsDiff{}, &MCPUpstreamFailed{Message: "the gateway has no credential for server " + sv.Name, Err: err}
 	}
+	era, err := s.era(ctx, sv)
+	if err != nil {
+		return ToolsDiff{}, &MCPUpstreamFailed{Message: "server " + sv.Name + " did not answer: " + upstreamSummary(err), Err: err}
+	}
 	ctx2, cancel := context.WithTimeout(ctx, s.set.CallTimeout)
 	defer cancel()
-	listed, err := s.listTools(ctx2, ports.MCPRequest{Endpoint: sv.Endpoint, Credential: cred})
+	listed, err := s.listTools(ctx2, sv, era, cred)
 	if err != nil {
 		return ToolsDiff{}, &MCPUpstreamFailed{Message: "server " + sv.Name + " did not list its tools: " + upstreamSummary(err), Err: err}
 	}
@@ -56,12 +62,21 @@ type listedTool struct {
 // maxToolPages bounds the pages of one tools/list walk.
 const maxToolPages = 50
 
-// listTools opens an MCP session at r.Endpoint as the gateway itself
-// (initialize, notifications/initialized), reads every page of
-// tools/list, and ends the session.
-func (s *MCPGateway) listTools(ctx context.Context, r ports.MCPRequest) ([]listedTool, error) {
-	send := func(id int, method string, params any) (ports.MCPReply, error) {
+// listTools reads every page of sv's tools/list as the gateway itself, in
+// its era: statelessly from a 2026-07-28 server; from a 2025 one in a
+// session opened for it (initialize, notifications/initialized) and ended
+// after. Every page's header bindings are learned on the way.
+func (s *MCPGateway) listTools(ctx context.Context, sv domain.Server, era upstreamEra, cred string) ([]listedTool, error) {
+	r := ports.MCPRequest{Endpoint: sv.Endpoint, Credential: cred}
+	send := func(id int, method string, params map[string]any) (ports.MCPReply, error) {
 		msg := map[string]any{"jsonrpc": "2.0", "method": method}
+		if era.modern {
+			if params == nil {
+				params = map[string]any{}
+			}
+			params["_meta"] = modernMeta(json.RawMessage(`{}`))
+			r.ProtocolVersion, r.Method = mcpwire.Modern, method
+		}
 		if params != nil {
 			msg["params"] = params
 		}
@@ -77,26 +92,28 @@ func (s *MCPGateway) listTools(ctx context.Context, r ports.MCPRequest) ([]liste
 		}
 		return rep, err
 	}
-	rep, err := send(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]string{"name": "agentauth-gateway", "version": "1"}})
-	if err != nil {
-		return nil, err
-	}
-	r.SessionID, r.ProtocolVersion = rep.SessionID, "2025-06-18"
-	defer func() {
-		if r.SessionID != "" {
-			_, _ = s.up.Delete(ctx, r)
+	if !era.modern {
+		rep, err := send(1, "initialize", map[string]any{"protocolVersion": era.version, "capabilities": map[string]any{}, "clientInfo": gatewayClient})
+		if err != nil {
+			return nil, err
 		}
-	}()
-	if _, err := send(0, "notifications/initialized", nil); err != nil {
-		return nil, err
+		r.SessionID, r.ProtocolVersion = rep.SessionID, era.version
+		defer func() {
+			if r.SessionID != "" {
+				r.Body = nil
+				_, _ = s.up.Delete(ctx, r)
+			}
+		}()
+		if _, err := send(0, "notifications/initialized", nil); err != nil {
+			return nil, err
+		}
 	}
 	var out []listedTool
 	cursor := ""
 	for page := 2; page < 2+maxToolPages; page++ {
-		var params any
+		var params map[string]any
 		if cursor != "" {
-			params = map[string]string{"cursor": cursor}
+			params = map[string]any{"cursor": cursor}
 		}
 		rep, err := send(page, "tools/list", params)
 		if err != nil {
@@ -113,6 +130,7 @@ func (s *MCPGateway) listTools(ctx context.Context, r ports.MCPRequest) ([]liste
 		if err := json.Unmarshal(last.Result, &res); err != nil {
 			return nil, fmt.Errorf("tools/list result: %v", err)
 		}
+		s.learnTools(sv, last.Result)
 		out = append(out, res.Tools...)
 		if cursor = res.NextCursor; cursor == "" {
 			return out, nil

@@ -58,11 +58,20 @@ func (s *MCPGateway) Get(ctx context.Context, in *MCPRequest) (MCPAnswer, error)
 	if err := s.inSession(ctx, x); err != nil {
 		return x.answer, err
 	}
-	req, err := s.upstreamRequest(ctx, x, in.ProtocolVersion, nil)
+	if x.session.Upstream == "" {
+		// No session with the server: nothing to listen to (a 2026-07-28
+		// server has no such stream; a 2025 one without sessions may).
+		if era, err := s.era(ctx, x.sv); err != nil || era.modern {
+			x.answer.Status = 405
+			return x.answer, nil
+		}
+	}
+	cred, err := s.creds.Credential(ctx, x.sv)
 	if err != nil {
 		x.answer.Status, x.answer.Fail = 502, "the gateway has no credential for server "+x.sv.Name
 		return x.answer, nil
 	}
+	req := ports.MCPRequest{Endpoint: x.sv.Endpoint, Credential: cred, SessionID: x.session.Upstream, ProtocolVersion: in.ProtocolVersion}
 	sctx, release := s.sessions.stream(in.SessionID)
 	sctx, stop := context.WithTimeout(sctx, s.set.StreamTimeout)
 	end := func() { stop(); release() }
@@ -92,7 +101,8 @@ func (s *MCPGateway) Delete(ctx context.Context, in *MCPRequest) (MCPAnswer, err
 		return x.answer, err
 	}
 	s.sessions.remove(in.SessionID, x.session)
-	req, err := s.upstreamRequest(ctx, x, in.ProtocolVersion, nil)
+	cred, err := s.creds.Credential(ctx, x.sv)
+	req := ports.MCPRequest{Endpoint: x.sv.Endpoint, Credential: cred, SessionID: x.session.Upstream, ProtocolVersion: in.ProtocolVersion}
 	status := 204
 	if err == nil && x.session.Upstream != "" {
 		ctx, cancel := context.WithTimeout(ctx, s.set.CallTimeout)

@@ -171,6 +171,14 @@ func (s *ToolCalls) List(ctx context.Context, p domain.Principal, session string
 	if err != nil {
 		return Page[domain.ToolCall]{}, err
 	}
+	now := s.clock.Now()
+	for i := range list {
+		if list[i].Abandoned(now) {
+			// Its wait ended: it can only be withdrawn, and reads so (it is
+			// stored so when next resolved).
+			list[i].Status = domain.CallWithdrawn
+		}
+	}
 	return pageOf(list, page, func(c domain.ToolCall) ports.Cursor { return ports.CursorOf(c.CreatedAt, c.ID) }, nil), nil
 }
 

@@ -15,12 +15,19 @@ const (
 	ReasonGatewayMethod       = "gateway_method_not_offered"
 	ReasonGatewayRejected     = "approval_rejected"
 	ReasonGatewayTimeout      = "approval_timeout"
+	ReasonGatewayWithdrawn    = "approval_withdrawn"
+	ReasonGatewayUsed         = "approval_used"
+	ReasonGatewayState        = "approval_state_invalid"
 	ReasonGatewayUpstream     = "upstream_failed"
 	ReasonGatewayMalformed    = "jsonrpc_malformed"
 	ReasonGatewayBatch        = "jsonrpc_batch"
 	ReasonGatewayResponse     = "jsonrpc_response_not_asked"
 	ReasonGatewaySession      = "mcp_session_unknown"
 	ReasonGatewayProtoVersion = "mcp_protocol_version_unsupported"
+	// ReasonGatewayHeaderMismatch: an MCP 2026-07-28 request's headers
+	// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) do not say
+	// what its body says.
+	ReasonGatewayHeaderMismatch = "mcp_header_mismatch"
 )
 
 // GatewayCall is what the audit record of one MCP gateway request says of

@@ -167,8 +167,8 @@ func TestMCPGatewayTypeScriptSDK(t *testing.T) {
 	if got := str("approved", "text"); got != "fs.write ran on /x" {
 		t.Errorf("approved call: %v", steps["approved"])
 	}
-	if code, reason := errOf("replayed"); code != -32002 || reason != "approval_rejected" {
-		t.Errorf("call with other arguments: %v, want -32002 approval_rejected", steps["replayed"])
+	if code, reason := errOf("replayed"); code != -31001 || reason != "approval_rejected" {
+		t.Errorf("call with other arguments: %v, want -31001 approval_rejected", steps["replayed"])
 	}
 	if e, _ := steps["other-server"]["error"].(map[string]any); e == nil || e["code"] != 403.0 || !strings.Contains(fmt.Sprint(e["message"]), "token_audience_other_server") {
 		t.Errorf("token for another server: %v, want refused with 403", steps["other-server"])

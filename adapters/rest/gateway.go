@@ -2,6 +2,7 @@ package rest
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"go.uber.org/zap"
@@ -84,7 +85,13 @@ func (s *Server) mcpRequest(c *fiber.Ctx) *app.MCPRequest {
 	st := stateOf(c)
 	in := &st.mcp
 	*in = app.MCPRequest{Server: c.Params("server"), ProtocolVersion: c.Get(mcpwire.HeaderProtocolVersion),
-		SessionID: c.Get(mcpwire.HeaderSessionID), Body: c.Body(), RequestID: st.id, Client: st.intent.Client, Path: st.intent.Path}
+		SessionID: c.Get(mcpwire.HeaderSessionID), Method: c.Get(mcpwire.HeaderMethod), Name: c.Get(mcpwire.HeaderName),
+		Body: c.Body(), RequestID: st.id, Client: st.intent.Client, Path: st.intent.Path}
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		if len(k) > len(mcpwire.HeaderParamPrefix) && strings.EqualFold(string(k[:len(mcpwire.HeaderParamPrefix)]), mcpwire.HeaderParamPrefix) {
+			in.Params = append(in.Params, ports.MCPParam{Name: string(k[len(mcpwire.HeaderParamPrefix):]), Value: string(v)})
+		}
+	})
 	if st.agent != nil {
 		in.Caller.Agent = c.Locals(verifiedKey{}).(*app.VerifiedAgent)
 	} else {

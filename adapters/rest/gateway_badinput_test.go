@@ -134,7 +134,7 @@ func TestGatewayBadInput(t *testing.T) {
 		// and is neither decided nor relayed.
 		{"a tool call sent as a notification", "fs", token, mcpSession, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"fs.delete","arguments":{}}}`, 400, 0, domain.ReasonGatewayMalformed, false},
 		{"a method not offered", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`, 200, mcpwire.CodeMethodNotFound, domain.ReasonGatewayMethod, false},
-		{"an unsupported protocol version", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, 400, mcpwire.CodeInvalidRequest, domain.ReasonGatewayProtoVersion, false},
+		{"an unsupported protocol version", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, 400, mcpwire.CodeUnsupportedVersion, domain.ReasonGatewayProtoVersion, false},
 		{"a server that hangs", "hang", hangToken, "", gwInitialize, 200, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, true},
 		{"a server that floods", "flood", floodToken, "", gwInitialize, 200, mcpwire.CodeUpstream, domain.ReasonGatewayUpstream, true},
 		{"too large", "fs", token, mcpSession, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"` + strings.Repeat("x", 70<<10) + `"}}`, 413, 0, "", false},

@@ -166,15 +166,7 @@ func TestGatewayCallers(t *testing.T) {
 				t.Fatalf("connect: %v", err)
 			}
 			defer cs.Close()
-			list, err := cs.ListTools(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, tl := range list.Tools {
-				names = append(names, tl.Name)
-			}
-			if want := []string{"fs.read", "fs.write"}; !slices.Equal(names, want) {
+			if names, want := gwListed(t, ctx, cs), []string{"fs.read", "fs.write"}; !slices.Equal(names, want) {
 				t.Errorf("tools/list = %v, want %v", names, want)
 			}
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/" + tt.name}})
@@ -190,7 +182,8 @@ func TestGatewayCallers(t *testing.T) {
 	// A call that asks is held for the person's approval as for an agent
 	// token, stored as requested by the caller, and released once approved.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "caller-test", Version: "1.0.0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: h.url + "/mcp/fs", MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{and(bearerOf(managed), named), http.DefaultTransport}}}, nil)
+		Endpoint: h.url + "/mcp/fs", MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{and(bearerOf(managed), named), http.DefaultTransport}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: gwLegacy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -44,6 +46,20 @@ type gwUpstream struct {
 	mu    sync.Mutex
 	calls []string
 	auths []string
+	// seen are the MCP headers of every POST, and the client
+	// capabilities its _meta named (MCP 2026-07-28).
+	seen []gwSeen
+}
+
+// gwSeen is what the upstream saw of one POST.
+type gwSeen struct {
+	version, method, name, region, caps string
+}
+
+func (u *gwUpstream) posts() []gwSeen {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.seen)
 }
 
 func (u *gwUpstream) ran() []string {
@@ -52,9 +68,24 @@ func (u *gwUpstream) ran() []string {
 	return slices.Clone(u.calls)
 }
 
-func newGWUpstream(t testing.TB) *gwUpstream {
+func newGWUpstream(t testing.TB) *gwUpstream { return newGWUpstreamOf(t, false) }
+
+// newGWUpstreamOf is the upstream serving MCP 2026-07-28 too when
+// stateless (the Go SDK serves that revision statelessly only), with one
+// more tool, fs.region, whose region argument goes in Mcp-Param-Region.
+func newGWUpstreamOf(t testing.TB, stateless bool) *gwUpstream {
 	u := &gwUpstream{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "fs-upstream", Version: "1.0.0"}, nil)
+	server.AddTool(&mcp.Tool{Name: "fs.region", Description: "a tool with a header", InputSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"region": map[string]any{"type": "string", "x-mcp-header": "Region"}, "path": map[string]any{"type": "string"}}}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Region, Path string }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			u.mu.Lock()
+			u.calls = append(u.calls, "fs.region "+in.Region+" "+in.Path)
+			u.mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fs.region ran in " + in.Region}}}, nil
+		})
 	type pathArgs struct {
 		Path string  `json:"path"`
 		Mode float64 `json:"mode,omitempty"`
@@ -68,10 +99,22 @@ func newGWUpstream(t testing.TB) *gwUpstream {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran on " + in.Path}}}, nil, nil
 			})
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.auths = append(u.auths, r.Header.Get("Authorization"))
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct {
+				Params struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &m)
+			u.seen = append(u.seen, gwSeen{version: r.Header.Get(mcpwire.HeaderProtocolVersion), method: r.Header.Get(mcpwire.HeaderMethod),
+				name: r.Header.Get(mcpwire.HeaderName), region: r.Header.Get("Mcp-Param-Region"), caps: string(m.Params.Meta[mcpwire.MetaClientCapabilities])})
+		}
 		u.mu.Unlock()
 		if r.Header.Get("Authorization") != "Bearer "+gwUpstreamSecret {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -155,13 +198,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// gwConnect connects the Go SDK's client to the gateway's fs resource.
-func gwConnect(ctx context.Context, h *axHarness, server, token string) (*mcp.ClientSession, error) {
+// gwConnect connects the Go SDK's client to the gateway's fs resource, at
+// version ("" the SDK's default: 2026-07-28).
+func gwConnect(ctx context.Context, h *axHarness, server, token, version string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test-client", Version: "1.0.0"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp/" + server, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
-	return client.Connect(ctx, tr, nil)
+	return client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
+
+// gwLegacy is the version whose held stream a call that asks gets.
+const gwLegacy = "2025-11-25"
 
 func toolText(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
@@ -214,7 +261,7 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	session, _, token := gwWorld(t, h, u)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := gwConnect(ctx, h, "fs", token)
+	cs, err := gwConnect(ctx, h, "fs", token, gwLegacy)
 	if err != nil {
 		t.Fatalf("connect through the gateway: %v", err)
 	}
@@ -222,15 +269,7 @@ func TestGatewayWithGoSDK(t *testing.T) {
 
 	// tools/list: only what the agent may call now. fs.delete is denied,
 	// secret.tool was never registered (the security gateway is on).
-	list, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range list.Tools {
-		names = append(names, tl.Name)
-	}
-	if want := []string{"fs.read", "fs.write"}; !slices.Equal(names, want) {
+	if names, want := gwListed(t, ctx, cs), []string{"fs.read", "fs.write"}; !slices.Equal(names, want) {
 		t.Errorf("tools/list = %v, want %v", names, want)
 	}
 
@@ -299,8 +338,8 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id2+"/reject", "")
 	if o := <-second; o.err == nil {
 		t.Errorf("rejected call answered %+v", o.res)
-	} else if code, reason := gwRPCError(t, o.err); code != mcpwire.CodeNotApproved || reason != domain.ReasonGatewayRejected {
-		t.Errorf("rejected call: error %d %s, want %d %s", code, reason, mcpwire.CodeNotApproved, domain.ReasonGatewayRejected)
+	} else if code, reason := gwRPCError(t, o.err); code != mcpwire.CodeApprovalRejected || reason != domain.ReasonGatewayRejected {
+		t.Errorf("rejected call: error %d %s, want %d %s", code, reason, mcpwire.CodeApprovalRejected, domain.ReasonGatewayRejected)
 	}
 	if err := h.srv.uc.Gateway.UseApproval(auditCtx(), stored, stored.ArgsHash); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("second use of the approval: %v, want ErrConflict", err)
@@ -320,7 +359,7 @@ func TestGatewayWithGoSDK(t *testing.T) {
 	// A token for another server opens nothing here.
 	otherAgent := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", "")["id"].(string)
 	other := gwToken(t, h, session, otherAgent, "other")
-	if _, err := gwConnect(ctx, h, "fs", other); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+	if _, err := gwConnect(ctx, h, "fs", other, ""); err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Errorf("connect with a token for another server: %v, want 403", err)
 	}
 
@@ -361,41 +400,44 @@ func auditCtx() context.Context {
 // TestGatewayImportTools: an ADMIN sees the diff between a server's own
 // tools/list (the Go SDK server) and the registry, then applies it.
 func TestGatewayImportTools(t *testing.T) {
-	u := newGWUpstream(t)
-	h := gwNew(t, 10*time.Second)
-	gwWorld(t, h, u)
-	type diff struct {
-		Applied   bool       `json:"applied"`
-		Add       []toolJSON `json:"add"`
-		Unchanged []string   `json:"unchanged"`
-	}
-	if r := h.do(t, "uma", "POST", "/api/v2/servers/fs/tools/import", `{"apply":true}`); r.status != 403 {
-		t.Errorf("import as USER: %d, want 403", r.status)
-	}
-	registered := []string{"fs.delete", "fs.read", "fs.write"}
-	tests := []struct {
-		apply          bool
-		add, unchanged []string
-	}{
-		{false, []string{"secret.tool"}, registered},
-		{false, []string{"secret.tool"}, registered}, // a diff changes nothing
-		{true, []string{"secret.tool"}, registered},
-		{false, nil, append(registered, "secret.tool")},
-	}
-	for i, tt := range tests {
-		var d diff
-		h.do(t, "adm", "POST", "/api/v2/servers/fs/tools/import", fmt.Sprintf(`{"apply":%t}`, tt.apply)).decode(t, &d)
-		var add []string
-		for _, tl := range d.Add {
-			add = append(add, tl.Name)
+	for _, stateless := range []bool{false, true} { // a 2025 server, a 2026-07-28 one
+		u := newGWUpstreamOf(t, stateless)
+		h := gwNew(t, 10*time.Second)
+		gwWorld(t, h, u)
+		type diff struct {
+			Applied   bool       `json:"applied"`
+			Add       []toolJSON `json:"add"`
+			Unchanged []string   `json:"unchanged"`
 		}
-		slices.Sort(d.Unchanged)
-		if d.Applied != tt.apply || !slices.Equal(add, tt.add) || !slices.Equal(d.Unchanged, tt.unchanged) {
-			t.Errorf("import %d (apply %t) = %+v, want add %v, unchanged %v", i, tt.apply, d, tt.add, tt.unchanged)
+		if r := h.do(t, "uma", "POST", "/api/v2/servers/fs/tools/import", `{"apply":true}`); r.status != 403 {
+			t.Errorf("import as USER: %d, want 403", r.status)
 		}
-	}
-	if tl, err := h.store.GetTool(context.Background(), "secret.tool"); err != nil || tl.Server != "fs" || tl.Description != "test tool secret.tool" {
-		t.Errorf("imported tool = %+v, %v; want secret.tool of fs, described as its server lists it", tl, err)
+		registered := []string{"fs.delete", "fs.read", "fs.write"}
+		news := []string{"fs.region", "secret.tool"}
+		tests := []struct {
+			apply          bool
+			add, unchanged []string
+		}{
+			{false, news, registered},
+			{false, news, registered}, // a diff changes nothing
+			{true, news, registered},
+			{false, nil, []string{"fs.delete", "fs.read", "fs.region", "fs.write", "secret.tool"}},
+		}
+		for i, tt := range tests {
+			var d diff
+			h.do(t, "adm", "POST", "/api/v2/servers/fs/tools/import", fmt.Sprintf(`{"apply":%t}`, tt.apply)).decode(t, &d)
+			var add []string
+			for _, tl := range d.Add {
+				add = append(add, tl.Name)
+			}
+			slices.Sort(d.Unchanged)
+			if d.Applied != tt.apply || !slices.Equal(add, tt.add) || !slices.Equal(d.Unchanged, tt.unchanged) {
+				t.Errorf("stateless %t: import %d (apply %t) = %+v, want add %v, unchanged %v", stateless, i, tt.apply, d, tt.add, tt.unchanged)
+			}
+		}
+		if tl, err := h.store.GetTool(context.Background(), "secret.tool"); err != nil || tl.Server != "fs" || tl.Description != "test tool secret.tool" {
+			t.Errorf("imported tool = %+v, %v; want secret.tool of fs, described as its server lists it", tl, err)
+		}
 	}
 }
 
@@ -414,7 +456,7 @@ func TestGatewayAuditArguments(t *testing.T) {
 		h := gwNew(t, 10*time.Second, func(g *app.MCPSettings) { g.AuditArgumentBytes = tt.bytes })
 		_, _, token := gwWorld(t, h, u)
 		ctx := context.Background()
-		cs, err := gwConnect(ctx, h, "fs", token)
+		cs, err := gwConnect(ctx, h, "fs", token, "")
 		if err != nil {
 			t.Fatal(err)
 		}

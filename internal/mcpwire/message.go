@@ -47,12 +47,27 @@ const (
 	// CodeDenied: the gateway's decision denied the call; it never
 	// reached the server.
 	CodeDenied = -32001
-	// CodeNotApproved: the call needed approval and was rejected, or no
-	// one approved it in time.
-	CodeNotApproved = -32002
 	// CodeUpstream: the server failed, hung, flooded or answered what
 	// was never asked.
 	CodeUpstream = -32003
+)
+
+// The gateway's codes for a call that needed approval and did not get to
+// run, outside the range JSON-RPC reserves (MCP 2026-07-28,
+// basic/index.mdx "Error Codes": new codes SHOULD be allocated there, and
+// -32002 is MCP's own "resource not found").
+const (
+	// CodeApprovalRejected: an approver rejected the call.
+	CodeApprovalRejected = -31001
+	// CodeApprovalWithdrawn: the call was withdrawn, as nobody waited for
+	// it any more (its caller cancelled or declined to open the approval).
+	CodeApprovalWithdrawn = -31002
+	// CodeApprovalTimeout: the hold ended (gateway.askTimeout) before
+	// anyone approved the call; it is withdrawn.
+	CodeApprovalTimeout = -31003
+	// CodeApprovalUsed: the approval was spent already, or is for other
+	// arguments.
+	CodeApprovalUsed = -31004
 )
 
 // Message is one JSON-RPC 2.0 message: a request (method and id), a
@@ -159,9 +174,24 @@ func SameID(a, b json.RawMessage) bool {
 
 // ErrorObject is a JSON-RPC error; Data carries the gateway's reason.
 type ErrorObject struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+	Code    int        `json:"code"`
+	Message string     `json:"message"`
+	Data    *ErrorData `json:"data,omitempty"`
+}
+
+// ErrorData is what the gateway's errors carry: its reason code and the
+// request's id, and what the error names (MCP 2026-07-28's
+// UnsupportedProtocolVersionError: the versions supported and requested;
+// a header mismatch: the header and both values; the tool call).
+type ErrorData struct {
+	Reason      string   `json:"reason_code"`
+	RequestID   string   `json:"request_id,omitempty"`
+	Supported   []string `json:"supported,omitempty"`
+	Requested   *string  `json:"requested,omitempty"`
+	Header      string   `json:"header,omitempty"`
+	HeaderValue *string  `json:"header_value,omitempty"`
+	BodyValue   *string  `json:"body_value,omitempty"`
+	Call        string   `json:"call,omitempty"`
 }
 
 // ErrorResponse is the response to request id (null when unknown) with e.
