@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/domain"
@@ -22,6 +23,20 @@ type APIKeysConfig struct {
 	// whatever their owner records say, so that a role key moved to
 	// another role narrows its keys and agents from the start on.
 	Configured map[string][]domain.Role
+	// ConfiguredSubjects begins every subject the configuration gives
+	// roles to: one it no longer names has none (its key was removed), so
+	// nothing derived from it keeps the roles it last had.
+	ConfiguredSubjects string
+}
+
+// configured returns the roles the configuration gives subject, and
+// whether it decides them (a subject of its space that it no longer names
+// has none).
+func (c APIKeysConfig) configured(subject string) ([]domain.Role, bool) {
+	if roles, ok := c.Configured[subject]; ok {
+		return roles, true
+	}
+	return nil, c.ConfiguredSubjects != "" && strings.HasPrefix(subject, c.ConfiguredSubjects)
 }
 
 // Bounds of what a key request may name.
@@ -372,7 +387,7 @@ func (k *APIKeys) OwnerNow(ctx context.Context, subject string) (roles []domain.
 	if k == nil {
 		return nil, false, nil
 	}
-	if roles, ok := k.cfg.Configured[subject]; ok {
+	if roles, ok := k.cfg.configured(subject); ok {
 		return roles, true, nil
 	}
 	o, err := k.ownerOf(ctx, subject)
@@ -486,8 +501,9 @@ func (k *APIKeys) Authenticate(ctx context.Context, text string) (domain.Princip
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return domain.Principal{}, err
 	}
-	if roles, ok := k.cfg.Configured[key.Owner]; ok {
+	if roles, ok := k.cfg.configured(key.Owner); ok {
 		owner.Roles = roles
+		owner.Disabled = owner.Disabled || roles == nil // its role key was removed
 	}
 	scope, err := k.authz.CheckKeyUse(key, owner, now)
 	if err != nil {

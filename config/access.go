@@ -88,9 +88,13 @@ func (c Config) RoleKeys() ([]LoadedRoleKey, error) {
 	return out, nil
 }
 
+// RoleKeySubjects begins the subject of every auth.keys key: the
+// configuration alone says who they are and which roles they hold.
+const RoleKeySubjects = "key:"
+
 // principal is who the key authenticates.
 func (k RoleKey) principal() domain.Principal {
-	return domain.Principal{Subject: "key:" + k.Subject, Roles: []domain.Role{domain.Role(strings.ToUpper(k.Role))},
+	return domain.Principal{Subject: RoleKeySubjects + k.Subject, Roles: []domain.Role{domain.Role(strings.ToUpper(k.Role))},
 		Method: domain.MethodAPIKey, RoleSource: "auth.keys"}
 }
 

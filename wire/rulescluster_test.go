@@ -180,6 +180,25 @@ func checkRoleRules(t *testing.T, dbURL string, start func(func(*config.Config))
 	if status != 200 || strings.Contains(string(got), "toolcalls:write") || !strings.Contains(string(got), `"AUDITOR"`) {
 		t.Errorf("/api/v2/me of the managed key of an owner demoted by configuration: %d %s, want AUDITOR's permissions", status, got)
 	}
+
+	// The configuration drops uma's key altogether: nothing derived from
+	// it keeps the roles it last had.
+	c.stop()
+	d, _ := start(func(cfg *config.Config) {
+		withRole("USER")(cfg)
+		cfg.Auth.Keys = nil
+		if dbURL == "" {
+			cfg.DataDir = a.dataDir
+		}
+	})
+	status, got = send(t, "POST", d.url+"/api/v2/sessions/"+session+"/tool-calls", demoted, nil, map[string]string{"tool": "fs.read"})
+	if status != 201 || !strings.Contains(string(got), `"decision":"deny"`) {
+		t.Errorf("the agent token of an owner removed from auth.keys: %d %s, want it denied", status, got)
+	}
+	status, got = send(t, "GET", d.url+"/api/v2/me", credential{"managed key", "Authorization", "Bearer " + managed, true}, nil, nil)
+	if status != 401 && status != 403 {
+		t.Errorf("/api/v2/me of the managed key of an owner removed from auth.keys: %d %s, want it refused", status, got)
+	}
 }
 
 // signIn exchanges key for a login cookie on in (POST /auth/key) and

@@ -135,7 +135,7 @@ func managedKeys(cfg config.Config, st Stores, authz *domain.Authorizer, clock p
 		return nil, func() {}, nil
 	}
 	k, err := app.NewAPIKeys(app.APIKeysConfig{MaxTTL: cfg.Auth.APIKeys.MaxTTL, MaxPerOwner: cfg.Auth.APIKeys.MaxPerOwner,
-		Configured: cfg.RoleKeyRoles()}, st.Keys, st.Projects, authz, clock)
+		Configured: cfg.RoleKeyRoles(), ConfiguredSubjects: config.RoleKeySubjects}, st.Keys, st.Projects, authz, clock)
 	if err != nil {
 		return nil, nil, err
 	}
