@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -112,6 +114,58 @@ func httpURL(what, raw string) error {
 		return fmt.Errorf("%s %q: want an http:// or https:// URL without user information: %w", what, raw, domain.ErrInvalidInput)
 	}
 	return nil
+}
+
+// ServerSetUp is a server as its set-up page shows it: the tools
+// registered on it, by name, and the rules that decide them.
+type ServerSetUp struct {
+	Server domain.Server
+	Tools  []domain.Tool
+	// Rules are the rules whose tool pattern matches one of Tools, newest
+	// first.
+	Rules []RuleOn
+}
+
+// RuleOn is a rule and the tools of one server its pattern matches.
+type RuleOn struct {
+	Rule  domain.PolicyRule
+	Tools []string
+}
+
+// SetUp reads server name, its tools and the rules naming them.
+func (s *Catalog) SetUp(ctx context.Context, name string) (ServerSetUp, error) {
+	sv, err := s.store.GetServer(ctx, name)
+	if err != nil {
+		return ServerSetUp{}, err
+	}
+	all, err := s.store.ListTools(ctx, ports.Page{})
+	if err != nil {
+		return ServerSetUp{}, err
+	}
+	d := ServerSetUp{Server: sv}
+	var names []string
+	for _, t := range all {
+		if t.Server == sv.Name {
+			d.Tools = append(d.Tools, t)
+			names = append(names, t.Name)
+		}
+	}
+	slices.SortFunc(d.Tools, func(a, b domain.Tool) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(names)
+	rules, err := s.policies.Naming(ctx, names)
+	if err != nil {
+		return ServerSetUp{}, err
+	}
+	for _, r := range rules {
+		on := RuleOn{Rule: r}
+		for _, n := range names {
+			if domain.MatchTool(r.Tool, n) {
+				on.Tools = append(on.Tools, n)
+			}
+		}
+		d.Rules = append(d.Rules, on)
+	}
+	return d, nil
 }
 
 // ListServers returns a page of the registered servers, newest first.

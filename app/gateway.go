@@ -275,6 +275,22 @@ type ToolsDiff struct {
 	Invalid   []string
 }
 
+// Note is what the audit record of an import says: the tools it added
+// (applied) or would add, and how many it found unchanged and registered
+// but not listed.
+func (d ToolsDiff) Note(server string, applied bool) string {
+	names := make([]string, len(d.Add))
+	for i, t := range d.Add {
+		names[i] = t.Name
+	}
+	verb := "diffed"
+	if applied {
+		verb = "imported"
+	}
+	return fmt.Sprintf("tools of server %s %s from its tools/list: add [%s], %d unchanged, %d registered but not listed", server, verb,
+		strings.Join(names, " "), len(d.Unchanged), len(d.Unlisted))
+}
+
 // ImportTools compares the tools server lists with the registry and, with
 // apply, registers the new ones.
 func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domain.Tool, apply bool) (ToolsDiff, error) {

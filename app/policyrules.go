@@ -38,6 +38,8 @@ type compiledRules struct {
 	// version was read before the rules, so the rules are at least as new.
 	version int64
 	index   *domain.PolicyIndex
+	// rules are the rules compiled, oldest first.
+	rules []domain.PolicyRule
 }
 
 // NewPolicyRules wires the compiled rules over store.
@@ -47,17 +49,43 @@ func NewPolicyRules(store ports.PolicyStore) *PolicyRules {
 
 // Index returns the rules as they stand now.
 func (r *PolicyRules) Index(ctx context.Context) (*domain.PolicyIndex, error) {
+	c, err := r.compiled(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.index, nil
+}
+
+// Naming returns the rules as they stand now whose tool pattern matches
+// one of tools, newest first.
+func (r *PolicyRules) Naming(ctx context.Context, tools []string) ([]domain.PolicyRule, error) {
+	c, err := r.compiled(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.PolicyRule
+	for i := len(c.rules) - 1; i >= 0; i-- {
+		if slices.ContainsFunc(tools, func(t string) bool { return domain.MatchTool(c.rules[i].Tool, t) }) {
+			out = append(out, c.rules[i])
+		}
+	}
+	return out, nil
+}
+
+// compiled returns the rules compiled as they stand now, compiling them
+// when the store's version moved.
+func (r *PolicyRules) compiled(ctx context.Context) (*compiledRules, error) {
 	v, err := r.store.PolicyVersion(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if c := r.current.Load(); c != nil && c.version >= v {
-		return c.index, nil
+		return c, nil
 	}
 	r.rebuild.Lock()
 	defer r.rebuild.Unlock()
 	if c := r.current.Load(); c != nil && c.version >= v {
-		return c.index, nil // compiled by the caller before us
+		return c, nil // compiled by the caller before us
 	}
 	rules, err := r.store.ListPolicies(ctx, ports.Page{})
 	if err != nil {
@@ -73,8 +101,8 @@ func (r *PolicyRules) Index(ctx context.Context) (*domain.PolicyIndex, error) {
 		kept[text] = c
 		return c.cond, c.err
 	}
-	c := &compiledRules{version: v, index: domain.NewPolicyIndexWith(rules, compile)}
+	c := &compiledRules{version: v, index: domain.NewPolicyIndexWith(rules, compile), rules: rules}
 	r.conditions = kept
 	r.current.Store(c)
-	return c.index, nil
+	return c, nil
 }

@@ -7,12 +7,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/notes"
 )
 
 // consoleAccount is one sign-in the browser tests make (see
@@ -46,8 +49,18 @@ func TestConsole(t *testing.T) {
 		var b [32]byte
 		_, _ = rand.Read(b[:])
 		key := hex.EncodeToString(b[:])
-		url := startKeyService(t, "SERVICE_API_KEY="+key)
-		runConsoleTests(t, url, "apikey", []consoleAccount{{Role: "ADMIN", SignIn: "key", Key: key}})
+		// The sample MCP server behind its credential, for the server
+		// set-up test (e2e/js/console/serversetup.test.mjs).
+		_, _ = rand.Read(b[:])
+		secret, creds := hex.EncodeToString(b[:]), t.TempDir()
+		if err := os.WriteFile(filepath.Join(creds, "notes-token"), []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mcpServer := httptest.NewServer(notes.Handler(notes.NewStore(), secret))
+		t.Cleanup(mcpServer.Close)
+		url := startKeyService(t, "SERVICE_API_KEY="+key, "SERVICE_GATEWAY_CREDENTIALS_DIR="+creds)
+		runConsoleTests(t, url, "apikey", []consoleAccount{{Role: "ADMIN", SignIn: "key", Key: key}},
+			"CONSOLE_MCP_ENDPOINT="+mcpServer.URL, "CONSOLE_MCP_CREDENTIAL=notes-token")
 	})
 	t.Run("OIDC", func(t *testing.T) {
 		p := keycloak(t)
@@ -80,7 +93,7 @@ func startKeyService(t *testing.T, env ...string) string {
 }
 
 // runConsoleTests runs node --test on e2e/js/console against url.
-func runConsoleTests(t *testing.T, url, mode string, accounts []consoleAccount) {
+func runConsoleTests(t *testing.T, url, mode string, accounts []consoleAccount, env ...string) {
 	t.Helper()
 	js := filepath.Join(repo, "e2e", "js")
 	if _, err := os.Stat(filepath.Join(js, "node_modules", "playwright-core")); err != nil {
@@ -104,6 +117,7 @@ func runConsoleTests(t *testing.T, url, mode string, accounts []consoleAccount) 
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(), "CONSOLE_URL="+url, "CONSOLE_MODE="+mode, "CONSOLE_ACCOUNTS="+string(acc),
 		"CONSOLE_ARTIFACTS="+filepath.Join(js, "console", "artifacts"))
+	cmd.Env = append(cmd.Env, env...)
 	// The spec reporter's lines go to the test's output as they come: a
 	// browser test is slow enough that one wants to see where it is.
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

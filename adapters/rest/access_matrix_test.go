@@ -276,6 +276,7 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"POST /console/policies":                              domain.PermPoliciesWrite,
 		"POST /console/policies/:id/delete":                   domain.PermPoliciesWrite,
 		"GET /console/catalog":                                domain.PermServersRead,
+		"GET /console/catalog/servers/:name":                  domain.PermServersRead,
 		"POST /console/catalog/servers":                       domain.PermServersWrite,
 		"POST /console/catalog/tools":                         domain.PermToolsWrite,
 		"POST /console/catalog/servers/:name":                 domain.PermServersWrite,

@@ -1,9 +1,6 @@
 package rest
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/agentauth/agentauth/domain"
@@ -44,15 +41,9 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 	}
 	out := importResponse{Applied: req.Apply, Add: make([]toolJSON, len(d.Add)), Unchanged: d.Unchanged, Unlisted: d.Unlisted,
 		Elsewhere: d.Elsewhere, Invalid: d.Invalid}
-	names := make([]string, len(d.Add))
 	for i, t := range d.Add {
-		out.Add[i], names[i] = toToolJSON(t), t.Name
+		out.Add[i] = toToolJSON(t)
 	}
-	verb := "diffed"
-	if req.Apply {
-		verb = "imported"
-	}
-	note(c, fmt.Sprintf("tools of server %s %s from its tools/list: add [%s], %d unchanged, %d registered but not listed", c.Params("name"), verb,
-		strings.Join(names, " "), len(d.Unchanged), len(d.Unlisted)))
+	note(c, d.Note(c.Params("name"), req.Apply))
 	return c.JSON(out)
 }

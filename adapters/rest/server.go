@@ -117,7 +117,7 @@ func New(cfg Config, a app.Application, log *zap.Logger) (*Server, error) {
 		s.exchangeLimit, s.introspectLimit = newWindowLimiter(cfg.AgentTokens.RateLimit), newWindowLimiter(cfg.AgentTokens.RateLimit)
 	}
 	s.metrics = newHTTPMetrics(s)
-	s.console = console.New(a, console.Env{Principal: principalOf, RequestID: requestID, BasePath: cfg.BasePath})
+	s.console = console.New(a, console.Env{Principal: principalOf, RequestID: requestID, BasePath: cfg.BasePath, Note: note})
 	s.app = fiber.New(s.fiberConfig())
 	s.routes()
 	if cfg.AgentTokens != nil {

@@ -62,6 +62,9 @@ type Env struct {
 	RequestID func(*fiber.Ctx) string
 	// BasePath prefixes every link (server.basePath).
 	BasePath string
+	// Note adds to a request's audit record what the request did (nil:
+	// nothing is added).
+	Note func(*fiber.Ctx, string)
 }
 
 // Console renders the pages.

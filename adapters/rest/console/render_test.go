@@ -45,14 +45,15 @@ func pageData(rows int) map[string]any {
 	args, _ := json.Marshal(map[string]any{hostile: hostile, "long": strings.Repeat(hostile, 20), "n": []any{hostile, 1}})
 	argued := call
 	argued.Arguments, argued.ArgsHash, argued.Decision = args, hostile, domain.ToolDecision{Rule: hostile, Message: hostile, Reason: hostile}
+	rule := domain.PolicyRule{ID: hostile, Effect: domain.EffectAllow, Tool: hostile, Scope: domain.ScopeRole, Value: hostile, CreatedBy: hostile}
+	diff := app.ToolsDiff{Add: []domain.Tool{{Name: hostile, ReadOnly: true}}, Unchanged: []string{hostile}, Unlisted: []string{hostile}, Elsewhere: []string{hostile}, Invalid: []string{hostile}}
 	return map[string]any{
-		"me": meData{Method: domain.MethodDebug, RoleSource: hostile, Permissions: []permissionRow{{domain.PermMeRead, hostile}}},
-		"sessions": struct {
-			Sessions []domain.Session
-			Next     string
-			Projects []domain.Project
-		}{sessions, hostile, []domain.Project{{ID: hostile, Name: hostile}}},
-		"session": sessionData{Session: sessions[0],
+		"server": serverData{ServerSetUp: app.ServerSetUp{Server: domain.Server{Name: hostile, URL: hostile, Endpoint: hostile, Credential: hostile},
+			Tools: []domain.Tool{{Name: hostile, Server: hostile, Description: hostile}}}, Gateway: hostile, CanImport: true, Diff: &diff,
+			Rules: []ruleRow{{Rule: rule, Applies: hostile, Tools: []string{hostile}}}, Targets: [][2]string{{hostile, hostile}}},
+		"me":       meData{Method: domain.MethodDebug, RoleSource: hostile, Permissions: []permissionRow{{domain.PermMeRead, hostile}}},
+		"sessions": sessionsData{sessions, hostile, []domain.Project{{ID: hostile, Name: hostile}}, map[string]string{hostile: hostile}},
+		"session": sessionData{Session: sessions[0], ProjectName: hostile,
 			Agents:    app.Page[domain.Agent]{Items: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}}, Next: hostile},
 			ToolCalls: app.Page[domain.ToolCall]{Items: []domain.ToolCall{call}, Next: hostile}, Servers: []domain.Server{{Name: hostile}},
 			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
@@ -60,14 +61,14 @@ func pageData(rows int) map[string]any {
 			{Call: call, Session: sessions[0]}},
 		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],
 			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}}}},
-		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, States: []stateCount{{hostile, 1}}},
+		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, ProjectNames: []string{hostile}, States: []stateCount{{hostile, 1}}},
 		"projects":  app.Page[domain.Project]{Items: []domain.Project{{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile}}}}, Next: hostile},
 		"project": struct {
 			Project domain.Project
 			Members string
 		}{domain.Project{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile, Lead: true}}}, hostile},
 		"settings": domain.Settings{SecurityGateway: true, DefaultSessionMode: domain.ModeAsk},
-		"policies": policiesData{Rules: app.Page[domain.PolicyRule]{Items: []domain.PolicyRule{{ID: hostile, Effect: domain.EffectAllow, Tool: hostile, Scope: domain.ScopeRole, Value: hostile}}, Next: hostile},
+		"policies": policiesData{Rules: app.Page[domain.PolicyRule]{Items: []domain.PolicyRule{rule}, Next: hostile}, Rows: []ruleRow{{Rule: rule, Applies: hostile}},
 			Roles: []domain.Role{domain.RoleUser}, Can: &canAnswer{Role: hostile, Action: hostile, Resource: hostile, Answer: hostile}},
 		"catalog": struct {
 			Servers app.Page[domain.Server]

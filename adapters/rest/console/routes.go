@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -58,6 +59,7 @@ func (c *Console) Routes() []Route {
 		{get, "/console/catalog", domain.PermServersRead, c.catalog},
 		{post, "/console/catalog/servers", domain.PermServersWrite, c.createServer},
 		{post, "/console/catalog/tools", domain.PermToolsWrite, c.createTool},
+		{get, "/console/catalog/servers/:name", domain.PermServersRead, c.server},
 		{post, "/console/catalog/servers/:name", domain.PermServersWrite, c.changeServer},
 		{post, "/console/catalog/servers/:name/delete", domain.PermServersWrite, c.deleteServer},
 		{post, "/console/catalog/tools/:name", domain.PermToolsWrite, c.changeTool},
@@ -67,6 +69,9 @@ func (c *Console) Routes() []Route {
 		{get, "/console/audit", domain.PermAuditRead, c.audit},
 		{get, "/console/audit/verify", domain.PermAuditRead, c.verify},
 		{get, "/console/audit/:seq", domain.PermAuditRead, c.record},
+	}
+	if c.uc.MCP != nil { // the gateway asks a server for its tools
+		routes = append(routes, Route{post, "/console/catalog/servers/:name/import", domain.PermServersWrite, c.importTools})
 	}
 	if c.uc.Keys != nil {
 		routes = append(routes,
@@ -122,11 +127,20 @@ func (c *Console) sessions(ctx *fiber.Ctx) error {
 		}
 		projects = page.Items
 	}
-	return c.render(ctx, fiber.StatusOK, "sessions", "Sessions", struct {
-		Sessions []domain.Session
-		Next     string
-		Projects []domain.Project
-	}{list.Items, list.Next, projects})
+	var ids []string
+	for _, ss := range list.Items {
+		ids = append(ids, ss.Project)
+	}
+	return c.render(ctx, fiber.StatusOK, "sessions", "Sessions", sessionsData{list.Items, list.Next, projects, c.projectNames(ctx, ids...)})
+}
+
+type sessionsData struct {
+	Sessions []domain.Session
+	Next     string
+	// Projects are those the form offers; ProjectNames names the
+	// sessions' projects the caller may read (by id).
+	Projects     []domain.Project
+	ProjectNames map[string]string
 }
 
 func (c *Console) createSession(ctx *fiber.Ctx) error {
@@ -140,6 +154,9 @@ func (c *Console) createSession(ctx *fiber.Ctx) error {
 
 type sessionData struct {
 	Session domain.Session
+	// ProjectName is the session's project's name, when the caller may
+	// read it.
+	ProjectName string
 	// Agents and ToolCalls are one page each, paged by ?agents= and
 	// ?cursor= (the cursors of the API's lists).
 	Agents    app.Page[domain.Agent]
@@ -157,6 +174,7 @@ func (c *Console) loadSession(ctx *fiber.Ctx) (sessionData, error) {
 	if d.Session, err = c.uc.Sessions.Get(ctx.UserContext(), p, id); err != nil {
 		return d, err
 	}
+	d.ProjectName = c.projectNames(ctx, d.Session.Project)[d.Session.Project]
 	if d.Agents, err = c.uc.Agents.List(ctx.UserContext(), p, id, app.PageRequest{Limit: pageSize, Cursor: ctx.Query("agents")}); err != nil {
 		return d, err
 	}
@@ -256,8 +274,10 @@ func (c *Console) resolve(approve bool) fiber.Handler {
 
 type dashboardData struct {
 	app.DashboardView
-	States []stateCount
-	Owners []stateCount
+	// ProjectNames names Projects (an id where the caller may not read one).
+	ProjectNames []string
+	States       []stateCount
+	Owners       []stateCount
 }
 
 type stateCount struct {
@@ -279,7 +299,12 @@ func (c *Console) dashboard(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.render(ctx, fiber.StatusOK, "dashboard", "Dashboard", dashboardData{v, counts(v.ByState), counts(v.ByOwner)})
+	names := c.projectNames(ctx, v.Projects...)
+	d := dashboardData{DashboardView: v, States: counts(v.ByState), Owners: counts(v.ByOwner)}
+	for _, id := range v.Projects {
+		d.ProjectNames = append(d.ProjectNames, cmp.Or(names[id], id))
+	}
+	return c.render(ctx, fiber.StatusOK, "dashboard", "Dashboard", d)
 }
 
 func (c *Console) projects(ctx *fiber.Ctx) error {
@@ -363,7 +388,9 @@ func (c *Console) putSettings(ctx *fiber.Ctx) error {
 type policiesData struct {
 	Rules app.Page[domain.PolicyRule]
 	// Use is the count of each limit's running window, every instance's.
-	Use   []domain.QuotaUse
+	Use []domain.QuotaUse
+	// Rows are Rules.Items with whom each applies to, by name.
+	Rows  []ruleRow
 	Roles []domain.Role
 	Perms []domain.Permission
 	// Can is the simulator's question and answer; nil when none was asked.
@@ -383,7 +410,7 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := policiesData{Rules: rules, Roles: c.uc.Authorizer.Roles(), Perms: domain.AllPermissions()}
+	d := policiesData{Rules: rules, Rows: c.ruleRows(ctx, rules.Items), Roles: c.uc.Authorizer.Roles(), Perms: domain.AllPermissions()}
 	if d.Use, err = c.uc.Quotas.Use(ctx.UserContext()); err != nil {
 		return err
 	}
@@ -438,14 +465,27 @@ func (c *Console) createPolicy(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.done(ctx, "/console/policies", "rule "+r.ID+" added")
+	added := "rule added: " + string(r.Effect) + " " + r.Tool + " for " + c.ruleRows(ctx, []domain.PolicyRule{r})[0].Applies
+	if r.When != "" {
+		added += " when " + r.When
+	}
+	return c.done(ctx, fromServer(ctx, "/console/policies"), added)
 }
 
 func (c *Console) deletePolicy(ctx *fiber.Ctx) error {
 	if err := c.uc.Policies.Delete(ctx.UserContext(), ctx.Params("id")); err != nil {
 		return err
 	}
-	return c.done(ctx, "/console/policies", "rule removed")
+	return c.done(ctx, fromServer(ctx, "/console/policies"), "rule removed")
+}
+
+// fromServer is where a form goes back to: the set-up page of the server
+// its "server" field names (a form of that page), else path.
+func fromServer(ctx *fiber.Ctx, path string) string {
+	if s := ctx.FormValue("server"); s != "" {
+		return serverPath(s)
+	}
+	return path
 }
 
 func (c *Console) catalog(ctx *fiber.Ctx) error {
@@ -465,13 +505,18 @@ func (c *Console) catalog(ctx *fiber.Ctx) error {
 	}{servers, tools})
 }
 
+// createServer registers a server; a server for the gateway (an
+// endpoint) without a URL is named by the gateway's resource for it.
 func (c *Console) createServer(ctx *fiber.Ctx) error {
-	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), domain.Server{Name: ctx.FormValue("name"), URL: ctx.FormValue("url"),
-		Endpoint: ctx.FormValue("endpoint"), Credential: ctx.FormValue("credential")})
+	sv := domain.Server{Name: ctx.FormValue("name"), URL: ctx.FormValue("url"), Endpoint: ctx.FormValue("endpoint"), Credential: ctx.FormValue("credential")}
+	if sv.URL == "" && sv.Endpoint != "" && c.uc.MCP != nil {
+		sv.URL = c.uc.MCP.ResourceBase() + "/mcp/" + url.PathEscape(sv.Name)
+	}
+	s, err := c.uc.Catalog.CreateServer(ctx.UserContext(), sv)
 	if err != nil {
 		return err
 	}
-	return c.done(ctx, "/console/catalog", "server "+s.Name+" registered")
+	return c.done(ctx, serverPath(s.Name), "server "+s.Name+" registered")
 }
 
 func (c *Console) createTool(ctx *fiber.Ctx) error {
@@ -507,7 +552,7 @@ func (c *Console) changeServer(ctx *fiber.Ctx) error {
 	if _, _, err := c.uc.Catalog.ChangeServer(ctx.UserContext(), name, app.ServerChange{URL: &u, Endpoint: &e, Credential: &cr}); err != nil {
 		return err
 	}
-	return c.done(ctx, "/console/catalog", "server "+name+" changed")
+	return c.done(ctx, fromServer(ctx, "/console/catalog"), "server "+name+" changed")
 }
 
 func (c *Console) deleteServer(ctx *fiber.Ctx) error {

@@ -47,6 +47,8 @@ const actions = {
     await page.getByLabel('Name').first().fill('gh-srv');
     await page.getByLabel('URL', { exact: true }).fill('https://127.0.0.1/mcp');
     await post(page, subject, page.getByRole('button', { name: 'Register server' }), '/console/catalog/servers', 'server gh-srv registered');
+    await page.getByRole('heading', { name: 'Server gh-srv' }).waitFor(); // its set-up page
+    await page.goto(env.url + '/console/catalog');
     await page.locator('#tname').fill('gh.read');
     await post(page, subject, page.getByRole('button', { name: 'Register tool' }), '/console/catalog/tools', 'tool gh.read registered');
 
