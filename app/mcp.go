@@ -452,6 +452,9 @@ func (s *MCPGateway) legacyPost(ctx context.Context, x *exchange, msg mcpwire.Me
 		return s.toolsCall(ctx, x, msg)
 	}
 	x.n.Decision = "allow"
+	if msg.Method == "notifications/cancelled" {
+		s.cancelled(ctx, x, msg)
+	}
 	body := x.in.Body
 	if x.session == nil || x.session.Upstream == "" {
 		// No session with the server: it may speak 2026-07-28, which has
@@ -478,9 +481,6 @@ func (s *MCPGateway) legacyPost(ctx context.Context, x *exchange, msg mcpwire.Me
 			x.refuse("")
 			return x.rpcError(400, msg.ID, mcpwire.CodeInvalidParams, domain.ReasonGatewayMalformed, err.Error()), nil
 		}
-	}
-	if msg.Method == "notifications/cancelled" {
-		s.cancelled(ctx, x, msg)
 	}
 	rep, ok, err := s.forward(ctx, x, msg, body)
 	if !ok || err != nil {

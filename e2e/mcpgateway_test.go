@@ -31,10 +31,22 @@ type mcpUpstream struct {
 	mu    sync.Mutex
 	calls []string
 	auths map[string]bool
+	// versions are the MCP-Protocol-Version headers of its POSTs.
+	versions map[string]bool
 }
 
-func startMCPUpstream(t *testing.T) *mcpUpstream {
-	u := &mcpUpstream{auths: map[string]bool{}}
+func (u *mcpUpstream) ran() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.calls)
+}
+
+func startMCPUpstream(t *testing.T) *mcpUpstream { return startMCPUpstreamOf(t, false) }
+
+// startMCPUpstreamOf is the upstream serving MCP 2026-07-28 too when
+// stateless (the Go SDK serves that revision statelessly only).
+func startMCPUpstreamOf(t *testing.T, stateless bool) *mcpUpstream {
+	u := &mcpUpstream{auths: map[string]bool{}, versions: map[string]bool{}}
 	server := mcp.NewServer(&mcp.Implementation{Name: "e2e-fs", Version: "1.0.0"}, nil)
 	type args struct {
 		Path string `json:"path"`
@@ -47,10 +59,13 @@ func startMCPUpstream(t *testing.T) *mcpUpstream {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran on " + in.Path}}}, nil, nil
 		})
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.auths[r.Header.Get("Authorization")] = true
+		if r.Method == http.MethodPost {
+			u.versions[r.Header.Get("Mcp-Protocol-Version")] = true
+		}
 		u.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
@@ -130,7 +145,7 @@ func TestMCPGatewayTypeScriptSDK(t *testing.T) {
 		time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`, 201)["key"].(string)
 	approved := ""
 	steps := nodeSteps(t, "gateway-client.mjs", []string{"MCP_URL=" + s.url + "/mcp/fs", "TOKEN=" + token, "OTHER_TOKEN=" + other,
-		"KEY=" + key, "SESSION=" + session, "AGENT=" + agent}, func(step string) {
+		"KEY=" + key, "SESSION=" + session, "AGENT=" + agent}, func(step string, _ map[string]any) string {
 		switch step {
 		case "held":
 			approved = pendingCall(t, s, credAdminKey, session, "fs.write", "")
@@ -139,6 +154,7 @@ func TestMCPGatewayTypeScriptSDK(t *testing.T) {
 			id := pendingCall(t, s, credAdminKey, session, "fs.write", approved)
 			credCall(t, s, "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/reject", "", 200)
 		}
+		return ""
 	})
 
 	str := func(step, key string) string { v, _ := steps[step][key].(string); return v }

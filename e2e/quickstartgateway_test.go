@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,11 +80,12 @@ func TestQuickstartGateway(t *testing.T) {
 		t.Fatalf("sessions = %v, want the quick start's one", sessions)
 	}
 	session := sessions[0].(map[string]any)["id"].(string)
-	steps := nodeSteps(t, "quickstart-client.mjs", []string{"MCP_URL=" + endpoint, "TOKEN=" + token}, func(step string) {
+	steps := nodeSteps(t, "quickstart-client.mjs", []string{"MCP_URL=" + endpoint, "TOKEN=" + token}, func(step string, _ map[string]any) string {
 		if step == "held" {
 			id := pendingCall(t, s, key, session, "notes.write", "")
 			keyCall(t, s.url, key, "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/approve", "", 200)
 		}
+		return ""
 	})
 	var names []string
 	for _, n := range steps["tools"]["names"].([]any) {
@@ -145,7 +147,7 @@ func needMCPSDK(t *testing.T) {
 // nodeSteps runs the script of e2e/js/mcp with env, reading the JSON line
 // it prints per step ({"step": …}); onStep runs as each arrives (to
 // approve a held call meanwhile). It answers every step's line by name.
-func nodeSteps(t *testing.T, script string, env []string, onStep func(step string)) map[string]map[string]any {
+func nodeSteps(t *testing.T, script string, env []string, onStep func(step string, line map[string]any) (reply string)) map[string]map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -154,6 +156,10 @@ func nodeSteps(t *testing.T, script string, env []string, onStep func(step strin
 	node.Env = append(os.Environ(), env...)
 	node.Stderr = logFile(t, strings.TrimSuffix(script, ".mjs"))
 	out, err := node.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := node.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +175,11 @@ func nodeSteps(t *testing.T, script string, env []string, onStep func(step strin
 		}
 		step, _ := line["step"].(string)
 		steps[step] = line
-		onStep(step)
+		if reply := onStep(step, line); reply != "" {
+			if _, err := fmt.Fprintln(in, reply); err != nil {
+				t.Fatalf("%s: %v", script, err)
+			}
+		}
 	}
 	if err := node.Wait(); err != nil {
 		t.Fatalf("%s: %v (steps %v)", script, err, steps)

@@ -62,23 +62,32 @@ func TestGatewayHeldCallLivesWhileSomeoneWaits(t *testing.T) {
 	session, _, token := gwWorld(t, h, u)
 
 	t.Run("cancelled", func(t *testing.T) {
-		cs, err := gwConnect(context.Background(), h, "fs", token, gwLegacy)
-		if err != nil {
-			t.Fatal(err)
+		// To a 2025 server, and to a 2026-07-28 one (which gets no
+		// notification: the gateway takes it).
+		for _, u := range []*gwUpstream{u, newGWUpstreamOf(t, true)} {
+			h := gwNew(t, 10*time.Second)
+			session, _, token := gwWorld(t, h, u)
+			cs, err := gwConnect(context.Background(), h, "fs", token, gwLegacy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			ctx, giveUp := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write", Arguments: map[string]any{"path": "/cancelled"}})
+				done <- err
+			}()
+			call := gwPending(t, h, session, "fs.write")
+			giveUp()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("the call the client gave up on: %v", err)
+			}
+			withdrawn(t, h, session, call, "the client cancelled it")
+			if ran := u.ran(); len(ran) > 0 {
+				t.Errorf("the server ran %v", ran)
+			}
 		}
-		defer cs.Close()
-		ctx, giveUp := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write", Arguments: map[string]any{"path": "/cancelled"}})
-			done <- err
-		}()
-		call := gwPending(t, h, session, "fs.write")
-		giveUp()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("the call the client gave up on: %v", err)
-		}
-		withdrawn(t, h, session, call, "the client cancelled it")
 	})
 
 	t.Run("client gone", func(t *testing.T) {
