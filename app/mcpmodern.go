@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -144,10 +145,21 @@ func complete(rep ports.MCPReply) {
 		return
 	}
 	last := &rep.Messages[len(rep.Messages)-1]
-	if len(last.Result) == 0 || last.Result[0] != '{' || mcpwire.MemberValue(last.Result, "resultType") != nil {
+	r := last.Result
+	if len(r) == 0 || r[0] != '{' {
 		return
 	}
-	if b, err := mcpwire.SetMember(last.Result, []byte(`"complete"`), "resultType"); err == nil {
+	if !bytes.Contains(r, []byte(`"resultType"`)) { // none anywhere: no need to read it
+		last.Result = append(append([]byte(`{"resultType":"complete"`), byte(',')), r[1:]...)
+		if len(bytes.TrimSpace(r[1:])) == 1 { // {}
+			last.Result = []byte(`{"resultType":"complete"}`)
+		}
+		return
+	}
+	if mcpwire.MemberValue(r, "resultType") != nil {
+		return
+	}
+	if b, err := mcpwire.SetMember(r, []byte(`"complete"`), "resultType"); err == nil {
 		last.Result = b
 	}
 }

@@ -23,11 +23,13 @@ import (
 // and upstream) per call; the gateway's share is the difference between
 // BenchmarkMCPGateway and BenchmarkMCPDirect.
 
-// trivialMCP answers every request with a fixed result for its id.
-func trivialMCP() *httptest.Server {
+// trivialMCP answers every request with a fixed result for its id; it
+// speaks MCP 2026-07-28 too when modern (its server/discover offers it).
+func trivialMCP(modern ...bool) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
-			ID json.RawMessage `json:"id"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
 		body, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(body, &m) != nil || m.ID == nil {
@@ -35,11 +37,26 @@ func trivialMCP() *httptest.Server {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if len(modern) > 0 && modern[0] && m.Method == "server/discover" {
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}}`))
+			return
+		}
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"ok"}]}}`))
 	}))
 }
 
 const benchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`
+
+// benchCall2026 is the same call of an MCP 2026-07-28 client: its _meta,
+// and headers (bench2026) saying what the body says; no session.
+const benchCall2026 = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"},` +
+	`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+func bench2026(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token, mcpwire.HeaderProtocolVersion: mcpwire.Modern,
+		mcpwire.HeaderMethod: "tools/call", mcpwire.HeaderName: "fs.read"}
+}
 
 // benchGateway serves the gateway in front of upstream with uma's agent
 // allowed fs.read and denied fs.write, with what requests read kept in
@@ -89,8 +106,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runMCP posts body to url from 64 callers; want is a substring of every answer.
-func runMCP(b *testing.B, url, token, session, body, want string) {
+// sessionOf are the headers of a 2025 client in its MCP session.
+func sessionOf(token, session string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token, mcpwire.HeaderSessionID: session}
+}
+
+// runMCP posts body with headers to url from 64 callers; want is a
+// substring of every answer.
+func runMCP(b *testing.B, url string, headers map[string]string, body, want string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	b.SetParallelism(64 / max(1, testingProcs()))
 	b.ReportAllocs()
@@ -101,9 +124,8 @@ func runMCP(b *testing.B, url, token, session, body, want string) {
 			req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set(mcpwire.HeaderSessionID, session)
+			for k, v := range headers {
+				req.Header.Set(k, v)
 			}
 			res, err := client.Do(req)
 			if err != nil {
@@ -125,14 +147,24 @@ func runMCP(b *testing.B, url, token, session, body, want string) {
 func BenchmarkMCPDirect(b *testing.B) {
 	up := trivialMCP()
 	defer up.Close()
-	runMCP(b, up.URL, "", "", benchCall, `"text":"ok"`)
+	runMCP(b, up.URL, nil, benchCall, `"text":"ok"`)
 }
 
 func BenchmarkMCPGateway(b *testing.B) {
 	up := trivialMCP()
 	defer up.Close()
 	h, token, session := benchGateway(b, up.URL)
-	runMCP(b, h.url+"/mcp/fs", token, session, benchCall, `"text":"ok"`)
+	runMCP(b, h.url+"/mcp/fs", sessionOf(token, session), benchCall, `"text":"ok"`)
+}
+
+// BenchmarkMCPGateway2026 is BenchmarkMCPGateway for an MCP 2026-07-28
+// client to a server that speaks it: no session, the revision's headers
+// checked against the body, its _meta relayed.
+func BenchmarkMCPGateway2026(b *testing.B) {
+	up := trivialMCP(true)
+	defer up.Close()
+	h, token, _ := benchGateway(b, up.URL)
+	runMCP(b, h.url+"/mcp/fs", bench2026(token), benchCall2026, `"text":"ok"`)
 }
 
 // BenchmarkMCPGatewayDenied: a denied call costs no upstream round trip.
@@ -140,7 +172,7 @@ func BenchmarkMCPGatewayDenied(b *testing.B) {
 	up := trivialMCP()
 	defer up.Close()
 	h, token, session := benchGateway(b, up.URL)
-	runMCP(b, h.url+"/mcp/fs", token, session, strings.Replace(benchCall, "fs.read", "fs.write", 1), `"reason_code":"policy_deny"`)
+	runMCP(b, h.url+"/mcp/fs", sessionOf(token, session), strings.Replace(benchCall, "fs.read", "fs.write", 1), `"reason_code":"policy_deny"`)
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }

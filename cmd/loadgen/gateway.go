@@ -13,11 +13,22 @@ import (
 )
 
 // gatewayCall is an allowed MCP tools/call, the same body to the gateway
-// and to the upstream directly.
-const gatewayCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`
+// and to the upstream directly; gatewayCall2026 the same call of an MCP
+// 2026-07-28 client (its _meta; no session, headers that say what the body
+// says: modernHeaders).
+const (
+	gatewayCall     = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs.read","arguments":{"path":"/a"}}}`
+	gatewayCall2026 = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs26.read","arguments":{"path":"/a"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"loadgen","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+)
+
+var modernHeaders = []header{{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "fs26.read"}}
 
 // trivialUpstream answers every MCP request with a fixed result for its id
-// (202 for a notification): an upstream that costs next to nothing.
+// (202 for a notification): an upstream that costs next to nothing. At
+// /mcp it speaks MCP 2025 only; at /mcp26 MCP 2026-07-28 too (its
+// server/discover offers it).
 func trivialUpstream() (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,7 +36,8 @@ func trivialUpstream() (url string, stop func(), err error) {
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
-			ID json.RawMessage `json:"id"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if json.Unmarshal(body, &m) != nil || m.ID == nil {
@@ -33,6 +45,14 @@ func trivialUpstream() (url string, stop func(), err error) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/mcp26" {
+			if m.Method == "server/discover" {
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resultType":"complete","content":[{"type":"text","text":"ok"}]}}`))
+			return
+		}
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"ok"}]}}`))
 	})}
 	go func() { _ = srv.Serve(l) }()
@@ -40,10 +60,11 @@ func trivialUpstream() (url string, stop func(), err error) {
 }
 
 // gatewayRows measures an allowed tools/call through the MCP gateway
-// (/mcp/fs, an agent token, an open MCP session) beside the same call sent
-// to the upstream directly and through the two bare proxies (bareProxy),
-// with o.conns connections each. The upstream runs in this process, so
-// the gateway row's CPU/req is agentauth's alone.
+// (/mcp/fs, an agent token, an open MCP session; and /mcp/fs26, MCP
+// 2026-07-28, no session) beside the same call sent to the upstream
+// directly and through the two bare proxies (bareProxy), with o.conns
+// connections each. The upstream runs in this process, so the gateway
+// rows' CPU/req is agentauth's alone.
 func gatewayRows(o options, bin, tmp string) error {
 	upstream, stopUpstream, err := trivialUpstream()
 	if err != nil {
@@ -63,7 +84,9 @@ func gatewayRows(o options, bin, tmp string) error {
 	steps := []struct{ what, method, path, body string }{
 		{"register the server", "POST", "/api/v2/servers", `{"name":"fs","url":"` + p.URL + `/mcp/fs","endpoint":"` + upstream + `"}`},
 		{"register the tool", "POST", "/api/v2/tools", `{"name":"fs.read","server":"fs","read_only":true}`},
-		{"allow it", "POST", "/api/v2/policies", `{"effect":"allow","tool":"fs.*","scope":"role","value":"ADMIN"}`},
+		{"register the 2026 server", "POST", "/api/v2/servers", `{"name":"fs26","url":"` + p.URL + `/mcp/fs26","endpoint":"` + upstream + `26"}`},
+		{"register its tool", "POST", "/api/v2/tools", `{"name":"fs26.read","server":"fs26","read_only":true}`},
+		{"allow them", "POST", "/api/v2/policies", `{"effect":"allow","tool":"fs*","scope":"role","value":"ADMIN"}`},
 	}
 	for _, st := range steps {
 		if _, err := call(st.method, p.URL+st.path, st.body, auth); err != nil {
@@ -80,8 +103,15 @@ func gatewayRows(o options, bin, tmp string) error {
 			err = json.Unmarshal(body, &created)
 		}
 	}
+	agent, token26 := created.ID, ""
 	if err == nil {
-		if body, err = call("POST", p.URL+"/api/v2/sessions/"+session+"/agents/"+created.ID+"/token", `{"audience":"fs"}`, auth); err == nil {
+		if body, err = call("POST", p.URL+"/api/v2/sessions/"+session+"/agents/"+agent+"/token", `{"audience":"fs26"}`, auth); err == nil {
+			err = json.Unmarshal(body, &created)
+			token26 = created.AccessToken
+		}
+	}
+	if err == nil {
+		if body, err = call("POST", p.URL+"/api/v2/sessions/"+session+"/agents/"+agent+"/token", `{"audience":"fs"}`, auth); err == nil {
 			err = json.Unmarshal(body, &created)
 		}
 	}
@@ -111,11 +141,18 @@ func gatewayRows(o options, bin, tmp string) error {
 	fast := drive(request{method: "POST", url: fastProxied, body: gatewayCall, header: accept, server: fastProxy.Pid}, o.conns, o.warmup, o.duration)
 	gw := drive(request{method: "POST", url: p.URL + "/mcp/fs", body: gatewayCall, header: bearer, more: []header{accept, mcpSession},
 		server: p.Cmd.Process.Pid}, o.conns, o.warmup, o.duration)
+	gw26 := drive(request{method: "POST", url: p.URL + "/mcp/fs26", body: gatewayCall2026, header: header{"Authorization", "Bearer " + token26},
+		more: append([]header{accept}, modernHeaders...), server: p.Cmd.Process.Pid}, o.conns, o.warmup, o.duration)
 	fmt.Println(line("tools/call direct to the upstream", direct, direct.rps))
 	fmt.Println(line("tools/call through a bare Go reverse proxy", bare, direct.rps))
 	fmt.Println(line("tools/call through a bare fasthttp proxy", fast, direct.rps))
-	fmt.Println(line("tools/call through /mcp/fs", gw, direct.rps))
-	for name, r := range map[string]result{"direct": direct, "bare proxy": bare, "bare fasthttp proxy": fast, "gateway": gw} {
+	fmt.Println(line("tools/call through /mcp/fs (MCP 2025)", gw, direct.rps))
+	fmt.Println(line("tools/call through /mcp/fs26 (MCP 2026-07-28)", gw26, direct.rps))
+	if fast.cpu > 0 {
+		fmt.Printf("the gateway's CPU per call beside the bare fasthttp proxy's (its HTTP hops' floor): MCP 2025 %.1f×, MCP 2026-07-28 %.1f×\n",
+			float64(gw.cpu)/float64(fast.cpu), float64(gw26.cpu)/float64(fast.cpu))
+	}
+	for name, r := range map[string]result{"direct": direct, "bare proxy": bare, "bare fasthttp proxy": fast, "gateway": gw, "gateway 2026": gw26} {
 		if r.failed > 0 {
 			return fmt.Errorf("gateway rows: %s: %d requests failed: %s", name, r.failed, r.lastErr)
 		}

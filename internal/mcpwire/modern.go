@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -110,7 +111,12 @@ var errNotObject = errors.New("not an object")
 // when a step is missing; then depth is the steps found and obj the span
 // of the object that would hold the missing one.
 func locate(body []byte, path []string) (m member, obj [2]int, depth int, found bool, err error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
+	r := locators.Get().(*locator)
+	defer r.release()
+	// A bytes.Buffer is read in place, not copied (jsontext.NewDecoder).
+	r.src = *bytes.NewBuffer(body)
+	r.dec.Reset(&r.src, jsontext.AllowDuplicateNames(true))
+	dec := &r.dec
 	for depth = 0; depth < len(path); depth++ {
 		if dec.PeekKind() != '{' {
 			return m, obj, depth, false, errNotObject
@@ -123,11 +129,14 @@ func locate(body []byte, path []string) (m member, obj [2]int, depth int, found 
 		hit := false
 		for first := true; !hit && dec.PeekKind() != '}'; first = false {
 			before := int(dec.InputOffset())
-			tok, err := dec.ReadToken()
+			raw, err := dec.ReadValue()
 			if err != nil {
 				return m, obj, depth, false, err
 			}
-			if !strings.EqualFold(tok.String(), path[depth]) {
+			if r.name, err = jsontext.AppendUnquote(r.name[:0], raw); err != nil {
+				return m, obj, depth, false, err
+			}
+			if !strings.EqualFold(string(r.name), path[depth]) {
 				if err := dec.SkipValue(); err != nil {
 					return m, obj, depth, false, err
 				}
@@ -156,6 +165,23 @@ func locate(body []byte, path []string) (m member, obj [2]int, depth int, found 
 	}
 	m.valueEnd = int(dec.InputOffset())
 	return m, obj, depth, true, nil
+}
+
+// locators keeps decoders between walks: a walk then allocates little.
+var locators = sync.Pool{New: func() any { return new(locator) }}
+
+type locator struct {
+	src  bytes.Buffer
+	dec  jsontext.Decoder
+	name []byte
+}
+
+// release drops every reference to the body walked and goes back to the
+// pool.
+func (r *locator) release() {
+	r.src = bytes.Buffer{}
+	r.dec.Reset(&r.src)
+	locators.Put(r)
 }
 
 // SetMember is body (a JSON object) with the value at path replaced by
