@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,5 +342,100 @@ func TestGateway2026Rules(t *testing.T) {
 		if !found {
 			t.Errorf("%s: not audited", tt.name)
 		}
+	}
+}
+
+// TestGateway2026ServerAsksForInput: a server's own input_required passes
+// through to the 2026 client, and each retry of it is decided as a new
+// call. Where a rule asks, the gateway's approval comes first, then the
+// server's question, then (the retry being a call of its own) another
+// approval, which keeps the server's state and gives it back: the server
+// sees its own round trip whole, and runs the call once.
+func TestGateway2026ServerAsksForInput(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "1.0.0"}, nil)
+	var mu sync.Mutex
+	var ran []string
+	server.AddTool(&mcp.Tool{Name: "fs.confirm", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.RequestState != "up-1" {
+			return &mcp.CallToolResult{RequestState: "up-1", InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Mode: "form", Message: "sure?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil
+		}
+		mu.Lock()
+		ran = append(ran, "fs.confirm")
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "confirmed"}}}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer up.Close()
+	h := gwNew(t, 10*time.Second)
+	session, agent, _ := gwWorld(t, h, &gwUpstream{url: up.URL})
+	h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"fs.confirm","server":"fs"}`)
+	token := gwToken(t, h, session, agent, "fs")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	confirm := func(state, responses string) (string, string) {
+		t.Helper()
+		params := `"name":"fs.confirm","arguments":{},` + meta
+		if state != "" {
+			params += `,"requestState":"` + state + `"`
+		}
+		if responses != "" {
+			params += `,"inputResponses":` + responses
+		}
+		status, code, _, body := gw2026Post(t, h, token, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+params+`}}`, "Mcp-Name: fs.confirm")
+		var res struct {
+			Result struct {
+				ResultType, RequestState string
+				InputRequests            map[string]any
+				Content                  []struct{ Text string }
+			}
+		}
+		if status != 200 || code != 0 || json.Unmarshal(lastMessage(body), &res) != nil {
+			t.Fatalf("tools/call = %d %d %s", status, code, body)
+		}
+		if res.Result.ResultType == "input_required" {
+			if _, asked := res.Result.InputRequests["confirm"]; asked != (res.Result.RequestState == "up-1") {
+				t.Fatalf("input_required %s: the server's question with another state than its own", body)
+			}
+			return "input_required", res.Result.RequestState
+		}
+		return res.Result.Content[0].Text, ""
+	}
+	accept := `{"confirm":{"action":"accept","content":{"ok":true}}}`
+
+	// No rule asks: the server's question passes through, the retry runs.
+	if got, state := confirm("", ""); got != "input_required" || state != "up-1" {
+		t.Fatalf("first call: %s %s, want the server's input_required", got, state)
+	}
+	if got, _ := confirm("up-1", accept); got != "confirmed" {
+		t.Fatalf("retry: %s", got)
+	}
+
+	// A rule asks: approval, the server's question, approval again.
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.confirm","scope":"role","value":"USER"}`)
+	approve := func(skip ...string) string {
+		id := gwPending(t, h, session, "fs.confirm", skip...)
+		h.must(t, 200, "uma", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/approve", "")
+		return id
+	}
+	got, ours := confirm("", "")
+	if got != "input_required" || ours == "" || ours == "up-1" {
+		t.Fatalf("the call that asks: %s %s, want the gateway's input_required", got, ours)
+	}
+	first := approve()
+	if got, state := confirm(ours, ""); got != "input_required" || state != "up-1" {
+		t.Fatalf("approved: %s %s, want the server's question", got, state)
+	}
+	got, ours = confirm("up-1", accept)
+	if got != "input_required" || ours == "" || ours == "up-1" {
+		t.Fatalf("the answer to the server, which asks again: %s %s, want the gateway's input_required", got, ours)
+	}
+	approve(first)
+	if got, _ := confirm(ours, ""); got != "confirmed" {
+		t.Fatalf("approved again: %s, want the server's state given back and the call run", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 2 {
+		t.Errorf("the server ran %v, want twice (once per round trip completed)", ran)
 	}
 }
