@@ -46,6 +46,9 @@ type Application struct {
 	// Login keeps cookie sessions (OIDC logins, key sign-in); nil in
 	// hybrid mode.
 	Login *Login
+	// Connections are people's own credentials upstream; nil without
+	// their settings.
+	Connections *Connections
 }
 
 // Stores are the store ports the use cases are built on.
@@ -62,6 +65,8 @@ type Stores struct {
 	SessionModes ports.SessionModeStore
 	// Quotas count the calls limits admit.
 	Quotas ports.QuotaStore
+	// Connections keeps people's connections.
+	Connections ports.ConnectionStore
 }
 
 // Dependencies are what NewApplication builds the use cases from: the
@@ -86,6 +91,16 @@ type Dependencies struct {
 	// Approvals tells approvers outside agentauth of calls that wait for
 	// them and of their outcomes (the approvals webhook); nil: nobody.
 	Approvals ports.ApprovalNotifier
+	// Connections configure people's own credentials upstream; nil
+	// leaves them off.
+	Connections *ConnectionsSettings
+}
+
+// ConnectionsSettings are what people's own credentials upstream are built
+// from besides the stores.
+type ConnectionsSettings struct {
+	Config     ConnectionsConfig
+	Authorizer ports.UpstreamAuthorizer
 }
 
 // NewApplication builds every use case from d.
@@ -102,10 +117,21 @@ func NewApplication(d Dependencies) Application {
 	calls.owners = d.Keys
 	gateway := NewGateway(calls, reg, d.Clock)
 	var mcp *MCPGateway
+	var connections *Connections
 	if d.MCP != nil {
 		var err error
 		if mcp, err = NewMCPGateway(gateway, d.AuditLog, *d.MCP); err != nil {
 			panic("app: MCPSettings: " + err.Error()) // a bug of the wiring: it derives 32 bytes
+		}
+	}
+	if c := d.Connections; c != nil && st.Connections != nil {
+		var err error
+		if connections, err = NewConnections(c.Config, st.Connections, reg, c.Authorizer, d.Authorizer, d.Clock); err != nil {
+			panic("app: ConnectionsSettings: " + err.Error()) // a bug of the wiring: the keys are checked by the configuration
+		}
+		connections.WithPeople(d.Keys, d.Login)
+		if mcp != nil {
+			mcp.withConnections(connections)
 		}
 	}
 	return Application{
@@ -129,5 +155,6 @@ func NewApplication(d Dependencies) Application {
 		Records:       records,
 		Keys:          d.Keys,
 		Login:         d.Login,
+		Connections:   connections,
 	}
 }

@@ -59,6 +59,9 @@ type MCPGateway struct {
 	// upstreams is what the gateway learned of each server (its era, its
 	// tools' header bindings) and the 2025 sessions it holds with them.
 	upstreams *upstreams
+	// people give each person's own token to servers with upstream_auth
+	// (nil: such servers are refused).
+	people *Connections
 }
 
 // NewMCPGateway builds the flow on the decision use case g.
@@ -130,8 +133,11 @@ type MCPCaller struct {
 	Agent     *VerifiedAgent
 	Principal domain.Principal
 	// ProviderBearer: the credential is a Bearer token the identity
-	// provider issued (its audience must name the gateway resource).
+	// provider issued (its audience must name the gateway resource);
+	// ProviderToken is that token, which a token exchange presents on the
+	// person's behalf (a secret: never logged, never forwarded).
 	ProviderBearer bool
+	ProviderToken  string
 	// Session and AgentID name the agent another credential acts for.
 	Session, AgentID string
 }
@@ -459,7 +465,7 @@ func (s *MCPGateway) legacyPost(ctx context.Context, x *exchange, msg mcpwire.Me
 	if x.session == nil || x.session.Upstream == "" {
 		// No session with the server: it may speak 2026-07-28, which has
 		// no handshake, no ping and no client notifications.
-		era, err := s.era(ctx, x.sv)
+		era, err := s.eraOf(ctx, x)
 		if err != nil {
 			return s.upstreamFailed(x, msg.ID, err), nil
 		}
@@ -539,8 +545,14 @@ func serverInfoOf(era upstreamEra) json.RawMessage {
 	return json.RawMessage(`{"name":"agentauth-gateway","version":"1"}`)
 }
 
-// upstreamFailed answers that the server could not be asked.
+// upstreamFailed answers that the server could not be asked: for a
+// person without a working credential for it, that they are not
+// connected, and where to connect.
 func (s *MCPGateway) upstreamFailed(x *exchange, id json.RawMessage, err error) MCPAnswer {
+	var nc *NotConnectedError
+	if errors.As(err, &nc) {
+		return s.notConnected(x, id, nc)
+	}
 	x.n.Reason, x.answer.UpstreamError = domain.ReasonGatewayUpstream, err.Error()
 	if id == nil {
 		return x.fail(502, "server "+x.sv.Name+" failed: "+upstreamSummary(err))
@@ -704,7 +716,11 @@ func (s *MCPGateway) toolsCall(ctx context.Context, x *exchange, msg mcpwire.Mes
 // forwardCall forwards an allowed (or approved) tools/call and answers
 // the server's answer.
 func (s *MCPGateway) forwardCall(ctx context.Context, x *exchange, msg mcpwire.Message) (MCPAnswer, error) {
-	rep, ok, err := s.forward(ctx, x, msg, x.in.Body)
+	body, err := withoutOwnInput(x, x.in.Body)
+	if err != nil {
+		return s.upstreamFailed(x, msg.ID, err), nil
+	}
+	rep, ok, err := s.forward(ctx, x, msg, body)
 	if ok && err == nil {
 		if x.modern {
 			complete(rep)

@@ -151,16 +151,16 @@ func urlElicitation(caps json.RawMessage) bool {
 	return json.Unmarshal(caps, &c) == nil && c.Elicitation != nil && c.Elicitation.URL != nil
 }
 
-// declined: the client's answer to the gateway's input request declined
-// or cancelled opening the approval.
-func declined(responses json.RawMessage) bool {
+// declinedInput: the client's answer to the gateway's input request key
+// declined or cancelled opening its URL.
+func declinedInput(responses json.RawMessage, key string) bool {
 	var r map[string]struct {
 		Action string `json:"action"`
 	}
 	if json.Unmarshal(responses, &r) != nil {
 		return false
 	}
-	a := r[approvalInput].Action
+	a := r[key].Action
 	return a == "decline" || a == "cancel"
 }
 
@@ -205,7 +205,7 @@ func (s *MCPGateway) approvalRetry(ctx context.Context, x *exchange, msg mcpwire
 	x.n.Decision, x.n.Reason = "ask", call.Decision.Reason
 	switch cur.Status {
 	case domain.CallPending:
-		if declined(x.p.InputResponses) {
+		if declinedInput(x.p.InputResponses, approvalInput) {
 			_, err := s.decide.Withdraw(ctx, x.cl, cur.ID, "the client declined to open the approval")
 			switch {
 			case err == nil:

@@ -36,6 +36,11 @@ type MCPHeld struct {
 	caller                  Caller
 	requestID, client, path string
 	principal               domain.Principal
+	// sv and who, for a server with upstream_auth: the person's token is
+	// taken again when the call is released (the one of the hold's start
+	// may have expired meanwhile).
+	sv  domain.Server
+	who *UpstreamPerson
 }
 
 // hold answers a 2025 client's call that asks: the request's own audit
@@ -50,8 +55,14 @@ func (s *MCPGateway) hold(ctx context.Context, x *exchange, msg mcpwire.Message,
 	req.ProtocolVersion, req.Name = strings.Clone(req.ProtocolVersion), strings.Clone(req.Name)
 	in := x.in
 	x.answer.Status = 200
-	x.answer.Held = &MCPHeld{g: s, call: call, id: append(json.RawMessage(nil), msg.ID...), req: req, note: x.n, caller: x.cl,
+	held := &MCPHeld{g: s, call: call, id: append(json.RawMessage(nil), msg.ID...), req: req, note: x.n, caller: x.cl,
 		requestID: strings.Clone(in.RequestID), client: strings.Clone(in.Client), path: strings.Clone(in.Path), principal: x.cl.Principal}
+	if x.sv.UpstreamAuth != nil {
+		who := personOf(x)
+		who.Subject, who.ProviderToken = strings.Clone(who.Subject), strings.Clone(who.ProviderToken)
+		held.sv, held.who = x.sv, &who
+	}
+	x.answer.Held = held
 	return x.done(), nil
 }
 
@@ -155,8 +166,25 @@ func (h *MCPHeld) release(actx context.Context, call domain.ToolCall, n *domain.
 		n.Reason = domain.ReasonGatewayUsed
 		return h.error(mcpwire.CodeApprovalUsed, n.Reason, "the approval of tool call "+call.ID+" cannot be used: "+err.Error()), domain.AuditDeny
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.set.CallTimeout)
+	ctx, cancel := context.WithTimeout(actx, g.set.CallTimeout)
 	defer cancel()
+	if h.who != nil {
+		cred, note, err := g.credentialOf(ctx, h.sv, *h.who)
+		if note != "" {
+			n.Credential = note
+		}
+		var nc *NotConnectedError
+		if errors.As(err, &nc) {
+			n.Reason = domain.ReasonUpstreamNotConnected
+			return mcpwire.ErrorResponse(h.id, mcpwire.ErrorObject{Code: mcpwire.CodeDenied, Message: nc.Error(),
+				Data: &mcpwire.ErrorData{Reason: n.Reason, Call: h.call.ID, RequestID: h.requestID, ConnectURL: nc.URL}}), domain.AuditDeny
+		}
+		if err != nil {
+			n.Reason = domain.ReasonGatewayUpstream
+			return h.error(mcpwire.CodeUpstream, n.Reason, "the gateway has no credential for server "+h.sv.Name), domain.AuditAllow
+		}
+		h.req.Credential = cred
+	}
 	start := time.Now()
 	rep, err := g.up.Post(ctx, h.req, h.id)
 	n.Upstream, n.Duration, n.Dropped = rep.Status, time.Since(start), rep.Dropped

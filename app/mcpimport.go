@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentauth/agentauth/domain"
@@ -21,19 +22,24 @@ type MCPUpstreamFailed struct {
 func (e *MCPUpstreamFailed) Error() string { return e.Message }
 
 // ImportTools asks server for its tools (every page of its tools/list, as
-// the gateway with its credential, in the server's era) and compares them
+// the gateway with its credential, or p's own for a server with
+// upstream_auth, in the server's era) and compares them
 // with the registry; with apply it registers the new ones
 // (Gateway.ImportTools).
-func (s *MCPGateway) ImportTools(ctx context.Context, server string, apply bool) (ToolsDiff, error) {
+func (s *MCPGateway) ImportTools(ctx context.Context, p domain.Principal, server string, apply bool) (ToolsDiff, error) {
 	sv, err := s.decide.Server(ctx, server)
 	if err != nil {
 		return ToolsDiff{}, err
 	}
-	cred, err := s.creds.Credential(ctx, sv)
+	cred, _, err := s.credentialOf(ctx, sv, UpstreamPerson{Subject: p.Subject})
+	var nc *NotConnectedError
+	if errors.As(err, &nc) {
+		return ToolsDiff{}, fmt.Errorf("server %s lists its tools to a connected person, and you are not connected: connect at %s, then import: %w", sv.Name, nc.URL, domain.ErrConflict)
+	}
 	if err != nil {
 		return ToolsDiff{}, &MCPUpstreamFailed{Message: "the gateway has no credential for server " + sv.Name, Err: err}
 	}
-	era, err := s.era(ctx, sv)
+	era, err := s.era(ctx, sv, cred)
 	if err != nil {
 		return ToolsDiff{}, &MCPUpstreamFailed{Message: "server " + sv.Name + " did not answer: " + upstreamSummary(err), Err: err}
 	}

@@ -122,7 +122,7 @@ func (x *exchange) mismatchWhy(id json.RawMessage, header, sent, body, why strin
 // capabilities as the gateway offers them (tools only), the server's
 // identity and instructions, cached privately for a short time.
 func (s *MCPGateway) discover(ctx context.Context, x *exchange, msg mcpwire.Message) (MCPAnswer, error) {
-	era, err := s.era(ctx, x.sv)
+	era, err := s.eraOf(ctx, x)
 	if err != nil {
 		return s.upstreamFailed(x, msg.ID, err), nil
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentauth/agentauth/internal/mcpwire"
@@ -61,12 +62,17 @@ func (s *MCPGateway) Get(ctx context.Context, in *MCPRequest) (MCPAnswer, error)
 	if x.session.Upstream == "" {
 		// No session with the server: nothing to listen to (a 2026-07-28
 		// server has no such stream; a 2025 one without sessions may).
-		if era, err := s.era(ctx, x.sv); err != nil || era.modern {
+		if era, err := s.eraOf(ctx, x); err != nil || era.modern {
 			x.answer.Status = 405
 			return x.answer, nil
 		}
 	}
-	cred, err := s.creds.Credential(ctx, x.sv)
+	cred, err := s.credential(ctx, x)
+	var nc *NotConnectedError
+	if errors.As(err, &nc) {
+		x.answer.Status, x.answer.Fail = 403, nc.Error()
+		return x.answer, nil
+	}
 	if err != nil {
 		x.answer.Status, x.answer.Fail = 502, "the gateway has no credential for server "+x.sv.Name
 		return x.answer, nil
@@ -101,7 +107,7 @@ func (s *MCPGateway) Delete(ctx context.Context, in *MCPRequest) (MCPAnswer, err
 		return x.answer, err
 	}
 	s.sessions.remove(in.SessionID, x.session)
-	cred, err := s.creds.Credential(ctx, x.sv)
+	cred, err := s.credential(ctx, x)
 	req := ports.MCPRequest{Endpoint: x.sv.Endpoint, Credential: cred, SessionID: x.session.Upstream, ProtocolVersion: in.ProtocolVersion}
 	status := 204
 	if err == nil && x.session.Upstream != "" {

@@ -140,11 +140,11 @@ func (s *MCPGateway) toolBindings(ctx context.Context, x *exchange, tool string)
 	if fresh {
 		return b, nil
 	}
-	era, err := s.era(ctx, x.sv)
+	cred, err := s.credential(ctx, x)
 	if err != nil {
 		return nil, err
 	}
-	cred, err := s.creds.Credential(ctx, x.sv)
+	era, err := s.era(ctx, x.sv, cred)
 	if err != nil {
 		return nil, err
 	}

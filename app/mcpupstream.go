@@ -77,9 +77,35 @@ func newUpstreams() *upstreams {
 // endpoint it was learned at: a server registered anew at another
 // endpoint is another server.
 
-// era is what the gateway knows of sv's era, learned now if it knows
-// nothing current.
-func (s *MCPGateway) era(ctx context.Context, sv domain.Server) (upstreamEra, error) {
+// eraOf is what the gateway knows of x's server's era, learned now (with
+// the credential x's server gets) if it knows nothing current.
+func (s *MCPGateway) eraOf(ctx context.Context, x *exchange) (upstreamEra, error) {
+	if era, ok := s.knownEra(x.sv); ok {
+		return era, nil
+	}
+	cred, err := s.credential(ctx, x)
+	if err != nil {
+		return upstreamEra{}, err
+	}
+	return s.era(ctx, x.sv, cred)
+}
+
+// knownEra is what the gateway knows of sv's era now, if anything.
+func (s *MCPGateway) knownEra(sv domain.Server) (upstreamEra, bool) {
+	u := s.upstreams
+	u.mu.Lock()
+	e, ok := u.eras[sv.Name]
+	u.mu.Unlock()
+	if !ok || e.endpoint != sv.Endpoint {
+		return upstreamEra{}, false
+	}
+	return e.current(u.now())
+}
+
+// era is what the gateway knows of sv's era, learned now with cred (the
+// credential sv gets for this request's caller) if it knows nothing
+// current.
+func (s *MCPGateway) era(ctx context.Context, sv domain.Server, cred string) (upstreamEra, error) {
 	u := s.upstreams
 	u.mu.Lock()
 	e, ok := u.eras[sv.Name]
@@ -96,7 +122,7 @@ func (s *MCPGateway) era(ctx context.Context, sv domain.Server) (upstreamEra, er
 	if era, ok := e.current(u.now()); ok {
 		return era, nil
 	}
-	era, err := s.learnEra(ctx, sv)
+	era, err := s.learnEra(ctx, sv, cred)
 	if err != nil {
 		return era, err
 	}
@@ -123,11 +149,7 @@ func (s *MCPGateway) forgetEra(sv domain.Server) {
 
 // learnEra asks sv: server/discover first (2026-07-28 servers must answer
 // it, server/discover.mdx), else the initialize handshake of 2025.
-func (s *MCPGateway) learnEra(ctx context.Context, sv domain.Server) (upstreamEra, error) {
-	cred, err := s.creds.Credential(ctx, sv)
-	if err != nil {
-		return upstreamEra{}, err
-	}
+func (s *MCPGateway) learnEra(ctx context.Context, sv domain.Server, cred string) (upstreamEra, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.set.CallTimeout)
 	defer cancel()
 	until := s.upstreams.now().Add(eraTTL)
@@ -201,7 +223,7 @@ func (s *MCPGateway) legacySession(ctx context.Context, x *exchange, era upstrea
 	if ok && !fresh {
 		return ls, nil
 	}
-	cred, err := s.creds.Credential(ctx, x.sv)
+	cred, err := s.credential(ctx, x)
 	if err != nil {
 		return ls, err
 	}
@@ -246,7 +268,7 @@ func (s *MCPGateway) legacySession(ctx context.Context, x *exchange, era upstrea
 // whichever the client's; fresh opens a new 2025 session for a 2026
 // client (its last one ended).
 func (s *MCPGateway) outbound(ctx context.Context, x *exchange, msg mcpwire.Message, body []byte, fresh bool) (ports.MCPRequest, error) {
-	cred, err := s.creds.Credential(ctx, x.sv)
+	cred, err := s.credential(ctx, x)
 	if err != nil {
 		return ports.MCPRequest{}, err
 	}
@@ -256,7 +278,7 @@ func (s *MCPGateway) outbound(ctx context.Context, x *exchange, msg mcpwire.Mess
 			r.SessionID, r.ProtocolVersion = x.session.Upstream, x.in.ProtocolVersion
 			return r, nil
 		}
-		era, err := s.era(ctx, x.sv)
+		era, err := s.era(ctx, x.sv, cred)
 		if err != nil || !era.modern {
 			r.ProtocolVersion = x.in.ProtocolVersion
 			return r, err
@@ -281,7 +303,7 @@ func (s *MCPGateway) outbound(ctx context.Context, x *exchange, msg mcpwire.Mess
 		}
 		return r, nil
 	}
-	era, err := s.era(ctx, x.sv)
+	era, err := s.era(ctx, x.sv, cred)
 	if err != nil {
 		return r, err
 	}

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -30,6 +33,33 @@ type Gateway struct {
 	// AuditArguments > 0 records each call's arguments (canonical JSON)
 	// in its audit record, cut to that many bytes; 0: their hash only.
 	AuditArguments int `yaml:"auditArguments" env:"SERVICE_GATEWAY_AUDIT_ARGUMENTS"`
+	// Connections configure each person's own credential upstream.
+	Connections Connections `yaml:"connections"`
+}
+
+// Connections configure people's connections to servers' upstreams
+// (upstream_auth type oauth2) and token exchange.
+type Connections struct {
+	// KeyFile holds the key that seals the upstream tokens at rest (read
+	// into Key at load); empty and no Key: {dataDir}/secrets/connections.key,
+	// created on first start in SQLite mode, none in PostgreSQL mode (where
+	// every instance needs the same key: connections are then off).
+	KeyFile string `yaml:"keyFile" env:"SERVICE_GATEWAY_CONNECTIONS_KEY_FILE"`
+	Key     string `yaml:"-" env:"SERVICE_GATEWAY_CONNECTIONS_KEY"`
+	// PreviousKeyFile is the key rotated out (read into PreviousKey): it
+	// still opens what it sealed, which is sealed again under Key as it
+	// is used.
+	PreviousKeyFile string `yaml:"previousKeyFile" env:"SERVICE_GATEWAY_CONNECTIONS_PREVIOUS_KEY_FILE"`
+	PreviousKey     string `yaml:"-" env:"SERVICE_GATEWAY_CONNECTIONS_PREVIOUS_KEY"`
+	// RefreshBefore: an access token expiring within it is refreshed
+	// before it is sent.
+	RefreshBefore time.Duration `yaml:"refreshBefore" env:"SERVICE_GATEWAY_CONNECTIONS_REFRESH_BEFORE"`
+}
+
+// ConnectionsKeyPath is where SQLite mode keeps the connections' key
+// when none is configured.
+func (c Config) ConnectionsKeyPath() string {
+	return filepath.Join(c.DataDir, "secrets", "connections.key")
 }
 
 // maxGatewayMessage is the API's body limit: no message can be larger.
@@ -39,7 +69,8 @@ const maxGatewayMessage = 1 << 20
 const maxAuditArguments = 4096
 
 func defaultGateway() Gateway {
-	return Gateway{CallTimeout: time.Minute, AskTimeout: 5 * time.Minute, StreamTimeout: 30 * time.Minute, MaxMessageBytes: maxGatewayMessage}
+	return Gateway{CallTimeout: time.Minute, AskTimeout: 5 * time.Minute, StreamTimeout: 30 * time.Minute, MaxMessageBytes: maxGatewayMessage,
+		Connections: Connections{RefreshBefore: time.Minute}}
 }
 
 // GatewayResourceURL is gateway.resourceURL, or the API's own URL with
@@ -118,5 +149,26 @@ func (c Config) validateGateway() []error {
 	if g.MaxMessageBytes < 1024 || g.MaxMessageBytes > maxGatewayMessage {
 		bad("%s: %d is outside 1024 to %d", names("gateway.maxMessageBytes"), g.MaxMessageBytes, maxGatewayMessage)
 	}
+	cn := g.Connections
+	for _, k := range []struct{ key, setting string }{{cn.Key, "gateway.connections.keyFile"}, {cn.PreviousKey, "gateway.connections.previousKeyFile"}} {
+		if _, err := SealKey(k.key); k.key != "" && err != nil {
+			bad("%s: want a 32-byte key in base64url (as `head -c 32 /dev/urandom | basenc --base64url` writes it)", names(k.setting))
+		}
+	}
+	if cn.PreviousKey != "" && cn.Key == "" {
+		bad("%s: set with gateway.connections.keyFile (the key that seals from now on)", names("gateway.connections.previousKeyFile"))
+	}
+	if cn.RefreshBefore < time.Second || cn.RefreshBefore > time.Hour {
+		bad("%s: %v is outside 1s to 1h", names("gateway.connections.refreshBefore"), cn.RefreshBefore)
+	}
 	return errs
+}
+
+// SealKey reads a 32-byte key written in base64url (padded or not).
+func SealKey(s string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err != nil || len(b) != 32 {
+		return nil, errors.New("want a 32-byte key in base64url")
+	}
+	return b, nil
 }

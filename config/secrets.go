@@ -35,6 +35,8 @@ func (c *Config) resolveSecretFiles() []error {
 		{&c.Audit.SigningKey, c.Audit.SigningKeyFile, "SERVICE_AUDIT_SIGNING_KEY", "audit.signingKeyFile / SERVICE_AUDIT_SIGNING_KEY_FILE / --audit-signing-key-file"},
 		{&c.Auth.AgentTokens.SigningKey, c.Auth.AgentTokens.SigningKeyFile, "SERVICE_AGENT_TOKENS_SIGNING_KEY", names("auth.agentTokens.signingKeyFile")},
 		{&c.Auth.AgentTokens.PreviousKey, c.Auth.AgentTokens.PreviousKeyFile, "SERVICE_AGENT_TOKENS_PREVIOUS_KEY", names("auth.agentTokens.previousKeyFile")},
+		{&c.Gateway.Connections.Key, c.Gateway.Connections.KeyFile, "SERVICE_GATEWAY_CONNECTIONS_KEY", names("gateway.connections.keyFile")},
+		{&c.Gateway.Connections.PreviousKey, c.Gateway.Connections.PreviousKeyFile, "SERVICE_GATEWAY_CONNECTIONS_PREVIOUS_KEY", names("gateway.connections.previousKeyFile")},
 		{&c.Approvals.WebhookSecret, c.Approvals.WebhookSecretFile, "SERVICE_APPROVALS_WEBHOOK_SECRET", names("approvals.webhookSecretFile")},
 	} {
 		if p.file == "" {

@@ -51,6 +51,10 @@ type GatewayCall struct {
 	Duration time.Duration
 	// Dropped counts the server's messages not relayed.
 	Dropped int
+	// Credential says whose token went upstream when it was a person's
+	// own ("connection of alice (refreshed)", "token exchange for
+	// alice"); "" for the gateway's credential. Never a token.
+	Credential string
 }
 
 // gatewayCallMark starts a GatewayCall in an audit reason.
@@ -73,6 +77,9 @@ func (n GatewayCall) String() string {
 		if kv.value != "" {
 			b = append(append(b, kv.key...), kv.value...)
 		}
+	}
+	if n.Credential != "" {
+		b = appendNoteValue(append(b, "; credential "...), n.Credential)
 	}
 	if n.Upstream != 0 {
 		b = strconv.AppendInt(append(b, "; upstream status "...), int64(n.Upstream), 10)
@@ -137,6 +144,8 @@ func ParseGatewayCall(reason string) (GatewayCall, bool) {
 			n.Decision = val
 		case "reason":
 			n.Reason = val
+		case "credential":
+			n.Credential = val
 		case "upstream":
 			status, dur, _ := strings.Cut(strings.TrimPrefix(val, "status "), " in ")
 			n.Upstream, _ = strconv.Atoi(status)

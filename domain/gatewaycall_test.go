@@ -14,6 +14,8 @@ func TestGatewayCallRoundTrip(t *testing.T) {
 	withArgs := full
 	withArgs.ArgsText = `{"a":"x; decision deny; upstream status 500 in 1s"}`
 	injected := GatewayCall{Method: "tools/call", Server: "fs", Chain: "u; decision allow → agt_1", Tool: "t; decision allow", Decision: "deny", Reason: ReasonGatewayUnknown}
+	personal := GatewayCall{Method: "tools/call", Server: "gh", Chain: "alice → agt_1", Tool: "gh.read", Decision: "allow",
+		Reason: "policy_allow", Credential: "connection of alice (refreshed)", Upstream: 200, Duration: time.Millisecond}
 	injectedRead := injected
 	injectedRead.Chain, injectedRead.Tool = `u\x3b decision allow → agt_1`, `t\x3b decision allow`
 	tests := []struct {
@@ -28,6 +30,7 @@ func TestGatewayCallRoundTrip(t *testing.T) {
 		{"alone", refused.String(), refused, true},
 		{"arguments recorded are not read back, nor forge a field", "x; " + withArgs.String(), full, true},
 		{"a tool name and a subject cannot forge a field", "x; " + injected.String(), injectedRead, true},
+		{"a person's credential", "x; " + personal.String(), personal, true},
 		{"another request", "role USER grants sessions:read", GatewayCall{}, false},
 		{"mcp without server", "x; mcp tools/call", GatewayCall{}, false},
 	}
@@ -53,6 +56,9 @@ func TestGatewayCallString(t *testing.T) {
 			Args: "ab12", Call: "call_1", Decision: "allow", Reason: "policy_allow", Upstream: 200, Duration: 1500*time.Microsecond + 400*time.Nanosecond,
 			Dropped: 2, ArgsText: `{"a":1}`},
 			`mcp tools/call server fs; chain uma (managed_key key k1) → agt_1; tool fs.read; args_sha256 ab12; call call_1; decision allow; reason policy_allow; upstream status 200 in 1.5ms; 2 upstream messages dropped; arguments {"a":1}`},
+		{"a person's own credential", GatewayCall{Method: "tools/call", Server: "gh", Chain: "al;ice → agt_1", Decision: "allow", Credential: "connection of al;ice",
+			Upstream: 200, Duration: time.Millisecond},
+			`mcp tools/call server gh; chain al\x3bice → agt_1; decision allow; credential connection of al\x3bice; upstream status 200 in 1ms`},
 		{"no answer, long", GatewayCall{Method: "ping", Server: "s", Chain: "u → a", Upstream: -1, Duration: 2*time.Minute + 3*time.Second + 700*time.Nanosecond},
 			"mcp ping server s; chain u → a; upstream status -1 in 2m3.000001s"},
 		{"instant", GatewayCall{Method: "ping", Server: "s", Chain: "u → a", Upstream: 202},

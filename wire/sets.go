@@ -56,7 +56,8 @@ var settingsSet = gwire.NewSet(targetRedactor, readyChecks, dataDir, apiKey, aut
 // coreSet is everything but the identity adapter and the edge's
 // configuration: store (chosen at run time, see store.go), audit log, use
 // cases and the HTTP edge with the MCP gateway's.
-var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set, gatewaySettings, gatewayEdge, agentTokenSet, approvalNotifier)
+var coreSet = gwire.NewSet(settingsSet, storeSet, auditsign.New, auditSet, appSet, rest.Set, gatewaySettings, gatewayEdge, agentTokenSet, approvalNotifier,
+	connectionsSettings)
 
 // agentTokenSet provides agent credentials: the signer, the use case and
 // their endpoints.

@@ -53,6 +53,8 @@ type Stores struct {
 	LoginWatch ports.LoginSessionWatcher
 	// Keys are the managed API keys, in every mode but hybrid.
 	Keys ports.APIKeyStore
+	// Connections are people's connections to servers' upstreams.
+	Connections ports.ConnectionStore
 	// Ping is the readiness check of the database.
 	Ping func(context.Context) error
 	// Intents records the changes whose audit record never came (see
@@ -70,7 +72,8 @@ var storeSet = gwire.NewSet(openStores, useCaseStores, gwire.FieldsOf(new(Stores
 // useCaseStores are the ports app.NewApplication builds the use cases on.
 func useCaseStores(st Stores) app.Stores {
 	return app.Stores{Sessions: st.Sessions, Audit: st.Audit, Checkpoints: st.Checkpoints, Settings: st.Settings, Projects: st.Projects,
-		Catalog: st.Catalog, Policies: st.Policies, Agents: st.Agents, ToolCalls: st.ToolCalls, SessionModes: st.SessionModes, Quotas: st.Quotas}
+		Catalog: st.Catalog, Policies: st.Policies, Agents: st.Agents, ToolCalls: st.ToolCalls, SessionModes: st.SessionModes, Quotas: st.Quotas,
+		Connections: st.Connections}
 }
 
 // loginStoreFields provides the login ports from the same store, for a set
@@ -96,6 +99,7 @@ type store interface {
 	ports.LoginThrottle
 	ports.LoginSessionWatcher
 	ports.APIKeyStore
+	ports.ConnectionStore
 	Ping(ctx context.Context) error
 }
 
@@ -103,7 +107,7 @@ func storesOf(s store) Stores {
 	return Stores{
 		Sessions: s, Audit: s, Checkpoints: s, Settings: s,
 		Projects: s, Catalog: s, Policies: s, Agents: s, ToolCalls: s, SessionModes: s, Quotas: s,
-		LoginSessions: s, AuthRequests: s, LoginThrottle: s, LoginWatch: s, Keys: s,
+		LoginSessions: s, AuthRequests: s, LoginThrottle: s, LoginWatch: s, Keys: s, Connections: s,
 		Ping: s.Ping,
 	}
 }

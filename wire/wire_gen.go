@@ -119,6 +119,17 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	appConnectionsSettings, err := connectionsSettings(cfg, stores, log)
+	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -132,6 +143,7 @@ func Hybrid(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 		MCP:              mcpSettings,
 		Approvals:        portsApprovalNotifier,
+		Connections:      appConnectionsSettings,
 	}
 	appApplication, cleanup8 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -319,6 +331,19 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	appConnectionsSettings, err := connectionsSettings(cfg, stores, log)
+	if err != nil {
+		cleanup9()
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    portsAuthenticator,
@@ -332,6 +357,7 @@ func OIDC(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 		MCP:              mcpSettings,
 		Approvals:        portsApprovalNotifier,
+		Connections:      appConnectionsSettings,
 	}
 	appApplication, cleanup10 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -488,6 +514,18 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	appConnectionsSettings, err := connectionsSettings(cfg, stores, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -501,6 +539,7 @@ func Local(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 		MCP:              mcpSettings,
 		Approvals:        portsApprovalNotifier,
+		Connections:      appConnectionsSettings,
 	}
 	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -653,6 +692,18 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	appConnectionsSettings, err := connectionsSettings(cfg, stores, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -666,6 +717,7 @@ func APIKey(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 		MCP:              mcpSettings,
 		Approvals:        portsApprovalNotifier,
+		Connections:      appConnectionsSettings,
 	}
 	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)
@@ -814,6 +866,18 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	appConnectionsSettings, err := connectionsSettings(cfg, stores, log)
+	if err != nil {
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	dependencies := app.Dependencies{
 		Stores:           appStores,
 		Authenticator:    authenticator,
@@ -827,6 +891,7 @@ func Debug(cfg config.Config, log *zap.Logger) (*rest.Server, func(), error) {
 		Login:            login,
 		MCP:              mcpSettings,
 		Approvals:        portsApprovalNotifier,
+		Connections:      appConnectionsSettings,
 	}
 	appApplication, cleanup9 := application(dependencies, stores)
 	server, err := rest.New(config2, appApplication, log)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang/mock/gomock"
 	"go.uber.org/zap"
 
 	"github.com/agentauth/agentauth/adapters/agenttoken"
@@ -25,6 +27,7 @@ import (
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
+	"github.com/agentauth/agentauth/ports/mocks"
 )
 
 // The callers of the access tests: the four built-in roles, a second USER
@@ -85,6 +88,32 @@ type axOptions struct {
 	// inMemory keeps the registry and the session records in memory on the
 	// store's watcher, as the service does (wire's application).
 	inMemory bool
+	// upstream is the authorization servers of people's connections; nil:
+	// one that discovers every server and grants whatever it is asked
+	// (axUpstream).
+	upstream ports.UpstreamAuthorizer
+}
+
+// axConnectionsKey seals the harness's connections.
+var axConnectionsKey = []byte("0123456789abcdef0123456789abcdef")
+
+// axUpstream is an authorization server for every server with
+// upstream_auth: it discovers it, sends browsers to as.example, grants
+// every code and takes every revocation.
+func axUpstream(t testing.TB) ports.UpstreamAuthorizer {
+	m := mocks.NewMockUpstreamAuthorizer(gomock.NewController(t))
+	m.EXPECT().Discover(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, sv domain.Server) (ports.UpstreamAS, error) {
+		return ports.UpstreamAS{Issuer: "https://as.example/", AuthURL: "https://as.example/authorize", TokenURL: "https://as.example/token",
+			RevocationURL: "https://as.example/revoke", ClientID: sv.UpstreamAuth.ClientID}, nil
+	}).AnyTimes()
+	m.EXPECT().AuthCodeURL(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(func(as ports.UpstreamAS, state, _, redirect string) string {
+		return as.AuthURL + "?" + url.Values{"state": {state}, "redirect_uri": {redirect}}.Encode()
+	}).AnyTimes()
+	m.EXPECT().ExchangeCode(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Return(
+		ports.UpstreamTokens{AccessToken: "upstream-access-token-value", RefreshToken: "upstream-refresh-token-value", Expiry: time.Now().Add(time.Hour),
+			Scopes: []string{"repo"}, Subject: "upstream-sub"}, nil).AnyTimes()
+	m.EXPECT().Revoke(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Return(true, nil).AnyTimes()
+	return m
 }
 
 // axStart serves the full access model on a 127.0.0.1 port over the SQLite
@@ -157,8 +186,14 @@ func axStart(t testing.TB, path string, opts ...axOptions) *axHarness {
 	if opt.gateway != nil {
 		mcp = &opt.gateway.mcp
 	}
+	upstream := opt.upstream
+	if upstream == nil {
+		upstream = axUpstream(t)
+	}
 	uc := app.NewApplication(app.Dependencies{Stores: store.Stores(), Authenticator: authn, Authorizer: authz,
-		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed, MCP: mcp})
+		AuditLog: audit, Clock: clock, Signer: keys, AgentTokenLimits: limits, AuditKey: signer.PublicKey(), Keys: managed, MCP: mcp,
+		Connections: &app.ConnectionsSettings{Authorizer: upstream, Config: app.ConnectionsConfig{Keys: [][]byte{axConnectionsKey},
+			Base: "http://agentauth.test", RefreshBefore: time.Minute, Lease: time.Second, Poll: 10 * time.Millisecond}}})
 	stopMemory := func() {}
 	if opt.inMemory {
 		stopRegistry, stopRecords := uc.Registry.KeepInMemory(hub), uc.Records.KeepInMemory(hub)
@@ -206,8 +241,9 @@ func axNew(t *testing.T) *axHarness {
 }
 
 type axResponse struct {
-	status int
-	body   []byte
+	status   int
+	body     []byte
+	location string
 }
 
 func (r axResponse) decode(t *testing.T, v any) {
@@ -242,6 +278,18 @@ func (r axResponse) errorOf(t *testing.T) errorDetail {
 	return e.Error
 }
 
+// axClient follows redirects on the harness's own host only, and none of
+// the connect flow's: those are answered as they are.
+var axClient = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	switch {
+	case req.URL.Host != via[0].URL.Host || strings.HasPrefix(via[0].URL.Path, "/connect/"):
+		return http.ErrUseLastResponse
+	case len(via) >= 10:
+		return fmt.Errorf("stopped after 10 redirects")
+	}
+	return nil
+}}
+
 // do sends a request as subject ("" for none).
 func (h *axHarness) do(t testing.TB, subject, method, path, body string) axResponse {
 	t.Helper()
@@ -262,7 +310,7 @@ func (h *axHarness) do(t testing.TB, subject, method, path, body string) axRespo
 	case body != "":
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := axClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +319,7 @@ func (h *axHarness) do(t testing.TB, subject, method, path, body string) axRespo
 	if err != nil {
 		t.Fatal(err)
 	}
-	return axResponse{status: res.StatusCode, body: b}
+	return axResponse{status: res.StatusCode, body: b, location: res.Header.Get("Location")}
 }
 
 // must sends a request and fails unless it answers want; it returns the

@@ -69,5 +69,5 @@ func (s *SQLite) AuditChain(ctx context.Context, after int64, limit int) ([]doma
 // wire uses.
 func (s *SQLite) Stores() app.Stores {
 	return app.Stores{Sessions: s, Audit: s, Checkpoints: s, Settings: s, Projects: s, Catalog: s, Policies: s,
-		Agents: s, ToolCalls: s, SessionModes: s, Quotas: s}
+		Agents: s, ToolCalls: s, SessionModes: s, Quotas: s, Connections: s}
 }

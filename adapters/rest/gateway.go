@@ -74,10 +74,13 @@ func (s *Server) requireGateway(c *fiber.Ctx) error {
 // providerBearer reports whether the request authenticated with a Bearer
 // token the identity provider issued: neither an agent token nor a key
 // (API, local mode's, debug or managed), which carry no audience.
-func providerBearer(c *fiber.Ctx, p domain.Principal) bool {
+func providerBearer(c *fiber.Ctx, p domain.Principal) (token string, ok bool) {
 	cred, err := credentialFrom(c)
-	return err == nil && cred.Kind == ports.CredentialBearer && p.Key == nil &&
-		p.Method != domain.MethodAPIKey && p.Method != domain.MethodLocal && p.Method != domain.MethodDebug
+	if err == nil && cred.Kind == ports.CredentialBearer && p.Key == nil &&
+		p.Method != domain.MethodAPIKey && p.Method != domain.MethodLocal && p.Method != domain.MethodDebug {
+		return cred.Value, true
+	}
+	return "", false
 }
 
 // mcpRequest reads the request for the flow (into the request's state).
@@ -95,7 +98,8 @@ func (s *Server) mcpRequest(c *fiber.Ctx) *app.MCPRequest {
 	if st.agent != nil {
 		in.Caller.Agent = c.Locals(verifiedKey{}).(*app.VerifiedAgent)
 	} else {
-		in.Caller = app.MCPCaller{Principal: st.principal, ProviderBearer: providerBearer(c, st.principal),
+		token, bearer := providerBearer(c, st.principal)
+		in.Caller = app.MCPCaller{Principal: st.principal, ProviderBearer: bearer, ProviderToken: token,
 			Session: c.Get(HeaderGatewaySession), AgentID: c.Get(HeaderGatewayAgent)}
 	}
 	return in

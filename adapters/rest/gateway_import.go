@@ -35,7 +35,7 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	d, err := s.uc.MCP.ImportTools(c.UserContext(), c.Params("name"), req.Apply)
+	d, err := s.uc.MCP.ImportTools(c.UserContext(), principalOf(c), c.Params("name"), req.Apply)
 	if err != nil {
 		return s.upstreamFailed(err)
 	}

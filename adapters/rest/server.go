@@ -175,6 +175,7 @@ func (s *Server) apiRoutes() []route {
 		s.consoleRoutes(),
 		s.keyRoutes(),
 		s.gatewayAdminRoutes(),
+		s.connectionRoutes(),
 	)
 }
 

@@ -192,6 +192,9 @@ type ErrorData struct {
 	HeaderValue *string  `json:"header_value,omitempty"`
 	BodyValue   *string  `json:"body_value,omitempty"`
 	Call        string   `json:"call,omitempty"`
+	// ConnectURL is where the caller's person connects the server's
+	// upstream (upstream_not_connected).
+	ConnectURL string `json:"connect_url,omitempty"`
 }
 
 // ErrorResponse is the response to request id (null when unknown) with e.

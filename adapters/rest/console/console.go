@@ -136,24 +136,26 @@ func New(uc app.Application, env Env) *Console {
 type section struct {
 	Path, Title string
 	Need        domain.Permission
-	// keys: served only where the managed keys are (not in hybrid mode).
-	keys bool
+	// served, when set, says whether the use case behind it is (the managed
+	// keys are not in hybrid mode).
+	served func(app.Application) bool
 }
 
 // sections lists the navigation in order.
 var sections = []section{
-	{"/console/", "Who am I", domain.PermMeRead, false},
-	{"/console/sessions", "Sessions", domain.PermSessionsRead, false},
-	{"/console/approvals", "Approvals", domain.PermToolCallsApprove, false},
-	{"/console/gateway", "Gateway calls", domain.PermSessionsRead, false},
-	{"/console/dashboard", "Dashboard", domain.PermDashboardRead, false},
-	{"/console/projects", "Projects", domain.PermProjectsRead, false},
-	{"/console/settings", "Settings", domain.PermSettingsRead, false},
-	{"/console/policies", "Policies", domain.PermPoliciesRead, false},
-	{"/console/catalog", "Servers & tools", domain.PermServersRead, false},
-	{"/console/roles", "Roles", domain.PermSettingsRead, false},
-	{"/console/keys", "API keys", domain.PermKeysRead, true},
-	{"/console/audit", "Audit log", domain.PermAuditRead, false},
+	{"/console/", "Who am I", domain.PermMeRead, nil},
+	{"/console/sessions", "Sessions", domain.PermSessionsRead, nil},
+	{"/console/approvals", "Approvals", domain.PermToolCallsApprove, nil},
+	{"/console/gateway", "Gateway calls", domain.PermSessionsRead, nil},
+	{"/console/dashboard", "Dashboard", domain.PermDashboardRead, nil},
+	{"/console/projects", "Projects", domain.PermProjectsRead, nil},
+	{"/console/settings", "Settings", domain.PermSettingsRead, nil},
+	{"/console/policies", "Policies", domain.PermPoliciesRead, nil},
+	{"/console/catalog", "Servers & tools", domain.PermServersRead, nil},
+	{"/console/roles", "Roles", domain.PermSettingsRead, nil},
+	{"/console/keys", "API keys", domain.PermKeysRead, func(a app.Application) bool { return a.Keys != nil }},
+	{"/console/connections", "Connections", domain.PermConnectionsRead, func(a app.Application) bool { return a.Connections != nil }},
+	{"/console/audit", "Audit log", domain.PermAuditRead, nil},
 }
 
 // view is what every page template gets.
@@ -180,7 +182,7 @@ func (c *Console) render(ctx *fiber.Ctx, status int, name, title string, data an
 			v.Can[string(perm)] = true
 		}
 		for _, s := range sections {
-			if v.Can[string(s.Need)] && (!s.keys || c.uc.Keys != nil) {
+			if v.Can[string(s.Need)] && (s.served == nil || s.served(c.uc)) {
 				v.Nav = append(v.Nav, s)
 			}
 		}

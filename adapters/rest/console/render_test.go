@@ -82,6 +82,11 @@ func pageData(rows int) map[string]any {
 		"keys": keysData{Next: hostile, Keys: []keyRow{{domain.APIKey{ID: hostile, Name: hostile, Owner: hostile, Projects: []string{hostile}, Tools: []string{hostile},
 			Permissions: []domain.Permission{domain.Permission(hostile)}, ExpiresAt: now}, hostile}},
 			Grantable: []domain.Permission{domain.Permission(hostile)}, Made: &app.NewKey{Key: domain.APIKey{Name: hostile, Owner: hostile}, Secret: hostile}},
+		"connections": connectionsData{Connected: hostile, Next: hostile,
+			Servers: []serverRow{{Name: hostile, Issuer: hostile, Scopes: []string{hostile}},
+				{Name: "javascript:alert(1)", Scopes: []string{hostile}, Conn: &domain.Connection{Subject: hostile, Server: hostile, UpstreamSubject: hostile,
+					Scopes: []string{hostile}, Status: domain.ConnectionBroken, Broken: hostile, CreatedAt: now}}},
+			Everyone: []domain.Connection{{Subject: hostile, Server: hostile, UpstreamSubject: hostile, Status: domain.ConnectionActive, CreatedAt: now}}},
 		"problem": Problem{Status: 403, Title: hostile, Message: hostile, Missing: domain.Permission(hostile), RequestID: hostile},
 		"signin":  SignIn{ReturnTo: hostile, ProviderURL: "javascript:alert(1)", ProviderName: hostile, Password: true, Key: true, Error: hostile, Notice: hostile, RequestID: hostile},
 	}

@@ -80,6 +80,12 @@ func (c *Console) Routes() []Route {
 			Route{post, "/console/keys/:id/revoke", domain.PermKeysWrite, c.revokeKey},
 		)
 	}
+	if c.uc.Connections != nil {
+		routes = append(routes,
+			Route{get, "/console/connections", domain.PermConnectionsRead, c.connections},
+			Route{post, "/console/connections/:name/delete", domain.PermConnectionsWrite, c.disconnect},
+		)
+	}
 	return routes
 }
 

@@ -82,7 +82,7 @@ func (c *Console) importTools(ctx *fiber.Ctx) error {
 		return err
 	}
 	apply := ctx.FormValue("apply") == "on"
-	diff, err := c.uc.MCP.ImportTools(ctx.UserContext(), name, apply)
+	diff, err := c.uc.MCP.ImportTools(ctx.UserContext(), c.principal(ctx), name, apply)
 	if uf := (*app.MCPUpstreamFailed)(nil); errors.As(err, &uf) {
 		return fiber.NewError(fiber.StatusBadGateway, uf.Message)
 	} else if err != nil {

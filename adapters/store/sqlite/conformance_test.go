@@ -128,3 +128,11 @@ func TestConnectionStore(t *testing.T) {
 func TestSharedConnectionStore(t *testing.T) {
 	porttest.RunSharedConnectionStore(t, sharedStores[ports.ConnectionStore])
 }
+
+func TestConnections(t *testing.T) {
+	apptest.RunConnections(t, func(t *testing.T) porttest.ConnectionStore { return newStore(t) })
+}
+
+func TestSharedConnections(t *testing.T) {
+	apptest.RunSharedConnections(t, sharedStores[porttest.ConnectionStore])
+}

@@ -21,16 +21,16 @@ export const configured = Boolean(env.url && env.mode && env.artifacts);
 // The sections each built-in role sees: those whose permission it holds
 // (domain.DefaultGrants), in navigation order.
 export const navOf = {
-  ADMIN: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Dashboard', 'Projects', 'Settings', 'Policies', 'Servers & tools', 'Roles', 'API keys', 'Audit log'],
-  USER: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Projects', 'API keys'],
-  LEAD: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Dashboard', 'Projects', 'API keys'],
-  AUDITOR: ['Who am I', 'Sessions', 'Gateway calls', 'Projects', 'Policies', 'Servers & tools', 'API keys', 'Audit log'],
+  ADMIN: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Dashboard', 'Projects', 'Settings', 'Policies', 'Servers & tools', 'Roles', 'API keys', 'Connections', 'Audit log'],
+  USER: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Projects', 'API keys', 'Connections'],
+  LEAD: ['Who am I', 'Sessions', 'Approvals', 'Gateway calls', 'Dashboard', 'Projects', 'API keys', 'Connections'],
+  AUDITOR: ['Who am I', 'Sessions', 'Gateway calls', 'Projects', 'Policies', 'Servers & tools', 'API keys', 'Connections', 'Audit log'],
 };
 
 export const sectionPath = {
   'Who am I': '/console/', Sessions: '/console/sessions', Approvals: '/console/approvals', 'Gateway calls': '/console/gateway', Dashboard: '/console/dashboard',
   Projects: '/console/projects', Settings: '/console/settings', Policies: '/console/policies', 'Servers & tools': '/console/catalog',
-  Roles: '/console/roles', 'API keys': '/console/keys', 'Audit log': '/console/audit',
+  Roles: '/console/roles', 'API keys': '/console/keys', Connections: '/console/connections', 'Audit log': '/console/audit',
 };
 
 // The permission a section's URL names on its 403 page.

@@ -1,0 +1,82 @@
+package console
+
+import (
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/agentauth/agentauth/app"
+	"github.com/agentauth/agentauth/domain"
+)
+
+// serverRow is a server a person may connect, with their connection to it
+// (nil: not connected).
+type serverRow struct {
+	Name string
+	// Issuer is where the person signs in ("" discovered when connecting).
+	Issuer string
+	Scopes []string
+	Conn   *domain.Connection
+}
+
+type connectionsData struct {
+	Servers []serverRow
+	// Everyone is every person's connections, for connections:audit.
+	Everyone []domain.Connection
+	Next     string
+	// Connected names the server a connection was just made to.
+	Connected string
+}
+
+// connections lists the servers a person may connect, with Connect and
+// Disconnect; everyone's connections for ADMIN and AUDITOR. The tokens
+// are never on it.
+func (c *Console) connections(ctx *fiber.Ctx) error {
+	p := c.principal(ctx)
+	servers, err := c.uc.Connections.Connectable(ctx.UserContext())
+	if err != nil {
+		return err
+	}
+	list, err := c.uc.Connections.List(ctx.UserContext(), p, app.PageRequest{Limit: pageSize, Cursor: ctx.Query("cursor")})
+	if err != nil {
+		return err
+	}
+	mine := map[string]*domain.Connection{}
+	d := connectionsData{Next: list.Next, Connected: ctx.Query("connected")}
+	for i := range list.Items {
+		x := &list.Items[i]
+		if x.Subject == p.Subject {
+			mine[x.Server] = x
+		}
+	}
+	if c.has(ctx, domain.PermConnectionsAudit) || c.has(ctx, domain.PermConnectionsManage) {
+		d.Everyone = list.Items
+	}
+	for _, sv := range servers {
+		d.Servers = append(d.Servers, serverRow{Name: sv.Name, Issuer: sv.UpstreamAuth.Issuer, Scopes: sv.UpstreamAuth.Scopes, Conn: mine[sv.Name]})
+	}
+	return c.render(ctx, fiber.StatusOK, "connections", "Connections", d)
+}
+
+// disconnect removes a connection (revoked upstream where offered): one's
+// own, or, with subject, another person's (connections:manage).
+func (c *Console) disconnect(ctx *fiber.Ctx) error {
+	name, err := url.PathUnescape(ctx.Params("name"))
+	if err != nil {
+		return err
+	}
+	res, err := c.uc.Connections.Remove(ctx.UserContext(), c.principal(ctx), ctx.FormValue("subject"), name)
+	if err != nil {
+		return err
+	}
+	outcome := "the connection of " + res.Connection.Subject + " to " + name + " removed"
+	switch {
+	case res.Revoked:
+		outcome += "; its tokens revoked at " + res.Connection.Issuer
+	case res.RevokeError != "":
+		outcome += "; revoking its tokens failed (" + res.RevokeError + ")"
+	case !res.Offered:
+		outcome += "; " + res.Connection.Issuer + " offers no revocation"
+	}
+	return c.done(ctx, "/console/connections", outcome)
+}
