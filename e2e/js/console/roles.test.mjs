@@ -17,7 +17,7 @@ after(async () => { await browser?.close(); });
 
 // flash waits for the outcome shown after a form's redirect.
 async function flash(page, text) {
-  await page.getByRole('status').filter({ hasText: text }).first().waitFor({ timeout: 10000 });
+  await page.getByRole('status').filter({ hasText: text }).first().waitFor({ timeout: 30000 });
 }
 
 async function post(page, subject, formButton, path, outcome) {

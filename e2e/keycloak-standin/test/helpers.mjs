@@ -12,7 +12,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const AGENTAUTH = { id: 'agentauth', secret: 'agentauth-e2e-secret', redirect: 'http://127.0.0.1:18080/auth/callback' };
 export const OTHER_APP = { id: 'other-app', secret: 'other-app-secret' };
 
-// Starts `node server.mjs --port 0` and resolves once it prints its URL.
+// Starts `node server.mjs --port 0` and resolves once it prints its URL. A
+// start that fails, or takes over a minute (a bound for a broken start: a
+// busy machine took 15 s), kills the child, so that nothing outlives the
+// test file and holds its runner open.
 export async function startStandin(env = {}) {
   const child = spawn(process.execPath, [path.join(root, 'server.mjs'), '--port', '0'], {
     cwd: root,
@@ -23,7 +26,10 @@ export async function startStandin(env = {}) {
   child.stderr.on('data', (d) => { stderr += d; });
   const issuer = await new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`stand-in did not start: ${stderr}`)), 15000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`stand-in did not start within 60 s: ${stderr}`));
+    }, 60000);
     child.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/^keycloak-standin listening on (http:\/\/127\.0\.0\.1:\d+\/realms\/agents)\n/m);
@@ -44,12 +50,22 @@ export async function startStandin(env = {}) {
     oidc: `${issuer}/protocol/openid-connect`,
     stderr: () => stderr,
     async stop() {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
       child.kill('SIGTERM');
       return exited;
     },
   };
+}
+
+// until asks cond every 50 ms until it holds, and fails when within ms pass
+// first (a bound for a broken run, never what a test measures).
+export async function until(what, cond, within = 30000) {
+  const deadline = Date.now() + within;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${within} ms`);
+    await new Promise((r) => { setTimeout(r, 50); });
+  }
 }
 
 export function basic(id, secret) {
