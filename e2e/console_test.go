@@ -107,9 +107,9 @@ func runConsoleTests(t *testing.T, url, mode string, accounts []consoleAccount, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // bounds a hung browser, not a slow machine
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--test", "--test-concurrency=1", "--test-timeout=300000", "--test-reporter=spec", "console/")
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-concurrency=1", "--test-timeout=900000", "--test-reporter=spec", "console/")
 	cmd.Dir = js
 	// Node, its test processes and their Chromium are one process group,
 	// ended together when the test ends or times out.
