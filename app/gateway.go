@@ -138,6 +138,17 @@ type Hold struct {
 // domain.MaxArgumentsBytes is denied: an approver could not be shown them.
 // A tool registered on another server counts as unregistered.
 func (s *Gateway) Decide(ctx context.Context, c Caller, server, tool string, args []byte) (domain.ToolCall, error) {
+	return s.decideCall(ctx, c, server, tool, args, true)
+}
+
+// Redecide is Decide for the retry of a call that asked (MCP 2026-07-28
+// brings it back with its requestState): decided anew with the rules in
+// force, and not counted against limits again (it was when it asked).
+func (s *Gateway) Redecide(ctx context.Context, c Caller, server, tool string, args []byte) (domain.ToolCall, error) {
+	return s.decideCall(ctx, c, server, tool, args, false)
+}
+
+func (s *Gateway) decideCall(ctx context.Context, c Caller, server, tool string, args []byte, charge bool) (domain.ToolCall, error) {
 	tool, err := domain.CanonicalToolName(tool)
 	if err != nil {
 		return domain.ToolCall{}, err
@@ -153,9 +164,17 @@ func (s *Gateway) Decide(ctx context.Context, c Caller, server, tool string, arg
 	case err != nil && !errors.Is(err, domain.ErrNotFound):
 		return domain.ToolCall{}, err
 	}
-	d, err := s.calls.quotas.Charge(ctx, in, s.decide(in, c))
-	if err != nil {
-		return domain.ToolCall{}, err
+	d := s.decide(in, c)
+	if in.Registered == nil && d.Effect != domain.EffectDeny {
+		// A tool a server offers is callable once an ADMIN registered
+		// (and so pinned) it.
+		d = domain.ToolDecision{Effect: domain.EffectDeny, Reason: domain.ReasonGatewayUnknown,
+			Message: "no tool " + tool + " is registered on server " + server + ": a tool a server offers is callable through the gateway once an ADMIN registers it (POST /api/v2/servers/" + server + "/tools/import)"}
+	}
+	if charge {
+		if d, err = s.calls.quotas.Charge(ctx, in, d); err != nil {
+			return domain.ToolCall{}, err
+		}
 	}
 	if d.Effect == domain.EffectAsk && len(args) > domain.MaxArgumentsBytes {
 		d = domain.ToolDecision{Effect: domain.EffectDeny, Reason: domain.ReasonArgumentsTooLarge, Rule: d.Rule,
@@ -165,8 +184,12 @@ func (s *Gateway) Decide(ctx context.Context, c Caller, server, tool string, arg
 	if c.Grant != nil {
 		by = "agent:" + c.Agent()
 	}
-	return domain.ToolCall{Session: c.Session, Agent: c.Agent(), Tool: tool, Decision: d,
-		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), Arguments: args, ArgsHash: domain.ArgumentsHash(args)}, nil
+	call := domain.ToolCall{Session: c.Session, Agent: c.Agent(), Tool: tool, Decision: d,
+		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(), Arguments: args, ArgsHash: domain.ArgumentsHash(args)}
+	if in.Registered != nil {
+		call.ToolDigest = in.Registered.Pin.Digest
+	}
+	return call, nil
 }
 
 // Hold stores call of c, which asks, as the pending approval (with its
@@ -251,10 +274,15 @@ func (s *Gateway) WithdrawWaiting(ctx context.Context, c Caller, waiter, why str
 }
 
 // UseApproval spends the approval of call on the arguments whose hash is
-// argsHash: other arguments, or a second use, are refused (ErrConflict).
+// argsHash: other arguments, or a second use, are refused (ErrConflict),
+// and so is a call whose tool's definition changed since it was asked for
+// (a *domain.Refusal tool_definition_changed).
 func (s *Gateway) UseApproval(ctx context.Context, call domain.ToolCall, argsHash string) error {
 	if call.ArgsHash != argsHash {
 		return fmt.Errorf("tool call %s was approved for other arguments: %w", call.ID, domain.ErrConflict)
+	}
+	if err := s.definitionHeld(ctx, call); err != nil {
+		return err
 	}
 	return s.calls.store.UseApproval(ctx, call.ID, s.clock.Now().UTC())
 }
@@ -273,6 +301,11 @@ type ToolsDiff struct {
 	// listed names outside the tool-name charset. Neither is imported.
 	Elsewhere []string
 	Invalid   []string
+	// Changed are registered on this server and listed with a definition
+	// other than pinned: an import records the drift, and an ADMIN
+	// accepts it (or not) tool by tool. Unchanged tools not pinned yet
+	// are pinned.
+	Changed []string
 }
 
 // Note is what the audit record of an import says: the tools it added
@@ -305,7 +338,8 @@ func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domai
 	for _, t := range tools {
 		registered[strings.ToLower(t.Name)] = t
 	}
-	d := ToolsDiff{Add: []domain.Tool{}, Unchanged: []string{}, Unlisted: []string{}, Elsewhere: []string{}, Invalid: []string{}}
+	d := ToolsDiff{Add: []domain.Tool{}, Unchanged: []string{}, Unlisted: []string{}, Elsewhere: []string{}, Invalid: []string{}, Changed: []string{}}
+	var pins, drifts []domain.Tool
 	seen := map[string]bool{}
 	for _, l := range listed {
 		name, err := domain.CanonicalToolName(l.Name)
@@ -314,11 +348,19 @@ func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domai
 			d.Invalid = append(d.Invalid, l.Name)
 		case seen[name]:
 		case !ok:
-			d.Add = append(d.Add, domain.Tool{Name: name, Server: server, ReadOnly: l.ReadOnly, Description: domain.ToolDescriptionOf(l.Description)})
+			d.Add = append(d.Add, domain.Tool{Name: name, Server: server, ReadOnly: l.ReadOnly, Description: domain.ToolDescriptionOf(l.Description), Pin: l.Pin})
 		case t.Server != server:
 			d.Elsewhere = append(d.Elsewhere, name)
+		case t.Pin.Digest != "" && (l.Pin.Digest != t.Pin.Digest || t.Pin.Drifted()):
+			d.Changed = append(d.Changed, name)
+			if l.Pin.Digest != t.Pin.Digest && l.Pin.Digest != t.Pin.ChangedDigest {
+				drifts = append(drifts, domain.Tool{Name: t.Name, Pin: l.Pin})
+			}
 		default:
 			d.Unchanged = append(d.Unchanged, name)
+			if t.Pin.Digest == "" {
+				pins = append(pins, domain.Tool{Name: t.Name, Pin: l.Pin})
+			}
 		}
 		seen[name] = true
 	}
@@ -333,6 +375,16 @@ func (s *Gateway) ImportTools(ctx context.Context, server string, listed []domai
 	for i := range d.Add {
 		d.Add[i].CreatedAt = s.clock.Now().UTC()
 		if err := s.catalog.CreateTool(ctx, d.Add[i]); err != nil {
+			return d, err
+		}
+	}
+	for _, t := range pins {
+		if err := s.catalog.PinTool(ctx, t.Name, t.Pin.Definition, t.Pin.Digest); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return d, err
+		}
+	}
+	for _, t := range drifts {
+		if err := s.catalog.RecordToolDrift(ctx, t.Name, t.Pin.Definition, t.Pin.Digest, s.clock.Now().UTC()); err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return d, err
 		}
 	}

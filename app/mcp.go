@@ -658,6 +658,18 @@ func (s *MCPGateway) callableTools(ctx context.Context, x *exchange, result json
 	if err != nil {
 		return nil, err
 	}
+	defs := make([]string, len(list.Names))
+	for i := range defs {
+		defs[i] = list.Definition(i)
+	}
+	pinned, note, err := s.decide.CheckDefinitions(ctx, x.sv.Name, list.Names, defs)
+	if err != nil {
+		return nil, err
+	}
+	x.n.Definitions = note
+	for i := range ok {
+		ok[i] = ok[i] && pinned[i]
+	}
 	return list.Keep(ok), nil
 }
 

@@ -183,7 +183,7 @@ func (s *MCPGateway) approvalRetry(ctx context.Context, x *exchange, msg mcpwire
 		_, _ = s.decide.Withdraw(ctx, x.cl, st.Call, holdEnded)
 		return x.approvalError(msg.ID, mcpwire.CodeApprovalTimeout, domain.ReasonGatewayTimeout, "tool call "+st.Call+" was not approved in time"), true, nil
 	}
-	call, err := s.decide.Decide(ctx, x.cl, x.sv.Name, x.p.Name, canonical)
+	call, err := s.decide.Redecide(ctx, x.cl, x.sv.Name, x.p.Name, canonical)
 	if err != nil {
 		return x.done(), true, err
 	}

@@ -164,6 +164,10 @@ func (h *MCPHeld) release(actx context.Context, call domain.ToolCall, n *domain.
 	n.Decision = "approved by " + call.ResolvedBy
 	if err := g.decide.UseApproval(actx, call, h.note.Args); err != nil {
 		n.Reason = domain.ReasonGatewayUsed
+		var changed *domain.Refusal
+		if errors.As(err, &changed) {
+			n.Reason = changed.Code
+		}
 		return h.error(mcpwire.CodeApprovalUsed, n.Reason, "the approval of tool call "+call.ID+" cannot be used: "+err.Error()), domain.AuditDeny
 	}
 	ctx, cancel := context.WithTimeout(actx, g.set.CallTimeout)

@@ -51,13 +51,17 @@ func (s *MCPGateway) ImportTools(ctx context.Context, p domain.Principal, server
 	}
 	tools := make([]domain.Tool, len(listed))
 	for i, l := range listed {
-		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint, Description: l.Description}
+		tools[i] = domain.Tool{Name: l.Name, ReadOnly: l.Annotations.ReadOnlyHint, Description: l.Description,
+			Pin: domain.ToolPin{Definition: l.definition, Digest: domain.DefinitionDigest([]byte(l.definition))}}
 	}
 	return s.decide.ImportTools(ctx, sv.Name, tools, apply)
 }
 
 // listedTool is a tool as a server's tools/list names it.
 type listedTool struct {
+	// definition is its definition (mcpwire.ToolDefinition), pinned when
+	// it is imported.
+	definition  string
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Annotations struct {
@@ -130,14 +134,18 @@ func (s *MCPGateway) listTools(ctx context.Context, sv domain.Server, era upstre
 			return nil, fmt.Errorf("tools/list: %s", last.Error)
 		}
 		var res struct {
-			Tools      []listedTool `json:"tools"`
-			NextCursor string       `json:"nextCursor"`
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(last.Result, &res); err != nil {
 			return nil, fmt.Errorf("tools/list result: %v", err)
 		}
 		s.learnTools(sv, last.Result)
-		out = append(out, res.Tools...)
+		for _, raw := range res.Tools {
+			l := listedTool{definition: mcpwire.ToolDefinition(raw)}
+			_ = json.Unmarshal(raw, &l) // a tool that is no object has no name: invalid
+			out = append(out, l)
+		}
 		if cursor = res.NextCursor; cursor == "" {
 			return out, nil
 		}

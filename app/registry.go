@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -110,6 +111,21 @@ func (r *Registry) DeleteServer(ctx context.Context, name string) error {
 // UpdateTool changes a tool's registration.
 func (r *Registry) UpdateTool(ctx context.Context, t domain.Tool) error {
 	return r.change(ctx, ports.RegistryTool+t.Name, func() error { return r.catalog.UpdateTool(ctx, t) })
+}
+
+// PinTool pins a tool's definition.
+func (r *Registry) PinTool(ctx context.Context, name string, def string, digest string) error {
+	return r.change(ctx, ports.RegistryTool+name, func() error { return r.catalog.PinTool(ctx, name, def, digest) })
+}
+
+// RecordToolDrift records a tool's changed definition.
+func (r *Registry) RecordToolDrift(ctx context.Context, name string, def string, digest string, at time.Time) error {
+	return r.change(ctx, ports.RegistryTool+name, func() error { return r.catalog.RecordToolDrift(ctx, name, def, digest, at) })
+}
+
+// AcceptToolDefinition pins a tool's changed definition.
+func (r *Registry) AcceptToolDefinition(ctx context.Context, name, digest string) error {
+	return r.change(ctx, ports.RegistryTool+name, func() error { return r.catalog.AcceptToolDefinition(ctx, name, digest) })
 }
 
 // DeleteTool removes a tool.

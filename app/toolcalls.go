@@ -128,6 +128,9 @@ func (s *ToolCalls) keep(ctx context.Context, in domain.ToolCallInput, d domain.
 	call := domain.ToolCall{ID: newID("call_"), Session: in.Session.ID, Agent: in.Agent.ID, Tool: in.Tool, Decision: d,
 		Status: domain.StatusOf(d.Effect), RequestedBy: by, CreatedAt: s.clock.Now().UTC(),
 		Arguments: in.Arguments, ArgsHash: domain.ArgumentsHash(in.Arguments)}
+	if in.Registered != nil {
+		call.ToolDigest = in.Registered.Pin.Digest
+	}
 	if err := s.store.CreateToolCall(ctx, call); err != nil {
 		return domain.ToolCall{}, err
 	}
@@ -257,6 +260,9 @@ func (s *ToolCalls) recheck(ctx context.Context, approver domain.Principal, sess
 	case err == nil && t.SecondApprover && approver.Subject == sess.Owner:
 		return &domain.Refusal{Code: domain.ReasonSecondApprover, Missing: domain.PermToolCallsApprove,
 			Message: "tool " + t.Name + " needs its calls approved by someone other than the session's owner"}
+	case err == nil && call.ToolDigest != "" && t.Pin.Digest != call.ToolDigest:
+		return fmt.Errorf("tool call %s can no longer be approved: tool %s's definition changed since it was asked for (%s): %w",
+			call.ID, t.Name, domain.ReasonToolDefinitionChanged, domain.ErrConflict)
 	case err == nil:
 		in.Registered = &t
 	case !errors.Is(err, domain.ErrNotFound):

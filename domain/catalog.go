@@ -36,6 +36,10 @@ type Tool struct {
 	SecondApprover bool
 	// Limit bounds the tool's calls that are allowed or ask (zero: none).
 	Limit Limit
+	// Pin is the tool's definition as its server declared it when it was
+	// registered or imported, and what the server declared since when it
+	// differs (see ToolPin).
+	Pin ToolPin
 	// Description is what the tool does, as its server describes it (an
 	// import copies tools/list's) or an ADMIN wrote it: shown to whoever
 	// approves its calls.

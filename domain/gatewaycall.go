@@ -55,6 +55,9 @@ type GatewayCall struct {
 	// own ("connection of alice (refreshed)", "token exchange for
 	// alice"); "" for the gateway's credential. Never a token.
 	Credential string
+	// Definitions says what a tools/list found of the tools' pinned
+	// definitions: pinned, changed (hidden), not registered (hidden).
+	Definitions string
 }
 
 // gatewayCallMark starts a GatewayCall in an audit reason.
@@ -87,6 +90,9 @@ func (n GatewayCall) String() string {
 	}
 	if n.Dropped > 0 {
 		b = append(strconv.AppendInt(append(b, "; "...), int64(n.Dropped), 10), " upstream messages dropped"...)
+	}
+	if n.Definitions != "" {
+		b = appendNoteValue(append(b, "; definitions "...), n.Definitions)
 	}
 	if n.ArgsText != "" {
 		b = append(append(b, "; arguments "...), n.ArgsText...)
@@ -146,6 +152,8 @@ func ParseGatewayCall(reason string) (GatewayCall, bool) {
 			n.Reason = val
 		case "credential":
 			n.Credential = val
+		case "definitions":
+			n.Definitions = val
 		case "upstream":
 			status, dur, _ := strings.Cut(strings.TrimPrefix(val, "status "), " in ")
 			n.Upstream, _ = strconv.Atoi(status)

@@ -102,6 +102,9 @@ func (a *Authorizer) DecideToolCall(in ToolCallInput) ToolDecision {
 		return ToolDecision{Effect: EffectDeny, Reason: ReasonGatewayUnknown,
 			Message: "the security gateway is on and no registered server offers tool " + in.Tool}
 	}
+	if d := driftStep(in.Registered); d != nil {
+		return *d
+	}
 	var projects []string
 	if in.Session.Project != "" {
 		projects = []string{in.Session.Project}
@@ -148,6 +151,9 @@ func RecheckApproval(in ToolCallInput) *ToolDecision {
 	if in.Gateway && in.Registered == nil {
 		return &ToolDecision{Effect: EffectDeny, Reason: ReasonGatewayUnknown,
 			Message: "the security gateway is on and no registered server offers tool " + in.Tool}
+	}
+	if d := driftStep(in.Registered); d != nil {
+		return d
 	}
 	who := Subject{Subject: in.Principal.Subject}
 	if in.Session.Project != "" {
@@ -274,6 +280,10 @@ type ToolCall struct {
 	// without a waiter to receive the result.
 	Waiter    string
 	WaitUntil time.Time
+	// ToolDigest is the digest of the tool's pinned definition when the
+	// call was asked for ("": none was pinned): an approval holds for that
+	// definition only.
+	ToolDigest string
 }
 
 // Abandoned reports whether c is a pending call whose wait ended before

@@ -76,6 +76,19 @@ type CatalogStore interface {
 	// of it waits for approval; atomically.
 	UpdateTool(ctx context.Context, t domain.Tool) error
 	DeleteTool(ctx context.Context, name string) error
+
+	// PinTool pins the definition (canonical JSON, and its digest) of the
+	// tool name when none is pinned (domain.ErrNotFound otherwise, or when
+	// it is not registered). A change of the tool's server drops its pin.
+	PinTool(ctx context.Context, name string, def string, digest string) error
+	// RecordToolDrift records that the tool's server declares def (of
+	// digest) instead of the pinned definition; domain.ErrNotFound when
+	// the tool is not pinned, is pinned with def, or def is recorded
+	// already.
+	RecordToolDrift(ctx context.Context, name string, def string, digest string, at time.Time) error
+	// AcceptToolDefinition pins the changed definition recorded for name
+	// when its digest is digest (domain.ErrNotFound otherwise).
+	AcceptToolDefinition(ctx context.Context, name, digest string) error
 }
 
 // PolicyStore keeps the tool policy rules.

@@ -40,6 +40,8 @@ func (s *Server) accessRoutes() []route {
 		{fiber.MethodPut, "/api/v2/tools/:name", domain.PermToolsWrite, s.changeTool(true)},
 		{fiber.MethodPatch, "/api/v2/tools/:name", domain.PermToolsWrite, s.changeTool(false)},
 		{fiber.MethodDelete, "/api/v2/tools/:name", domain.PermToolsWrite, s.deleteTool},
+		{fiber.MethodGet, "/api/v2/tools/:name/definition", domain.PermToolsRead, s.toolDefinition},
+		{fiber.MethodPost, "/api/v2/tools/:name/definition/accept", domain.PermToolsWrite, s.acceptToolDefinition},
 
 		{fiber.MethodGet, "/api/v2/policies", domain.PermPoliciesRead, s.listPolicies},
 		{fiber.MethodPost, "/api/v2/policies", domain.PermPoliciesWrite, s.createPolicy},
@@ -285,12 +287,82 @@ type toolJSON struct {
 	SecondApprover bool       `json:"second_approver"`
 	Description    string     `json:"description"`
 	Limit          *limitJSON `json:"limit,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
+	// DefinitionSHA256 is the digest of the pinned definition ("": not
+	// pinned yet); DefinitionChanged: its server declares it otherwise
+	// since, and it is hidden and refused until an ADMIN accepts that.
+	DefinitionSHA256  string    `json:"definition_sha256,omitempty"`
+	DefinitionChanged bool      `json:"definition_changed,omitempty"`
+	CreatedAt         time.Time `json:"created_at"`
 }
 
 func toToolJSON(t domain.Tool) toolJSON {
 	return toolJSON{Name: t.Name, Server: t.Server, ReadOnly: t.ReadOnly, SecondApprover: t.SecondApprover, Description: t.Description,
-		Limit: toLimitJSON(t.Limit), CreatedAt: t.CreatedAt}
+		Limit: toLimitJSON(t.Limit), DefinitionSHA256: t.Pin.Digest, DefinitionChanged: t.Pin.Drifted(), CreatedAt: t.CreatedAt}
+}
+
+// definitionJSON is a tool's pinned definition beside the one its server
+// declares since, for an ADMIN to review.
+type definitionJSON struct {
+	Name          string          `json:"name"`
+	Server        string          `json:"server"`
+	Pinned        json.RawMessage `json:"pinned"`
+	PinnedSHA256  string          `json:"pinned_sha256"`
+	Changed       json.RawMessage `json:"changed,omitempty"`
+	ChangedSHA256 string          `json:"changed_sha256,omitempty"`
+	ChangedAt     *time.Time      `json:"changed_at,omitempty"`
+}
+
+func toDefinitionJSON(t domain.Tool) definitionJSON {
+	out := definitionJSON{Name: t.Name, Server: t.Server, Pinned: rawOrNull(t.Pin.Definition), PinnedSHA256: t.Pin.Digest}
+	if t.Pin.Drifted() {
+		at := t.Pin.ChangedAt
+		out.Changed, out.ChangedSHA256, out.ChangedAt = rawOrNull(t.Pin.Changed), t.Pin.ChangedDigest, &at
+	}
+	return out
+}
+
+func rawOrNull(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s)
+}
+
+func (s *Server) toolDefinition(c *fiber.Ctx) error {
+	name, err := pathName(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.uc.Gateway.ToolDefinition(c.UserContext(), name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toDefinitionJSON(t))
+}
+
+type acceptDefinitionRequest struct {
+	SHA256 string `json:"sha256"`
+}
+
+func (s *Server) acceptToolDefinition(c *fiber.Ctx) error {
+	var req acceptDefinitionRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	name, err := pathName(c)
+	if err != nil {
+		return err
+	}
+	before, err := s.uc.Gateway.ToolDefinition(c.UserContext(), name)
+	if err != nil {
+		return err
+	}
+	t, err := s.uc.Gateway.AcceptDefinition(c.UserContext(), name, req.SHA256)
+	if err != nil {
+		return err
+	}
+	note(c, "tool "+t.Name+" of server "+t.Server+": changed definition accepted, sha256 "+before.Pin.Digest+" → "+t.Pin.Digest)
+	return c.JSON(toDefinitionJSON(t))
 }
 
 // limitJSON is a limit as the API writes it: {"calls":100,"per":"1h","by":"agent"}.

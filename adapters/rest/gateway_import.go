@@ -26,6 +26,9 @@ type importResponse struct {
 	Unlisted  []string   `json:"registered_not_listed"`
 	Elsewhere []string   `json:"registered_on_another_server"`
 	Invalid   []string   `json:"invalid_names"`
+	// Changed are registered and listed with another definition than
+	// pinned (see GET /api/v2/tools/{name}/definition).
+	Changed []string `json:"definition_changed"`
 }
 
 func (s *Server) importTools(c *fiber.Ctx) error {
@@ -40,7 +43,7 @@ func (s *Server) importTools(c *fiber.Ctx) error {
 		return s.upstreamFailed(err)
 	}
 	out := importResponse{Applied: req.Apply, Add: make([]toolJSON, len(d.Add)), Unchanged: d.Unchanged, Unlisted: d.Unlisted,
-		Elsewhere: d.Elsewhere, Invalid: d.Invalid}
+		Elsewhere: d.Elsewhere, Invalid: d.Invalid, Changed: d.Changed}
 	for i, t := range d.Add {
 		out.Add[i] = toToolJSON(t)
 	}

@@ -293,3 +293,38 @@ func (l ToolList) Keep(keep []bool) json.RawMessage {
 	b, _ := json.Marshal(l.members)
 	return b
 }
+
+// definitionMembers are the members of a listed tool that make its
+// definition: what a client's model reads, and what the server checks
+// calls against. Others (_meta, icons) may change between lists without
+// the tool changing.
+var definitionMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+
+// Definition is the definition of the listed tool i: its definition
+// members as RFC 8785 canonical JSON ("" for a tool that is no object).
+func (l ToolList) Definition(i int) string { return ToolDefinition(l.tools[i]) }
+
+// ToolDefinition is the definition of a listed tool (a member of a
+// tools/list result's tools): its definition members as RFC 8785
+// canonical JSON ("" for a tool that is no object).
+func ToolDefinition(tool json.RawMessage) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(tool, &members) != nil || members == nil {
+		return ""
+	}
+	def := make(map[string]json.RawMessage, len(definitionMembers))
+	for _, m := range definitionMembers {
+		if v, ok := members[m]; ok {
+			def[m] = v
+		}
+	}
+	b, err := json.Marshal(def)
+	if err != nil {
+		return ""
+	}
+	canonical, err := jcs.Transform(b)
+	if err != nil {
+		return ""
+	}
+	return string(canonical)
+}

@@ -567,6 +567,20 @@ func (m *MockCatalogStore) EXPECT() *MockCatalogStoreMockRecorder {
 	return m.recorder
 }
 
+// AcceptToolDefinition mocks base method.
+func (m *MockCatalogStore) AcceptToolDefinition(arg0 context.Context, arg1, arg2 string) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "AcceptToolDefinition", arg0, arg1, arg2)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// AcceptToolDefinition indicates an expected call of AcceptToolDefinition.
+func (mr *MockCatalogStoreMockRecorder) AcceptToolDefinition(arg0, arg1, arg2 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AcceptToolDefinition", reflect.TypeOf((*MockCatalogStore)(nil).AcceptToolDefinition), arg0, arg1, arg2)
+}
+
 // CreateServer mocks base method.
 func (m *MockCatalogStore) CreateServer(arg0 context.Context, arg1 domain.Server) error {
 	m.ctrl.T.Helper()
@@ -681,6 +695,34 @@ func (m *MockCatalogStore) ListTools(arg0 context.Context, arg1 ports.Page) ([]d
 func (mr *MockCatalogStoreMockRecorder) ListTools(arg0, arg1 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListTools", reflect.TypeOf((*MockCatalogStore)(nil).ListTools), arg0, arg1)
+}
+
+// PinTool mocks base method.
+func (m *MockCatalogStore) PinTool(arg0 context.Context, arg1, arg2, arg3 string) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "PinTool", arg0, arg1, arg2, arg3)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// PinTool indicates an expected call of PinTool.
+func (mr *MockCatalogStoreMockRecorder) PinTool(arg0, arg1, arg2, arg3 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PinTool", reflect.TypeOf((*MockCatalogStore)(nil).PinTool), arg0, arg1, arg2, arg3)
+}
+
+// RecordToolDrift mocks base method.
+func (m *MockCatalogStore) RecordToolDrift(arg0 context.Context, arg1, arg2, arg3 string, arg4 time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RecordToolDrift", arg0, arg1, arg2, arg3, arg4)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// RecordToolDrift indicates an expected call of RecordToolDrift.
+func (mr *MockCatalogStoreMockRecorder) RecordToolDrift(arg0, arg1, arg2, arg3, arg4 interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RecordToolDrift", reflect.TypeOf((*MockCatalogStore)(nil).RecordToolDrift), arg0, arg1, arg2, arg3, arg4)
 }
 
 // UpdateServer mocks base method.

@@ -40,6 +40,75 @@ func RunAccessStore(t *testing.T, newStore Factory[AccessStore]) {
 	t.Run("CatalogChanges", func(t *testing.T) { testCatalogChanges(t, newStore(t)) })
 	t.Run("SessionsByOwnerOrProjectAndMode", func(t *testing.T) { testSessionsByProject(t, newStore(t)) })
 	t.Run("Quotas", func(t *testing.T) { testQuotas(t, newStore(t)) })
+	t.Run("ToolPins", func(t *testing.T) { testToolPins(t, newStore(t)) })
+}
+
+// testToolPins: a definition is pinned at registration or once, a drift is
+// recorded once per definition and accepted only by its digest, and a
+// change of server drops the pin.
+func testToolPins(t *testing.T, st AccessStore) {
+	ctx := ctxFor(t)
+	for _, sv := range []string{"fs", "git"} {
+		if err := st.CreateServer(ctx, domain.Server{Name: sv, URL: "http://127.0.0.1:9/" + sv, CreatedAt: t0}); err != nil {
+			t.Fatalf("CreateServer: %v", err)
+		}
+	}
+	v1, v2, v3 := `{"description":"Read.","name":"fs.read"}`, `{"description":"Read!","name":"fs.read"}`, `{"description":"Read?","name":"fs.read"}`
+	d1, d2, d3 := domain.DefinitionDigest([]byte(v1)), domain.DefinitionDigest([]byte(v2)), domain.DefinitionDigest([]byte(v3))
+	read := domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true, CreatedAt: t0, Pin: domain.ToolPin{Definition: v1, Digest: d1}}
+	hand := domain.Tool{Name: "fs.list", Server: "fs", CreatedAt: t0}
+	for _, tl := range []domain.Tool{read, hand} {
+		if err := st.CreateTool(ctx, tl); err != nil {
+			t.Fatalf("CreateTool: %v", err)
+		}
+	}
+	pin := func(name string) domain.ToolPin {
+		t.Helper()
+		got, err := st.GetTool(ctx, name)
+		if err != nil {
+			t.Fatalf("GetTool: %v", err)
+		}
+		return got.Pin
+	}
+	if got := pin("fs.read"); got != read.Pin {
+		t.Errorf("registered pin = %+v, want %+v", got, read.Pin)
+	}
+	if err := st.PinTool(ctx, "fs.read", v2, d2); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("PinTool of a pinned tool = %v, want ErrNotFound", err)
+	}
+	if err := st.PinTool(ctx, "FS.LIST", v1, d1); err != nil || pin("fs.list").Digest != d1 {
+		t.Errorf("PinTool of an unpinned tool = %v, pin %+v", err, pin("fs.list"))
+	}
+	if err := st.RecordToolDrift(ctx, "fs.read", v1, d1, t0); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("RecordToolDrift of the pinned definition = %v, want ErrNotFound", err)
+	}
+	at := t0.Add(time.Minute)
+	if err := st.RecordToolDrift(ctx, "fs.read", v2, d2, at); err != nil {
+		t.Fatalf("RecordToolDrift: %v", err)
+	}
+	if err := st.RecordToolDrift(ctx, "fs.read", v2, d2, at.Add(time.Minute)); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("RecordToolDrift twice = %v, want ErrNotFound (recorded once)", err)
+	}
+	want := domain.ToolPin{Definition: v1, Digest: d1, Changed: v2, ChangedDigest: d2, ChangedAt: at}
+	if got := pin("fs.read"); got != want {
+		t.Errorf("pin after a drift = %+v, want %+v", got, want)
+	}
+	if err := st.AcceptToolDefinition(ctx, "fs.read", d3); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("AcceptToolDefinition of another digest = %v, want ErrNotFound", err)
+	}
+	if err := st.AcceptToolDefinition(ctx, "fs.read", d2); err != nil {
+		t.Fatalf("AcceptToolDefinition: %v", err)
+	}
+	if got := pin("fs.read"); got != (domain.ToolPin{Definition: v2, Digest: d2}) {
+		t.Errorf("pin after acceptance = %+v", got)
+	}
+	moved := domain.Tool{Name: "fs.read", Server: "git", ReadOnly: true}
+	if err := st.UpdateTool(ctx, moved); err != nil {
+		t.Fatalf("UpdateTool: %v", err)
+	}
+	if got := pin("fs.read"); got != (domain.ToolPin{}) {
+		t.Errorf("pin after moving the tool to another server = %+v, want none", got)
+	}
 }
 
 // testQuotas: charges count all or none, a new window starts anew, a later

@@ -73,7 +73,9 @@ func pageData(rows int) map[string]any {
 		"catalog": struct {
 			Servers app.Page[domain.Server]
 			Tools   app.Page[domain.Tool]
-		}{app.Page[domain.Server]{Items: []domain.Server{{Name: hostile, URL: hostile}}, Next: hostile}, app.Page[domain.Tool]{Items: []domain.Tool{{Name: hostile, Server: hostile}}, Next: hostile}},
+		}{app.Page[domain.Server]{Items: []domain.Server{{Name: hostile, URL: hostile}}, Next: hostile}, app.Page[domain.Tool]{Items: []domain.Tool{{Name: hostile, Server: hostile, Pin: domain.ToolPin{Digest: hostile, ChangedDigest: hostile}}}, Next: hostile}},
+		"definition": definitionData{Tool: domain.Tool{Name: hostile, Server: hostile, Pin: domain.ToolPin{Definition: hostile, Digest: hostile, Changed: hostile, ChangedDigest: hostile, ChangedAt: now}},
+			Pinned: hostile, Changed: hostile},
 		"roles":  []roleRow{{Name: domain.Role(hostile), Permissions: []domain.Permission{domain.Permission(hostile)}}},
 		"audit":  auditData{Subject: hostile, Decision: hostile, Since: hostile, Until: hostile, Records: records, Next: hostile, CanExport: true},
 		"record": records[0],

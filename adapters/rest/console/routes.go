@@ -1,7 +1,9 @@
 package console
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -64,6 +66,8 @@ func (c *Console) Routes() []Route {
 		{post, "/console/catalog/servers/:name/delete", domain.PermServersWrite, c.deleteServer},
 		{post, "/console/catalog/tools/:name", domain.PermToolsWrite, c.changeTool},
 		{post, "/console/catalog/tools/:name/delete", domain.PermToolsWrite, c.deleteTool},
+		{get, "/console/catalog/tools/:name/definition", domain.PermToolsRead, c.toolDefinition},
+		{post, "/console/catalog/tools/:name/definition/accept", domain.PermToolsWrite, c.acceptToolDefinition},
 		{get, "/console/roles", domain.PermSettingsRead, c.roles},
 
 		{get, "/console/audit", domain.PermAuditRead, c.audit},
@@ -546,6 +550,47 @@ func catalogName(ctx *fiber.Ctx) (string, error) {
 		return "", fmt.Errorf("name in the path: %v: %w", err, domain.ErrInvalidInput)
 	}
 	return name, nil
+}
+
+// definitionData is a tool's pinned definition beside the changed one,
+// each as indented JSON, for an ADMIN to compare.
+type definitionData struct {
+	Tool            domain.Tool
+	Pinned, Changed string
+}
+
+func indentJSON(s string) string {
+	var b bytes.Buffer
+	if s == "" || json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}
+
+// toolDefinition shows a tool's pinned and changed definitions side by side.
+func (c *Console) toolDefinition(ctx *fiber.Ctx) error {
+	name, err := catalogName(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := c.uc.Gateway.ToolDefinition(ctx.UserContext(), name)
+	if err != nil {
+		return err
+	}
+	return c.render(ctx, fiber.StatusOK, "definition", "Definition of "+t.Name, definitionData{Tool: t, Pinned: indentJSON(t.Pin.Definition), Changed: indentJSON(t.Pin.Changed)})
+}
+
+// acceptToolDefinition pins the changed definition the form names by digest.
+func (c *Console) acceptToolDefinition(ctx *fiber.Ctx) error {
+	name, err := catalogName(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := c.uc.Gateway.AcceptDefinition(ctx.UserContext(), name, ctx.FormValue("sha256"))
+	if err != nil {
+		return err
+	}
+	return c.done(ctx, "/console/catalog", "tool "+t.Name+": changed definition accepted, now sha256 "+t.Pin.Digest)
 }
 
 // changeServer replaces a server's registration with the form's.

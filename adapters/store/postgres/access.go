@@ -253,8 +253,10 @@ func (s *Store) GetServer(ctx context.Context, name string) (domain.Server, erro
 // CreateTool registers a tool of a registered server.
 func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	return s.change(ctx, "register tool "+t.Name, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			t.Name, t.Server, t.ReadOnly, t.SecondApprover, t.Description, nanos(t.CreatedAt), t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By))
+		_, err := tx.Exec(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by, definition, digest)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			t.Name, t.Server, t.ReadOnly, t.SecondApprover, t.Description, nanos(t.CreatedAt), t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By),
+			t.Pin.Definition, t.Pin.Digest)
 		if isForeignKey(err) {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
@@ -265,7 +267,8 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	})
 }
 
-const toolColumns = `name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by`
+const toolColumns = `name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by,
+	definition, digest, changed_definition, changed_digest, changed_at`
 
 func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
 	var (
@@ -273,7 +276,11 @@ func scanTool(row pgx.CollectableRow) (domain.Tool, error) {
 		created, per int64
 		by           string
 	)
-	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &t.Description, &created, &t.Limit.Calls, &per, &by)
+	var def, changed string
+	var changedAt int64
+	err := row.Scan(&t.Name, &t.Server, &t.ReadOnly, &t.SecondApprover, &t.Description, &created, &t.Limit.Calls, &per, &by,
+		&def, &t.Pin.Digest, &changed, &t.Pin.ChangedDigest, &changedAt)
+	t.Pin.Definition, t.Pin.Changed, t.Pin.ChangedAt = def, changed, fromNanos(changedAt)
 	t.CreatedAt = fromNanos(created)
 	t.Limit.Per, t.Limit.By = time.Duration(per)*time.Second, domain.LimitBy(by)
 	return t, err
@@ -365,7 +372,10 @@ func (s *Store) DeleteServer(ctx context.Context, name string) error {
 // UpdateTool replaces a tool's registration (every spelling of its name).
 func (s *Store) UpdateTool(ctx context.Context, t domain.Tool) error {
 	return s.catalogChange(ctx, "change tool "+t.Name, `SELECT name FROM tools WHERE lower(name) = lower($1) FOR UPDATE`, toolPending, t.Name, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE tools SET server = $1, read_only = $2, second_approver = $3, description = $4, limit_calls = $5, limit_per = $6, limit_by = $7 WHERE lower(name) = lower($8)`,
+		_, err := tx.Exec(ctx, `UPDATE tools SET server = $1, read_only = $2, second_approver = $3, description = $4, limit_calls = $5, limit_per = $6, limit_by = $7,
+			definition = CASE WHEN server = $1 THEN definition ELSE '' END, digest = CASE WHEN server = $1 THEN digest ELSE '' END,
+			changed_definition = CASE WHEN server = $1 THEN changed_definition ELSE '' END, changed_digest = CASE WHEN server = $1 THEN changed_digest ELSE '' END
+			WHERE lower(name) = lower($8)`,
 			t.Server, t.ReadOnly, t.SecondApprover, t.Description, t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By), t.Name)
 		if isForeignKey(err) {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
@@ -517,13 +527,13 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
 		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-		args_hash, used_at, arguments, waiter, wait_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, c.ID,
+		args_hash, used_at, arguments, waiter, wait_until, tool_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`, c.ID,
 		c.Session, c.Agent, c.Tool, string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy,
-		nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments), c.Waiter, nanos(c.WaitUntil))
+		nanos(c.CreatedAt), c.ResolvedBy, nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments), c.Waiter, nanos(c.WaitUntil), c.ToolDigest)
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-	args_hash, used_at, arguments, waiter, wait_until`
+	args_hash, used_at, arguments, waiter, wait_until, tool_digest`
 
 func scanToolCall(row pgx.CollectableRow) (domain.ToolCall, error) {
 	var (
@@ -533,7 +543,7 @@ func scanToolCall(row pgx.CollectableRow) (domain.ToolCall, error) {
 		until                   int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args, &c.Waiter, &until); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args, &c.Waiter, &until, &c.ToolDigest); err != nil {
 		return domain.ToolCall{}, err
 	}
 	if args != "" {

@@ -287,8 +287,10 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 		if n == 0 {
 			return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, nanos(t.CreatedAt), t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by, definition, digest)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.Name, t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, nanos(t.CreatedAt), t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By),
+			t.Pin.Definition, t.Pin.Digest)
 		if isUnique(err) {
 			return fmt.Errorf("tool %s already exists: %w", t.Name, domain.ErrConflict)
 		}
@@ -299,7 +301,8 @@ func (s *Store) CreateTool(ctx context.Context, t domain.Tool) error {
 	}))
 }
 
-const toolColumns = `name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by`
+const toolColumns = `name, server, read_only, second_approver, description, created_at, limit_calls, limit_per, limit_by,
+	definition, digest, changed_definition, changed_digest, changed_at`
 
 func scanTool(row scanner) (domain.Tool, error) {
 	var (
@@ -308,9 +311,13 @@ func scanTool(row scanner) (domain.Tool, error) {
 		created, per int64
 		by           string
 	)
-	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &t.Description, &created, &t.Limit.Calls, &per, &by); err != nil {
+	var def, changed string
+	var changedAt int64
+	if err := row.Scan(&t.Name, &t.Server, &ro, &second, &t.Description, &created, &t.Limit.Calls, &per, &by,
+		&def, &t.Pin.Digest, &changed, &t.Pin.ChangedDigest, &changedAt); err != nil {
 		return domain.Tool{}, err
 	}
+	t.Pin.Definition, t.Pin.Changed, t.Pin.ChangedAt = def, changed, fromNanos(changedAt)
 	t.ReadOnly, t.SecondApprover, t.CreatedAt = ro != 0, second != 0, fromNanos(created)
 	t.Limit.Per, t.Limit.By = time.Duration(per)*time.Second, domain.LimitBy(by)
 	return t, nil
@@ -409,8 +416,12 @@ func (s *Store) UpdateTool(ctx context.Context, t domain.Tool) error {
 			if n == 0 {
 				return fmt.Errorf("server %s is not registered: %w", t.Server, domain.ErrNotFound)
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE tools SET server = ?, read_only = ?, second_approver = ?, description = ?, limit_calls = ?, limit_per = ?, limit_by = ? WHERE lower(name) = lower(?)`,
-				t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By), t.Name)
+			_, err := tx.ExecContext(ctx, `UPDATE tools SET server = ?, read_only = ?, second_approver = ?, description = ?, limit_calls = ?, limit_per = ?, limit_by = ?,
+				definition = CASE WHEN server = ? THEN definition ELSE '' END, digest = CASE WHEN server = ? THEN digest ELSE '' END,
+				changed_definition = CASE WHEN server = ? THEN changed_definition ELSE '' END, changed_digest = CASE WHEN server = ? THEN changed_digest ELSE '' END
+				WHERE lower(name) = lower(?)`,
+				t.Server, boolInt(t.ReadOnly), boolInt(t.SecondApprover), t.Description, t.Limit.Calls, int64(t.Limit.Per/time.Second), string(t.Limit.By),
+				t.Server, t.Server, t.Server, t.Server, t.Name)
 			return err
 		})
 }
@@ -578,13 +589,13 @@ func (s *Store) CountSubAgents(ctx context.Context, session string) (int, error)
 func (s *Store) CreateToolCall(ctx context.Context, c domain.ToolCall) error {
 	return s.exec(ctx, domain.ToolCallChange(c), "tool call "+c.ID+" already exists",
 		`INSERT INTO tool_calls (id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-		args_hash, used_at, arguments, waiter, wait_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool,
+		args_hash, used_at, arguments, waiter, wait_until, tool_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Session, c.Agent, c.Tool,
 		string(c.Decision.Effect), c.Decision.Reason, c.Decision.Rule, c.Decision.Message, string(c.Status), c.RequestedBy, nanos(c.CreatedAt), c.ResolvedBy,
-		nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments), c.Waiter, nanos(c.WaitUntil))
+		nanos(c.ResolvedAt), c.ArgsHash, nanos(c.UsedAt), string(c.Arguments), c.Waiter, nanos(c.WaitUntil), c.ToolDigest)
 }
 
 const toolCallColumns = `id, session, agent, tool, effect, reason, rule, message, status, requested_by, created_at, resolved_by, resolved_at,
-	args_hash, used_at, arguments, waiter, wait_until`
+	args_hash, used_at, arguments, waiter, wait_until, tool_digest`
 
 func scanToolCall(row scanner) (domain.ToolCall, error) {
 	var (
@@ -594,7 +605,7 @@ func scanToolCall(row scanner) (domain.ToolCall, error) {
 		until                   int64
 	)
 	if err := row.Scan(&c.ID, &c.Session, &c.Agent, &c.Tool, &effect, &c.Decision.Reason, &c.Decision.Rule, &c.Decision.Message,
-		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args, &c.Waiter, &until); err != nil {
+		&status, &c.RequestedBy, &created, &c.ResolvedBy, &resolved, &c.ArgsHash, &used, &args, &c.Waiter, &until, &c.ToolDigest); err != nil {
 		return domain.ToolCall{}, err
 	}
 	if args != "" {
