@@ -143,7 +143,7 @@ func NewApplication(d Dependencies) Application {
 		Settings:      NewSettings(reg),
 		Projects:      NewProjects(st.Projects, d.Authorizer, d.Clock),
 		Catalog:       NewCatalog(reg, rules, st.Projects, d.Authorizer, d.Clock),
-		Policies:      NewPolicies(reg, d.Clock),
+		Policies:      NewPolicies(reg, d.Clock).withRules(rules),
 		Agents:        agents,
 		ToolCalls:     calls,
 		Dashboard:     NewDashboard(records, st.Projects, st.Audit, d.Authorizer),

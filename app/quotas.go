@@ -81,7 +81,7 @@ func (q *Quotas) Tally() []QuotaTally {
 // Use lists the counters of the windows running now (every instance's
 // calls), the fullest first, at most 200.
 func (q *Quotas) Use(ctx context.Context) ([]domain.QuotaUse, error) {
-	if q.store == nil {
+	if q == nil || q.store == nil {
 		return []domain.QuotaUse{}, nil
 	}
 	return q.store.QuotaUse(ctx, q.clock.Now().UTC(), 200)

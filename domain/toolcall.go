@@ -313,3 +313,10 @@ type Approval struct {
 	// server registers it.
 	Tool *Tool
 }
+
+// ExplainPolicy is the policy step of a decision for s and a call (f, with
+// f.Tool) and what each rule matching it said: which rule decides and why.
+func ExplainPolicy(ix *PolicyIndex, s Subject, f *CallFacts) (ToolDecision, []RuleStep) {
+	out, steps := ix.Explain(s, f.Tool, f)
+	return policyStep(out, f.Tool), steps
+}

@@ -46,6 +46,7 @@ func (s *Server) accessRoutes() []route {
 		{fiber.MethodGet, "/api/v2/policies", domain.PermPoliciesRead, s.listPolicies},
 		{fiber.MethodPost, "/api/v2/policies", domain.PermPoliciesWrite, s.createPolicy},
 		{fiber.MethodDelete, "/api/v2/policies/:id", domain.PermPoliciesWrite, s.deletePolicy},
+		{fiber.MethodPost, "/api/v2/policies/simulate", domain.PermPoliciesRead, s.simulatePolicy},
 
 		{fiber.MethodGet, "/api/v2/sessions/:id/agents", domain.PermSessionsRead, s.listAgents},
 		{fiber.MethodPost, "/api/v2/sessions/:id/agents", domain.PermAgentsWrite, s.createAgent},
@@ -637,6 +638,62 @@ func (s *Server) createPolicy(c *fiber.Ctx) error {
 	}
 	c.Location("/api/v2/policies/" + r.ID)
 	return c.Status(fiber.StatusCreated).JSON(toPolicyJSON(r))
+}
+
+// simulateRequest is a call to decide with the rules in force, as if made.
+type simulateRequest struct {
+	Tool      string          `json:"tool"`
+	Server    string          `json:"server"`
+	Arguments json.RawMessage `json:"arguments"`
+	Subject   string          `json:"subject"`
+	Roles     []string        `json:"roles"`
+	Project   string          `json:"project"`
+	Mode      string          `json:"session_mode"`
+	Depth     int             `json:"agent_depth"`
+	Chain     []string        `json:"agent_chain"`
+}
+
+type ruleStepJSON struct {
+	Rule   policyJSON `json:"rule"`
+	Result string     `json:"result"`
+	Error  string     `json:"error,omitempty"`
+}
+
+type simulateResponse struct {
+	Decision string         `json:"decision"`
+	Reason   string         `json:"reason"`
+	Rule     string         `json:"rule,omitempty"`
+	Message  string         `json:"message"`
+	Steps    []ruleStepJSON `json:"steps"`
+}
+
+func (s *Server) simulatePolicy(c *fiber.Ctx) error {
+	var req simulateRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	args, err := mcpwire.CanonicalArguments(req.Arguments)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, domain.ErrInvalidInput)
+	}
+	roles := make([]domain.Role, len(req.Roles))
+	for i, r := range req.Roles {
+		roles[i] = domain.Role(strings.ToUpper(strings.TrimSpace(r)))
+	}
+	mode := domain.SessionMode(req.Mode)
+	if mode == "" {
+		mode = domain.ModeAuto
+	}
+	d, steps, err := s.uc.Policies.Simulate(c.UserContext(), s.uc.Authorizer, app.Simulation{Subject: req.Subject, Roles: roles, Project: req.Project,
+		Mode: mode, Depth: req.Depth, Chain: req.Chain, Tool: req.Tool, Server: req.Server, Arguments: args})
+	if err != nil {
+		return err
+	}
+	out := simulateResponse{Decision: string(d.Effect), Reason: d.Reason, Rule: d.Rule, Message: d.Message, Steps: make([]ruleStepJSON, len(steps))}
+	for i, st := range steps {
+		out.Steps[i] = ruleStepJSON{Rule: toPolicyJSON(st.Rule), Result: st.Result, Error: st.Error}
+	}
+	return c.JSON(out)
 }
 
 func (s *Server) deletePolicy(c *fiber.Ctx) error {

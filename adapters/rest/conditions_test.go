@@ -83,3 +83,37 @@ func jsonString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// TestPolicySimulation: POST /api/v2/policies/simulate says which rule
+// decides a call with these arguments, and what each matching rule said.
+func TestPolicySimulation(t *testing.T) {
+	h := axNew(t)
+	allow := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"allow","tool":"fs.*","scope":"role","value":"USER","when":"args.path.startsWith(\"/srv/\")"}`)["id"].(string)
+	deny := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.write","scope":"role","value":"USER","when":"args.env == \"prod\""}`)["id"].(string)
+	for _, tc := range []struct {
+		body, decision, reason, rule string
+		steps                        []string
+	}{
+		{`{"tool":"fs.write","roles":["USER"],"arguments":{"path":"/srv/a","env":"dev"}}`, "allow", domain.ReasonPolicyAllow, allow, []string{"does not hold", "decides"}},
+		{`{"tool":"fs.write","roles":["USER"],"arguments":{"path":"/srv/a","env":"prod"}}`, "deny", domain.ReasonPolicyDeny, deny, []string{"decides", "not reached"}},
+		{`{"tool":"fs.write","roles":["USER"],"arguments":{"path":"/srv/a"}}`, "deny", domain.ReasonPolicyConditionError, deny, []string{"error", "not reached"}},
+		{`{"tool":"fs.read","roles":["USER"],"arguments":{"path":"/etc"}}`, "deny", domain.ReasonNoPolicyRule, "", []string{"does not hold"}},
+		{`{"tool":"fs.read","roles":["AUDITOR"],"arguments":{"path":"/srv/a"}}`, "deny", domain.ReasonNoPolicyRule, "", []string{}},
+	} {
+		var out struct {
+			Decision, Reason, Rule, Message string
+			Steps                           []struct{ Result string }
+		}
+		h.do(t, "aud", "POST", "/api/v2/policies/simulate", tc.body).decode(t, &out)
+		var steps []string
+		for _, s := range out.Steps {
+			steps = append(steps, s.Result)
+		}
+		if out.Decision != tc.decision || out.Reason != tc.reason || out.Rule != tc.rule || strings.Join(steps, ",") != strings.Join(tc.steps, ",") {
+			t.Errorf("%s: %+v, want %s %s by %q, steps %v", tc.body, out, tc.decision, tc.reason, tc.rule, tc.steps)
+		}
+	}
+	if r := h.do(t, "aud", "POST", "/api/v2/policies/simulate", `{"tool":"fs.read","roles":["NOBODY"]}`); r.status != 400 {
+		t.Errorf("an unknown role: %d, want 400", r.status)
+	}
+}

@@ -14,12 +14,20 @@ import (
 const policyUsage = `Usage:
   agentauth policy can --role ROLE --action ACTION --resource RESOURCE [--config FILE]
   agentauth policy can --role ROLE --action RESOURCE:ACTION [--config FILE]
+  agentauth policy can --tool TOOL [--args JSON] [--role ROLE]... [--subject S] [--project P]
+                       [--mode auto|ask|readonly] [--depth N] [--server NAME] [--url URL]
 
 Answers, offline, whether ROLE may perform ACTION on RESOURCE under the role
 matrix and the custom roles (auth.roles) of the configuration, and why.
-Exit status: 0 allow, 1 deny, 2 usage or configuration error.
+With --tool, asks the running service (--url, default http://127.0.0.1:8080;
+the key from AGENTAUTH_KEY, else the local key file of serve's data folder)
+which tool rule decides a call of TOOL with these arguments, and why, with
+what each matching rule said (POST /api/v2/policies/simulate; the key's
+role needs policies:read).
+Exit status: 0 allow, 1 deny (or ask), 2 usage or configuration error.
 
 Example:
+  agentauth policy can --tool fs.write --args '{"path":"/srv/a","env":"prod"}' --role USER
   agentauth policy can --role USER --action write --resource policies
   deny: role USER lacks policies:write
   agentauth policy can --role ADMIN --action settings:read
@@ -35,6 +43,11 @@ func policy(args []string, env map[string]string, stdout, stderr io.Writer) int 
 	if len(args) == 0 || args[0] != "can" {
 		fmt.Fprint(stderr, policyUsage)
 		return exitUsage
+	}
+	for _, a := range args[1:] {
+		if a == "--tool" || a == "-tool" || strings.HasPrefix(a, "--tool=") || strings.HasPrefix(a, "-tool=") {
+			return policyCanTool(args[1:], env, stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("policy can", flag.ContinueOnError)
 	fs.SetOutput(stderr)

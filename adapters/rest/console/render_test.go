@@ -69,7 +69,11 @@ func pageData(rows int) map[string]any {
 		}{domain.Project{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile, Lead: true}}}, hostile},
 		"settings": domain.Settings{SecurityGateway: true, DefaultSessionMode: domain.ModeAsk},
 		"policies": policiesData{Rules: app.Page[domain.PolicyRule]{Items: []domain.PolicyRule{rule}, Next: hostile}, Rows: []ruleRow{{Rule: rule, Applies: hostile}},
-			Roles: []domain.Role{domain.RoleUser}, Can: &canAnswer{Role: hostile, Action: hostile, Resource: hostile, Answer: hostile}},
+			Roles: []domain.Role{domain.RoleUser}, Can: &canAnswer{Role: hostile, Action: hostile, Resource: hostile, Answer: hostile},
+			Use: []domain.QuotaUse{{Key: hostile, Calls: 3, Start: now, End: now}},
+			Sim: &simAnswer{Tool: hostile, Args: hostile, Roles: hostile, Subject: hostile, Project: hostile, Mode: hostile,
+				Decision: domain.ToolDecision{Effect: domain.EffectDeny, Reason: hostile, Message: hostile},
+				Steps:    []domain.RuleStep{{Rule: domain.PolicyRule{ID: hostile, Tool: hostile, Value: hostile, When: hostile}, Result: hostile, Error: hostile}}}},
 		"catalog": struct {
 			Servers app.Page[domain.Server]
 			Tools   app.Page[domain.Tool]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 	"github.com/agentauth/agentauth/ports"
 )
 
@@ -405,6 +406,35 @@ type policiesData struct {
 	Perms []domain.Permission
 	// Can is the simulator's question and answer; nil when none was asked.
 	Can *canAnswer
+	// Sim is the tool-call simulation asked for; nil when none was.
+	Sim *simAnswer
+}
+
+// simAnswer is a simulated tool call (GET /console/policies?tool=…): the
+// question as asked, which rule decides and why, and what each matching
+// rule said.
+type simAnswer struct {
+	Tool, Args, Roles, Subject, Project, Mode string
+	Depth                                     int
+	Decision                                  domain.ToolDecision
+	Steps                                     []domain.RuleStep
+}
+
+// simulate answers the console's simulation form.
+func (c *Console) simulate(ctx *fiber.Ctx) (*simAnswer, error) {
+	a := &simAnswer{Tool: ctx.Query("tool"), Args: ctx.Query("args", "{}"), Roles: ctx.Query("roles"), Subject: ctx.Query("subject"),
+		Project: ctx.Query("project"), Mode: ctx.Query("mode", "auto"), Depth: ctx.QueryInt("depth", 0)}
+	args, err := mcpwire.CanonicalArguments(json.RawMessage(a.Args))
+	if err != nil {
+		return nil, fmt.Errorf("arguments: %v: %w", err, domain.ErrInvalidInput)
+	}
+	var roles []domain.Role
+	for _, r := range strings.FieldsFunc(a.Roles, func(r rune) bool { return r == ',' || r == ' ' }) {
+		roles = append(roles, domain.Role(strings.ToUpper(r)))
+	}
+	a.Decision, a.Steps, err = c.uc.Policies.Simulate(ctx.UserContext(), c.uc.Authorizer, app.Simulation{Subject: a.Subject, Roles: roles,
+		Project: a.Project, Mode: domain.SessionMode(a.Mode), Depth: a.Depth, Tool: a.Tool, Arguments: args})
+	return a, err
 }
 
 type canAnswer struct {
@@ -423,6 +453,11 @@ func (c *Console) policies(ctx *fiber.Ctx) error {
 	d := policiesData{Rules: rules, Rows: c.ruleRows(ctx, rules.Items), Roles: c.uc.Authorizer.Roles(), Perms: domain.AllPermissions()}
 	if d.Use, err = c.uc.Quotas.Use(ctx.UserContext()); err != nil {
 		return err
+	}
+	if ctx.Query("tool") != "" {
+		if d.Sim, err = c.simulate(ctx); err != nil {
+			return err
+		}
 	}
 	if role := ctx.Query("role"); role != "" {
 		a := canAnswer{Role: role, Action: ctx.Query("action"), Resource: ctx.Query("resource")}
