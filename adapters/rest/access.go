@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ func (s *Server) accessRoutes() []route {
 		{fiber.MethodGet, "/api/v2/policies", domain.PermPoliciesRead, s.listPolicies},
 		{fiber.MethodPost, "/api/v2/policies", domain.PermPoliciesWrite, s.createPolicy},
 		{fiber.MethodDelete, "/api/v2/policies/:id", domain.PermPoliciesWrite, s.deletePolicy},
-		{fiber.MethodPost, "/api/v2/policies/simulate", domain.PermPoliciesRead, s.simulatePolicy},
+		{fiber.MethodGet, "/api/v2/policies/simulate", domain.PermPoliciesRead, s.simulatePolicy},
 
 		{fiber.MethodGet, "/api/v2/sessions/:id/agents", domain.PermSessionsRead, s.listAgents},
 		{fiber.MethodPost, "/api/v2/sessions/:id/agents", domain.PermAgentsWrite, s.createAgent},
@@ -640,19 +641,6 @@ func (s *Server) createPolicy(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(toPolicyJSON(r))
 }
 
-// simulateRequest is a call to decide with the rules in force, as if made.
-type simulateRequest struct {
-	Tool      string          `json:"tool"`
-	Server    string          `json:"server"`
-	Arguments json.RawMessage `json:"arguments"`
-	Subject   string          `json:"subject"`
-	Roles     []string        `json:"roles"`
-	Project   string          `json:"project"`
-	Mode      string          `json:"session_mode"`
-	Depth     int             `json:"agent_depth"`
-	Chain     []string        `json:"agent_chain"`
-}
-
 type ruleStepJSON struct {
 	Rule   policyJSON `json:"rule"`
 	Result string     `json:"result"`
@@ -667,25 +655,34 @@ type simulateResponse struct {
 	Steps    []ruleStepJSON `json:"steps"`
 }
 
+// simulatePolicy decides, as if it were made, the call its query names:
+// tool, args (a JSON object), role (comma-separated or repeated),
+// subject, project, mode, depth, chain (comma-separated), server.
 func (s *Server) simulatePolicy(c *fiber.Ctx) error {
-	var req simulateRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	args, err := mcpwire.CanonicalArguments(req.Arguments)
+	q := c.Context().QueryArgs()
+	args, err := mcpwire.CanonicalArguments(json.RawMessage(c.Query("args", "{}")))
 	if err != nil {
-		return fmt.Errorf("%v: %w", err, domain.ErrInvalidInput)
+		return fmt.Errorf("args: %v: %w", err, domain.ErrInvalidInput)
 	}
-	roles := make([]domain.Role, len(req.Roles))
-	for i, r := range req.Roles {
-		roles[i] = domain.Role(strings.ToUpper(strings.TrimSpace(r)))
+	var roles []domain.Role
+	for _, v := range q.PeekMulti("role") {
+		for _, r := range strings.Split(string(v), ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				roles = append(roles, domain.Role(strings.ToUpper(r)))
+			}
+		}
 	}
-	mode := domain.SessionMode(req.Mode)
-	if mode == "" {
-		mode = domain.ModeAuto
+	var chain []string
+	if v := c.Query("chain"); v != "" {
+		chain = strings.Split(v, ",")
 	}
-	d, steps, err := s.uc.Policies.Simulate(c.UserContext(), s.uc.Authorizer, app.Simulation{Subject: req.Subject, Roles: roles, Project: req.Project,
-		Mode: mode, Depth: req.Depth, Chain: req.Chain, Tool: req.Tool, Server: req.Server, Arguments: args})
+	depth, err := strconv.Atoi(c.Query("depth", "0"))
+	if err != nil || depth < 0 {
+		return fmt.Errorf("depth %q: want a number from 0: %w", c.Query("depth"), domain.ErrInvalidInput)
+	}
+	d, steps, err := s.uc.Policies.Simulate(c.UserContext(), s.uc.Authorizer, app.Simulation{Subject: c.Query("subject"), Roles: roles,
+		Project: c.Query("project"), Mode: domain.SessionMode(c.Query("mode", string(domain.ModeAuto))), Depth: depth, Chain: chain,
+		Tool: c.Query("tool"), Server: c.Query("server"), Arguments: args})
 	if err != nil {
 		return err
 	}

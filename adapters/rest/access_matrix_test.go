@@ -93,6 +93,9 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		path = strings.Replace(r.path, ":id", f.key, 1)
 	}
 	path = strings.Replace(path, ":subject", subject, 1)
+	if r.path == "/api/v2/policies/simulate" {
+		path += "?tool=" + f.tool + "&role=USER&args=%7B%7D"
+	}
 	switch {
 	case r.path == "/api/v2/servers/:name" && r.method == fiber.MethodDelete, r.path == "/console/catalog/servers/:name/delete":
 		path = strings.Replace(path, ":name", fmt.Sprintf("bare-%d", n), 1)
@@ -116,7 +119,6 @@ func axRequest(r route, subject string, f axFixture, n int) (path, body string, 
 		"PATCH /api/v2/tools/:name":                          `{"description":"changed"}`,
 		"POST /api/v2/tools/:name/definition/accept":         `{"sha256":""}`,
 		"POST /api/v2/policies":                              `{"effect":"deny","tool":"shell.*","scope":"role","value":"USER"}`,
-		"POST /api/v2/policies/simulate":                     `{"tool":"fs.read","roles":["USER"],"arguments":{"path":"/a"}}`,
 		"POST /api/v2/sessions/:id/agents":                   `{"parent":"` + f.agent + `","tools":["` + f.tool + `"]}`,
 		"POST /api/v2/sessions/:id/tool-calls":               `{"agent":"` + f.agent + `","tool":"` + f.tool + `"}`,
 		"PUT /api/v2/admin/settings":                         `{"security_gateway":true,"default_session_mode":"auto"}`,
@@ -267,7 +269,7 @@ func TestRoutePermissionsArePinned(t *testing.T) {
 		"GET /api/v2/policies":                                domain.PermPoliciesRead,
 		"POST /api/v2/policies":                               domain.PermPoliciesWrite,
 		"DELETE /api/v2/policies/:id":                         domain.PermPoliciesWrite,
-		"POST /api/v2/policies/simulate":                      domain.PermPoliciesRead,
+		"GET /api/v2/policies/simulate":                       domain.PermPoliciesRead,
 		"GET /api/v2/sessions/:id/agents":                     domain.PermSessionsRead,
 		"POST /api/v2/sessions/:id/agents":                    domain.PermAgentsWrite,
 		"GET /api/v2/sessions/:id/tool-calls":                 domain.PermSessionsRead,

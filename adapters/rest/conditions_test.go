@@ -1,10 +1,17 @@
 package rest
 
 import (
+	"context"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentauth/agentauth/domain"
+	"github.com/agentauth/agentauth/internal/mcpwire"
 )
 
 // TestRuleConditions: a rule's condition is checked when the rule is
@@ -84,7 +91,7 @@ func jsonString(s string) string {
 	return b.String()
 }
 
-// TestPolicySimulation: POST /api/v2/policies/simulate says which rule
+// TestPolicySimulation: GET /api/v2/policies/simulate says which rule
 // decides a call with these arguments, and what each matching rule said.
 func TestPolicySimulation(t *testing.T) {
 	h := axNew(t)
@@ -94,17 +101,17 @@ func TestPolicySimulation(t *testing.T) {
 		body, decision, reason, rule string
 		steps                        []string
 	}{
-		{`{"tool":"fs.write","roles":["USER"],"arguments":{"path":"/srv/a","env":"dev"}}`, "allow", domain.ReasonPolicyAllow, allow, []string{"does not hold", "decides"}},
-		{`{"tool":"fs.write","roles":["USER"],"arguments":{"path":"/srv/a","env":"prod"}}`, "deny", domain.ReasonPolicyDeny, deny, []string{"decides", "not reached"}},
-		{`{"tool":"fs.write","roles":["USER"],"arguments":{"path":"/srv/a"}}`, "deny", domain.ReasonPolicyConditionError, deny, []string{"error", "not reached"}},
-		{`{"tool":"fs.read","roles":["USER"],"arguments":{"path":"/etc"}}`, "deny", domain.ReasonNoPolicyRule, "", []string{"does not hold"}},
-		{`{"tool":"fs.read","roles":["AUDITOR"],"arguments":{"path":"/srv/a"}}`, "deny", domain.ReasonNoPolicyRule, "", []string{}},
+		{`tool=fs.write&role=USER&args={"path":"/srv/a","env":"dev"}`, "allow", domain.ReasonPolicyAllow, allow, []string{"does not hold", "decides"}},
+		{`tool=fs.write&role=USER&args={"path":"/srv/a","env":"prod"}`, "deny", domain.ReasonPolicyDeny, deny, []string{"decides", "not reached"}},
+		{`tool=fs.write&role=USER&args={"path":"/srv/a"}`, "deny", domain.ReasonPolicyConditionError, deny, []string{"error", "not reached"}},
+		{`tool=fs.read&role=USER&args={"path":"/etc"}`, "deny", domain.ReasonNoPolicyRule, "", []string{"does not hold"}},
+		{`tool=fs.read&role=AUDITOR&args={"path":"/srv/a"}`, "deny", domain.ReasonNoPolicyRule, "", []string{}},
 	} {
 		var out struct {
 			Decision, Reason, Rule, Message string
 			Steps                           []struct{ Result string }
 		}
-		h.do(t, "aud", "POST", "/api/v2/policies/simulate", tc.body).decode(t, &out)
+		h.do(t, "aud", "GET", "/api/v2/policies/simulate?"+queryOf(tc.body), "").decode(t, &out)
 		var steps []string
 		for _, s := range out.Steps {
 			steps = append(steps, s.Result)
@@ -113,7 +120,69 @@ func TestPolicySimulation(t *testing.T) {
 			t.Errorf("%s: %+v, want %s %s by %q, steps %v", tc.body, out, tc.decision, tc.reason, tc.rule, tc.steps)
 		}
 	}
-	if r := h.do(t, "aud", "POST", "/api/v2/policies/simulate", `{"tool":"fs.read","roles":["NOBODY"]}`); r.status != 400 {
+	if r := h.do(t, "aud", "GET", "/api/v2/policies/simulate?tool=fs.read&role=NOBODY", ""); r.status != 400 {
 		t.Errorf("an unknown role: %d, want 400", r.status)
+	}
+}
+
+// queryOf escapes each value of a query written plainly.
+func queryOf(plain string) string {
+	v := url.Values{}
+	for _, kv := range strings.Split(plain, "&") {
+		k, val, _ := strings.Cut(kv, "=")
+		v.Add(k, val)
+	}
+	return v.Encode()
+}
+
+// TestGatewayDecidesConditionsOnArguments: through the MCP gateway (the
+// official Go SDK as client), rules decide on the call's real arguments;
+// a condition on arguments does not hide the tool from tools/list; a call
+// a conditional rule holds for approval is released with exactly the
+// arguments approved.
+func TestGatewayDecidesConditionsOnArguments(t *testing.T) {
+	u := newGWUpstream(t)
+	h := gwNew(t, 10*time.Second)
+	session, _, token := gwWorld(t, h, u)
+	deny := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"deny","tool":"fs.read","scope":"role","value":"USER","when":"args.path.startsWith(\"/etc/\")"}`)["id"].(string)
+	ask := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.read","scope":"role","value":"USER","when":"has(args.path) && args.path.startsWith(\"/private/\")"}`)["id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := gwConnect(ctx, h, "fs", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || !slices.ContainsFunc(list.Tools, func(tl *mcp.Tool) bool { return tl.Name == "fs.read" }) {
+		t.Fatalf("tools/list = %+v, %v: want fs.read (a conditional deny does not hide it)", list, err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/srv/a"}}); err != nil || toolText(t, res) != "fs.read ran on /srv/a" {
+		t.Fatalf("fs.read /srv/a = %+v, %v", res, err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/etc/passwd"}})
+	if code, reason := gwRPCError(t, err); code != mcpwire.CodeDenied || reason != domain.ReasonPolicyDeny || !strings.Contains(err.Error(), deny) {
+		t.Errorf("fs.read /etc/passwd: %v, want policy_deny by %s", err, deny)
+	}
+	if slices.Contains(u.ran(), "fs.read /etc/passwd") {
+		t.Error("the denied call reached the server")
+	}
+	done := make(chan error, 1)
+	var text string
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/private/x"}})
+		if err == nil {
+			text = toolText(t, res)
+		}
+		done <- err
+	}()
+	id := gwPending(t, h, session, "fs.read")
+	stored, _ := h.store.GetToolCall(context.Background(), id)
+	if stored.Decision.Rule != ask || stored.Decision.Reason != domain.ReasonPolicyAsk || string(stored.Arguments) != `{"path":"/private/x"}` {
+		t.Errorf("held call = %+v, want asked by %s with its arguments", stored, ask)
+	}
+	h.must(t, 200, "adm", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+id+"/approve", "")
+	if err := <-done; err != nil || text != "fs.read ran on /private/x" {
+		t.Errorf("approved fs.read = %q, %v; want it run on exactly /private/x", text, err)
 	}
 }

@@ -22,7 +22,7 @@ matrix and the custom roles (auth.roles) of the configuration, and why.
 With --tool, asks the running service (--url, default http://127.0.0.1:8080;
 the key from AGENTAUTH_KEY, else the local key file of serve's data folder)
 which tool rule decides a call of TOOL with these arguments, and why, with
-what each matching rule said (POST /api/v2/policies/simulate; the key's
+what each matching rule said (GET /api/v2/policies/simulate; the key's
 role needs policies:read).
 Exit status: 0 allow, 1 deny (or ask), 2 usage or configuration error.
 

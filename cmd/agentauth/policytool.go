@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // policyCanTool runs "agentauth policy can --tool …": the running
-// service's simulation of a tool call (POST /api/v2/policies/simulate).
+// service's simulation of a tool call (GET /api/v2/policies/simulate).
 func policyCanTool(args []string, env map[string]string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("policy can", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -59,15 +60,14 @@ func policyCanTool(args []string, env map[string]string, stdout, stderr io.Write
 		}
 		key = strings.TrimSpace(string(b))
 	}
-	body, _ := json.Marshal(map[string]any{"tool": *tool, "arguments": json.RawMessage(*argsJSON), "roles": []string(roles), "subject": *subject,
-		"project": *project, "session_mode": *mode, "agent_depth": *depth, "server": *server})
-	req, err := http.NewRequest("POST", strings.TrimSuffix(*url, "/")+"/api/v2/policies/simulate", bytes.NewReader(body))
+	q := neturl.Values{"tool": {*tool}, "args": {*argsJSON}, "role": roles, "subject": {*subject}, "project": {*project},
+		"mode": {*mode}, "depth": {strconv.Itoa(*depth)}, "server": {*server}}
+	req, err := http.NewRequest("GET", strings.TrimSuffix(*url, "/")+"/api/v2/policies/simulate?"+q.Encode(), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth policy can: --url: %v\n", err)
 		return exitUsage
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
 	res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentauth policy can: %v\n", err)
