@@ -148,25 +148,32 @@ func TestGatewayDecidesConditionsOnArguments(t *testing.T) {
 	ask := h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.read","scope":"role","value":"USER","when":"has(args.path) && args.path.startsWith(\"/private/\")"}`)["id"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := gwConnect(ctx, h, "fs", token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	list, err := cs.ListTools(ctx, nil)
-	if err != nil || !slices.ContainsFunc(list.Tools, func(tl *mcp.Tool) bool { return tl.Name == "fs.read" }) {
-		t.Fatalf("tools/list = %+v, %v: want fs.read (a conditional deny does not hide it)", list, err)
-	}
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/srv/a"}}); err != nil || toolText(t, res) != "fs.read ran on /srv/a" {
-		t.Fatalf("fs.read /srv/a = %+v, %v", res, err)
-	}
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/etc/passwd"}})
-	if code, reason := gwRPCError(t, err); code != mcpwire.CodeDenied || reason != domain.ReasonPolicyDeny || !strings.Contains(err.Error(), deny) {
-		t.Errorf("fs.read /etc/passwd: %v, want policy_deny by %s", err, deny)
+	for _, version := range []string{gwLegacy, ""} { // 2025-06-18, and the SDK's own 2026-07-28
+		cs, err := gwConnect(ctx, h, "fs", token, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil || !slices.ContainsFunc(list.Tools, func(tl *mcp.Tool) bool { return tl.Name == "fs.read" }) {
+			t.Fatalf("%q: tools/list = %+v, %v: want fs.read (a conditional deny does not hide it)", version, list, err)
+		}
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/srv/a"}}); err != nil || toolText(t, res) != "fs.read ran on /srv/a" {
+			t.Fatalf("%q: fs.read /srv/a = %+v, %v", version, res, err)
+		}
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.read", Arguments: map[string]any{"path": "/etc/passwd"}})
+		if code, reason := gwRPCError(t, err); code != mcpwire.CodeDenied || reason != domain.ReasonPolicyDeny || !strings.Contains(err.Error(), deny) {
+			t.Errorf("%q: fs.read /etc/passwd: %v, want policy_deny by %s", version, err, deny)
+		}
+		cs.Close()
 	}
 	if slices.Contains(u.ran(), "fs.read /etc/passwd") {
 		t.Error("the denied call reached the server")
 	}
+	cs, err := gwConnect(ctx, h, "fs", token, gwLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
 	done := make(chan error, 1)
 	var text string
 	go func() {
