@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -31,6 +32,34 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 	}
+}
+
+// gwHeld posts body (a call that asks) in mcpSession on a connection of
+// its own and returns the held stream once its head is read: it stays
+// open until closed.
+func gwHeld(t *testing.T, h *axHarness, token, mcpSession, body string) io.ReadCloser {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	req, _ := http.NewRequest("POST", h.url+"/mcp/fs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcpwire.HeaderSessionID, mcpSession)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil || res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("the held call's answer: %+v, %v", res, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{res.Body, conn}
 }
 
 // withdrawn waits until call is withdrawn, by who, and checks that
@@ -63,54 +92,66 @@ func TestGatewayHeldCallLivesWhileSomeoneWaits(t *testing.T) {
 
 	t.Run("cancelled", func(t *testing.T) {
 		// To a 2025 server, and to a 2026-07-28 one (which gets no
-		// notification: the gateway takes it).
+		// notification: the gateway takes it). The held stream stays open
+		// meanwhile, so only the notification can withdraw the call.
 		for _, u := range []*gwUpstream{u, newGWUpstreamOf(t, true)} {
 			h := gwNew(t, 10*time.Second)
 			session, _, token := gwWorld(t, h, u)
-			cs, err := gwConnect(context.Background(), h, "fs", token, gwLegacy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			ctx, giveUp := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write", Arguments: map[string]any{"path": "/cancelled"}})
-				done <- err
-			}()
+			mcpSession := gwOpen(t, h, "fs", token)
+			stream := gwHeld(t, h, token, mcpSession, `{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"fs.write","arguments":{"path":"/cancelled"}}}`)
 			call := gwPending(t, h, session, "fs.write")
-			giveUp()
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				t.Errorf("the call the client gave up on: %v", err)
+			if status, _, body := gwPost(t, h, "fs", token, mcpSession, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"gave up"}}`); status != 202 {
+				t.Fatalf("notifications/cancelled = %d %s", status, body)
 			}
 			withdrawn(t, h, session, call, "the client cancelled it")
+			// A cancelled request gets no answer: the stream ends.
+			rest, _ := io.ReadAll(stream)
+			if strings.Contains(string(rest), "data:") {
+				t.Errorf("the cancelled call was answered: %s", rest)
+			}
 			if ran := u.ran(); len(ran) > 0 {
 				t.Errorf("the server ran %v", ran)
 			}
 		}
 	})
 
-	t.Run("client gone", func(t *testing.T) {
-		mcpSession := gwOpen(t, h, "fs", token)
-		conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	t.Run("the SDK gives up", func(t *testing.T) {
+		// The Go SDK both sends notifications/cancelled and closes the
+		// stream: either withdraws the call first.
+		cs, err := gwConnect(context.Background(), h, "fs", token, gwLegacy)
 		if err != nil {
 			t.Fatal(err)
 		}
-		body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fs.write","arguments":{"path":"/gone"}}}`
-		req, _ := http.NewRequest("POST", h.url+"/mcp/fs", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(mcpwire.HeaderSessionID, mcpSession)
-		if err := req.Write(conn); err != nil {
-			t.Fatal(err)
-		}
-		// The stream's first comment says the call waits: then the client goes.
-		if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
-			t.Fatalf("answer %q, %v", line, err)
-		}
+		defer cs.Close()
+		ctx, giveUp := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write", Arguments: map[string]any{"path": "/given-up"}})
+			done <- err
+		}()
 		call := gwPending(t, h, session, "fs.write")
-		conn.Close()
+		giveUp()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the call the client gave up on: %v", err)
+		}
+		var c domain.ToolCall
+		eventually(t, "call "+call+" withdrawn", func() bool {
+			c, _ = h.store.GetToolCall(context.Background(), call)
+			return c.Status == domain.CallWithdrawn
+		})
+		if c.ResolvedBy != "the client cancelled it" && c.ResolvedBy != "the client went away" {
+			t.Errorf("withdrawn by %q", c.ResolvedBy)
+		}
+		if r := h.do(t, "uma", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+call+"/approve", ""); r.status != 409 {
+			t.Errorf("approving the withdrawn call: %d %s, want 409", r.status, r.body)
+		}
+	})
+
+	t.Run("client gone", func(t *testing.T) {
+		mcpSession := gwOpen(t, h, "fs", token)
+		stream := gwHeld(t, h, token, mcpSession, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fs.write","arguments":{"path":"/gone"}}}`)
+		call := gwPending(t, h, session, "fs.write")
+		stream.Close()
 		withdrawn(t, h, session, call, "the client went away")
 	})
 
