@@ -292,9 +292,10 @@ type toolJSON struct {
 	// DefinitionSHA256 is the digest of the pinned definition ("": not
 	// pinned yet); DefinitionChanged: its server declares it otherwise
 	// since, and it is hidden and refused until an ADMIN accepts that.
-	DefinitionSHA256  string    `json:"definition_sha256,omitempty"`
-	DefinitionChanged bool      `json:"definition_changed,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
+	DefinitionSHA256  string `json:"definition_sha256,omitempty"`
+	DefinitionChanged bool   `json:"definition_changed,omitempty"`
+	// CreatedAt is absent from a tool an import only proposes (a dry run).
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 func toToolJSON(t domain.Tool) toolJSON {

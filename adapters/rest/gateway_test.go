@@ -425,10 +425,19 @@ func TestGatewayImportTools(t *testing.T) {
 		}
 		for i, tt := range tests {
 			var d diff
-			h.do(t, "adm", "POST", "/api/v2/servers/fs/tools/import", fmt.Sprintf(`{"apply":%t}`, tt.apply)).decode(t, &d)
+			var raw struct {
+				Add []map[string]any `json:"add"`
+			}
+			r := h.do(t, "adm", "POST", "/api/v2/servers/fs/tools/import", fmt.Sprintf(`{"apply":%t}`, tt.apply))
+			r.decode(t, &d)
+			r.decode(t, &raw)
 			var add []string
-			for _, tl := range d.Add {
+			for j, tl := range d.Add {
 				add = append(add, tl.Name)
+				// A tool only proposed has no creation time; one just added has its own.
+				if _, has := raw.Add[j]["created_at"]; has == !tt.apply || tt.apply && tl.CreatedAt.IsZero() {
+					t.Errorf("stateless %t: import %d (apply %t): tool %s answers created_at %v", stateless, i, tt.apply, tl.Name, raw.Add[j]["created_at"])
+				}
 			}
 			slices.Sort(d.Unchanged)
 			if d.Applied != tt.apply || !slices.Equal(add, tt.add) || !slices.Equal(d.Unchanged, tt.unchanged) {
