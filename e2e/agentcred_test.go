@@ -102,7 +102,7 @@ func startCredService(t *testing.T, env ...string) *service {
 		"SERVICE_AGENT_TOKENS_SIGNING_KEY=" + base64.RawURLEncoding.EncodeToString(seed),
 		"SERVICE_AGENT_TOKENS_MAX_TTL=10m",
 	}, env...)...)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	return s
 }
 

@@ -39,8 +39,8 @@ func TestBackchannelLogout(t *testing.T) {
 		"SERVICE_AGENT_TOKENS_SIGNING_KEY=YmFja2NoYW5uZWwtYWdlbnQtdG9rZW4ta2V5LTAxMjM"}
 	a := startService(t, p, 0, env...)
 	b := startService(t, p, 0, env...)
-	a.waitReady(t, 30*time.Second)
-	b.waitReady(t, 30*time.Second)
+	a.waitReady(t)
+	b.waitReady(t)
 	rec := recordBackchannel(t, p.servicePort, a)
 
 	// bob: a cookie session made on B, and a Bearer token from the provider.

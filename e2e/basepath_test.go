@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestBasePath: with server.basePath /agentauth every route, the login
@@ -22,7 +21,7 @@ func TestBasePath(t *testing.T) {
 	const bp = "/agentauth"
 	s := startService(t, p, port, "SERVICE_BASE_PATH="+bp,
 		fmt.Sprintf("SERVICE_OIDC_REDIRECT_URI=http://127.0.0.1:%d%s/auth/callback", port, bp))
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	c := noRedirects(nil)
 	for _, tc := range []struct {
 		path string

@@ -42,8 +42,8 @@ func TestCluster(t *testing.T) {
 	}
 	a := startService(t, p, 0, env...)
 	b := startService(t, p, 0, env...)
-	a.waitReady(t, 30*time.Second)
-	b.waitReady(t, 30*time.Second)
+	a.waitReady(t)
+	b.waitReady(t)
 
 	t.Run("login on A works on B; logout on B is refused on A at once", func(t *testing.T) {
 		status, jar, body := passwordLogin(t, a, "bob", "bob-pw")

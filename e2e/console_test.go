@@ -65,7 +65,7 @@ func TestConsole(t *testing.T) {
 	t.Run("OIDC", func(t *testing.T) {
 		p := keycloak(t)
 		s := startService(t, p, p.servicePort)
-		s.waitReady(t, 30*time.Second)
+		s.waitReady(t)
 		runConsoleTests(t, s.url, "oidc", []consoleAccount{
 			{Role: "ADMIN", SignIn: "provider", Username: "alice", Password: "alice-pw"},
 			{Role: "USER", SignIn: "password", Username: "bob", Password: "bob-pw"},

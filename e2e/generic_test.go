@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"testing"
-	"time"
 )
 
 // TestGenericProvider: with auth.oidc.provider generic the service talks to
@@ -17,7 +16,7 @@ import (
 func TestGenericProvider(t *testing.T) {
 	p := keycloak(t)
 	s := startService(t, p, 0, "SERVICE_OIDC_PROVIDER=generic", "SERVICE_OIDC_ROLES_CLAIM=realm_access.roles")
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	for _, tc := range []struct {
 		user, password, want string
 	}{

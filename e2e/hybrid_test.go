@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"testing"
-	"time"
 )
 
 // TestHybridBehindOIDCCentre runs a central agentauth in OIDC mode and a
@@ -18,7 +17,7 @@ import (
 func TestHybridBehindOIDCCentre(t *testing.T) {
 	p := keycloak(t)
 	centre := startService(t, p, p.servicePort)
-	centre.waitReady(t, 30*time.Second)
+	centre.waitReady(t)
 	local := startHybrid(t, centre.url)
 
 	t.Run("session cookie", func(t *testing.T) {

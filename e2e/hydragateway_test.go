@@ -39,7 +39,7 @@ func TestHydraGatewayResource(t *testing.T) {
 	s := startService(t, &idp{issuer: op.issuer, servicePort: port}, port, "SERVICE_OIDC_PROVIDER=generic",
 		"SERVICE_OIDC_CLIENT_ID="+hydraClient, "SERVICE_OIDC_CLIENT_SECRET="+hydraSecret, "SERVICE_OIDC_ROLES_CLAIM=ext.roles",
 		"SERVICE_GATEWAY_CREDENTIALS_DIR="+creds)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	u := startMCPUpstream(t)
 	resource := s.url + "/mcp/fs" // gateway.resourceURL defaults to the API's URL
 	t.Logf("provider: Ory Hydra %s at %s; gateway resource %s", hydraPeer.version, op.issuer, resource)

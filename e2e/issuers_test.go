@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 )
 
 // TestAdditionalIssuers: with Keycloak's master realm configured as a
@@ -27,8 +26,8 @@ func TestAdditionalIssuers(t *testing.T) {
 	}
 	withSecond := startService(t, p, 0, "SERVICE_CONFIG="+cfgFile)
 	primaryOnly := startService(t, p, 0)
-	withSecond.waitReady(t, 30*time.Second)
-	primaryOnly.waitReady(t, 30*time.Second)
+	withSecond.waitReady(t)
+	primaryOnly.waitReady(t)
 
 	machine := grant(t, p, "master", "agentauth-master", "agentauth-master-e2e-secret", kcAdmin, kcAdminPassword)
 	status, m := whoami(t, noRedirects(nil), withSecond, machine.AccessToken)

@@ -26,7 +26,7 @@ func TestIssuerURLs(t *testing.T) {
 
 	t.Run("split: logins and Bearer tokens through the discovery URL", func(t *testing.T) {
 		s := startService(t, p, 0, "SERVICE_OIDC_DISCOVERY_URL="+internal)
-		s.waitReady(t, 30*time.Second)
+		s.waitReady(t)
 		status, jar, body := passwordLogin(t, s, "alice", "alice-pw")
 		if status != http.StatusOK {
 			t.Fatalf("password login: %d %s", status, body)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 )
@@ -29,7 +28,7 @@ func TestKeycloakGatewayResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startService(t, p, 0, "SERVICE_GATEWAY_CREDENTIALS_DIR="+creds)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	u := startMCPUpstream(t)
 	resource := s.url + "/mcp/fs" // gateway.resourceURL defaults to the API's URL
 

@@ -180,7 +180,7 @@ func startStandin(t *testing.T, port int, env ...string) *idp {
 	cmd.Env = append(os.Environ(), env...)
 	p := &idp{standin: true, servicePort: servicePort}
 	p.proc = startProc(t, cmd, "standin")
-	line := p.proc.waitLine(t, 30*time.Second, "listening on ")
+	line := p.proc.waitLine(t, hung, "listening on ")
 	p.issuer = strings.TrimSpace(line[strings.Index(line, "http"):])
 	p.base = strings.TrimSuffix(p.issuer, "/realms/"+realmName)
 	return p

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestManagedKeyOfAKeycloakUser: a Keycloak user makes a key in one
@@ -18,7 +17,7 @@ import (
 func TestManagedKeyOfAKeycloakUser(t *testing.T) {
 	p := keycloak(t)
 	s := startService(t, p, 0)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 
 	lead := grantRealmRole(t, p, "ivan", "lead")
 	status, jar, body := passwordLogin(t, s, "ivan", "ivan-pw")

@@ -88,7 +88,7 @@ func startGatewayService(t *testing.T) *service {
 		"SERVICE_API_KEY="+credAdminKey,
 		"SERVICE_AGENT_TOKENS_SIGNING_KEY="+base64.RawURLEncoding.EncodeToString(seed),
 		"SERVICE_GATEWAY_CREDENTIALS_DIR="+creds)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	return s
 }
 

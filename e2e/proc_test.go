@@ -163,15 +163,20 @@ func startAgentauth(t testing.TB, name string, env ...string) *service {
 	s := &service{url: fmt.Sprintf("http://127.0.0.1:%d", port), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mgmt)}
 	s.proc = startProc(t, cmd, fmt.Sprintf("%s-%d", name, port))
 	s.cmd = cmd
-	s.proc.waitLine(t, 60*time.Second, `"listening"`, fmt.Sprintf(`127.0.0.1:%d"`, port))
+	s.proc.waitLine(t, hung, `"listening"`, fmt.Sprintf(`127.0.0.1:%d"`, port))
 	return s
 }
 
+// hung is how long a process may take to start or become ready before a
+// test calls it hung: long enough for a busy machine (Keycloak took 2m38 to
+// start at load 28), and never what a test measures.
+const hung = 3 * time.Minute
+
 // waitReady waits until the management listener's /health/ready says ok
 // (readiness follows the identity provider and the store).
-func (s *service) waitReady(t testing.TB, within time.Duration) {
+func (s *service) waitReady(t testing.TB) {
 	t.Helper()
-	testwait.Until(t, within, s.mgmt+"/health/ready", func() (bool, string) {
+	testwait.Until(t, hung, s.mgmt+"/health/ready", func() (bool, string) {
 		resp, err := http.Get(s.mgmt + "/health/ready")
 		if err != nil {
 			return false, err.Error()

@@ -57,7 +57,7 @@ func startZitadel(t *testing.T, ttl string, ports ...int) *zitadelOP {
 		cmd.Env = append(cmd.Env, "ACCESS_TTL="+ttl)
 	}
 	op := &zitadelOP{issuer: fmt.Sprintf("http://localhost:%d/", port), proc: startProc(t, cmd, "zitadelop")}
-	op.proc.waitLine(t, 30*time.Second, "listening")
+	op.proc.waitLine(t, hung, "listening")
 	return op
 }
 
@@ -71,7 +71,7 @@ func zitadelService(t *testing.T, op *zitadelOP, client string, port int, env ..
 		"SERVICE_OIDC_CLIENT_SECRET=secret",
 		"SERVICE_OIDC_ROLES_CLAIM=ext.roles",
 	}, env...)...)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	return s
 }
 
@@ -175,7 +175,7 @@ func TestZitadel(t *testing.T) {
 			t.Errorf("id token as Bearer: %d %s, want 401 oidc_id_token_as_bearer", st, body)
 		}
 		// The process log is buffered (written at least every second).
-		jwt.proc.waitLine(t, 10*time.Second, `"reason":"oidc_id_token_as_bearer"`)
+		jwt.proc.waitLine(t, time.Minute, `"reason":"oidc_id_token_as_bearer"`)
 		if st, _ := get(t, noRedirects(nil), web.url+"/api/v2/me", tok.AccessToken); st != http.StatusUnauthorized {
 			t.Errorf("client jwt's access token at the service of client web: %d, want 401", st)
 		}
