@@ -344,6 +344,21 @@ type Removed struct {
 	RevokeError      string
 }
 
+// String says what the removal did, for its audit record.
+func (r Removed) String() string {
+	x := r.Connection
+	s := "removed the connection of " + x.Subject + " to server " + x.Server
+	switch {
+	case r.Revoked:
+		return s + "; its tokens revoked at " + x.Issuer + " (RFC 7009)"
+	case r.RevokeError != "":
+		return s + "; revoking its tokens failed: " + r.RevokeError
+	case !r.Offered:
+		return s + "; " + x.Issuer + " offers no revocation: its tokens stay valid there until they expire"
+	}
+	return s
+}
+
 // Remove removes subject's connection to server (subject "" is p's own):
 // another person's needs connections:manage. The tokens are revoked at
 // the authorization server where it offers revocation; the connection is
@@ -439,43 +454,42 @@ func (c *Connections) use(ctx context.Context, sv domain.Server, conn domain.Con
 			tok, err := c.open(ctx, conn)
 			return tok, note, err
 		}
-		taken, err := c.store.LeaseRefresh(ctx, conn.Subject, conn.Server, now, now.Add(c.cfg.Lease))
+		taken, err := c.store.LeaseRefresh(ctx, conn.Subject, conn.Server, conn.Version, now, now.Add(c.cfg.Lease))
 		if err != nil {
 			return "", note, err
 		}
 		if taken {
 			return c.refresh(ctx, sv, conn)
 		}
-		// Another request refreshes it: its token holds meanwhile, else
-		// wait for the refresh.
-		if now.Before(conn.ExpiresAt) {
-			tok, err := c.open(ctx, conn)
-			return tok, note, err
-		}
+		// Another request refreshes it: wait for its token. The current
+		// one is not sent meanwhile: authorization servers revoke the
+		// access token a refresh replaces (Ory Hydra does), so it would be
+		// refused on its way.
 		if conn, err = c.awaitRefresh(ctx, conn); err != nil {
 			return "", note, err
 		}
 	}
 }
 
-// awaitRefresh waits until conn is written by the request refreshing it,
-// or its lease runs out (the next loop takes it).
+// awaitRefresh waits until conn is written by the request refreshing it
+// (at once when it was, since it was read), or its lease runs out (the
+// next loop takes it).
 func (c *Connections) awaitRefresh(ctx context.Context, conn domain.Connection) (domain.Connection, error) {
 	deadline := time.NewTimer(c.cfg.Lease)
 	defer deadline.Stop()
 	tick := time.NewTicker(c.cfg.Poll)
 	defer tick.Stop()
 	for {
+		latest, err := c.store.GetConnection(ctx, conn.Subject, conn.Server)
+		if err != nil || latest.Version != conn.Version {
+			return latest, err
+		}
 		select {
 		case <-ctx.Done():
 			return conn, ctx.Err()
 		case <-deadline.C:
-			return c.store.GetConnection(ctx, conn.Subject, conn.Server)
+			return latest, nil
 		case <-tick.C:
-		}
-		latest, err := c.store.GetConnection(ctx, conn.Subject, conn.Server)
-		if err != nil || latest.Version != conn.Version {
-			return latest, err
 		}
 	}
 }
@@ -492,7 +506,7 @@ func (c *Connections) open(ctx context.Context, conn domain.Connection) (string,
 		// Sealed again under the lease, so as not to cross a refresh.
 		now := c.clock.Now()
 		refresh, _, err := c.seal.open(conn.RefreshToken, ad)
-		if taken, lerr := c.store.LeaseRefresh(ctx, conn.Subject, conn.Server, now, now.Add(c.cfg.Lease)); err == nil && lerr == nil && taken {
+		if taken, lerr := c.store.LeaseRefresh(ctx, conn.Subject, conn.Server, conn.Version, now, now.Add(c.cfg.Lease)); err == nil && lerr == nil && taken {
 			next := conn
 			next.Version++
 			next.AccessToken, next.RefreshToken = c.seal.seal(tok, ad), c.seal.seal(refresh, ad)

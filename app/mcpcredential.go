@@ -59,7 +59,6 @@ func (s *MCPGateway) credentialOf(ctx context.Context, sv domain.Server, who Ups
 func (s *MCPGateway) notConnected(x *exchange, id json.RawMessage, nc *NotConnectedError) MCPAnswer {
 	x.refuse("")
 	x.n.Reason = domain.ReasonUpstreamNotConnected
-	x.answer.UpstreamError = nc.Error()
 	if id == nil {
 		return x.fail(403, nc.Error())
 	}

@@ -173,7 +173,7 @@ var Settings = []Setting{
 	{Env: "SERVICE_GATEWAY_CONNECTIONS_PREVIOUS_KEY", Default: "none", Accepts: "a 32-byte key in base64url (43 characters)",
 		Help: "The previous key itself, instead of gateway.connections.previousKeyFile (environment only)."},
 	{Key: "gateway.connections.refreshBefore", Env: "SERVICE_GATEWAY_CONNECTIONS_REFRESH_BEFORE", Default: "1m", Accepts: "a duration from 1s to 1h",
-		Help: "A person's upstream access token that expires within this is refreshed before it is sent (one instance at a time refreshes; the others use it as it holds, or wait)."},
+		Help: "A person's upstream access token that expires within this is refreshed before it is sent (one request of one instance at a time refreshes; the others wait for it)."},
 	{Key: "approvals.webhookURL", Env: "SERVICE_APPROVALS_WEBHOOK_URL", Default: "none", Accepts: "an http(s) URL",
 		Help: "Where each tool call that starts to wait for approval, and its outcome, is POSTed as JSON signed as Standard Webhooks defines (a chat tool's incoming webhook takes it as it is); retried with backoff, never holding a decision."},
 	{Key: "approvals.webhookSecretFile", Env: "SERVICE_APPROVALS_WEBHOOK_SECRET_FILE", Default: "none (required with approvals.webhookURL)", Accepts: "a file readable by its owner only, holding whsec_ and 24 to 64 random bytes in base64",

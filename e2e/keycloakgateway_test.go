@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,21 +50,28 @@ func TestKeycloakGatewayResource(t *testing.T) {
 
 // createClient makes a confidential client of realm, allowed the password
 // grant, with the realm's default client scopes; its secret is
-// <client>-e2e-secret. With an audience, its access tokens name it too
-// (Keycloak's oidc-audience-mapper with a custom audience). It is removed
-// when the test ends.
-func createClient(t *testing.T, p *idp, realm, client, audience string) {
+// <client>-e2e-secret. Its access tokens name each audience given too
+// (Keycloak's oidc-audience-mapper with a custom audience, one each). It
+// is removed when the test ends.
+func createClient(t *testing.T, p *idp, realm, client string, audiences ...string) {
 	t.Helper()
 	kc, token := kcAdminAPI(t, p)
 	rep := gocloak.Client{
 		ClientID: gocloak.StringP(client), Secret: gocloak.StringP(client + "-e2e-secret"), Enabled: gocloak.BoolP(true),
 		PublicClient: gocloak.BoolP(false), StandardFlowEnabled: gocloak.BoolP(false), DirectAccessGrantsEnabled: gocloak.BoolP(true),
 	}
-	if audience != "" {
-		rep.ProtocolMappers = &[]gocloak.ProtocolMapperRepresentation{{
-			Name: gocloak.StringP("gateway resource"), Protocol: gocloak.StringP("openid-connect"), ProtocolMapper: gocloak.StringP("oidc-audience-mapper"),
+	var mappers []gocloak.ProtocolMapperRepresentation
+	for i, audience := range audiences {
+		if audience == "" {
+			continue
+		}
+		mappers = append(mappers, gocloak.ProtocolMapperRepresentation{
+			Name: gocloak.StringP(fmt.Sprintf("audience %d", i)), Protocol: gocloak.StringP("openid-connect"), ProtocolMapper: gocloak.StringP("oidc-audience-mapper"),
 			Config: &map[string]string{"included.custom.audience": audience, "access.token.claim": "true", "id.token.claim": "false", "introspection.token.claim": "true"},
-		}}
+		})
+	}
+	if len(mappers) > 0 {
+		rep.ProtocolMappers = &mappers
 	}
 	id, err := kc.CreateClient(context.Background(), token, realm, rep)
 	if err != nil {

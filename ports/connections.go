@@ -31,9 +31,11 @@ type ConnectionStore interface {
 	// (to revoke its tokens); domain.ErrNotFound when there is none.
 	DeleteConnection(ctx context.Context, subject, server string) (domain.Connection, error)
 	// LeaseRefresh takes the right to refresh the connection until until,
-	// when nobody holds it at now, across every handle of the store: true
-	// when taken. UpdateConnection ends it; so does until passing.
-	LeaseRefresh(ctx context.Context, subject, server string, now, until time.Time) (bool, error)
+	// when nobody holds it at now and it is still at version (it was not
+	// refreshed since the caller read it), across every handle of the
+	// store: true when taken. UpdateConnection ends it; so does until
+	// passing.
+	LeaseRefresh(ctx context.Context, subject, server string, version int64, now, until time.Time) (bool, error)
 
 	// PutConnectRequest stores a connect request until its callback, and
 	// drops those expired at now.

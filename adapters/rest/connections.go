@@ -1,14 +1,12 @@
 package rest
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/agentauth/agentauth/app"
 	"github.com/agentauth/agentauth/domain"
 )
 
@@ -129,22 +127,6 @@ func (s *Server) removeConnection(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	note(c, removalNote(res))
+	note(c, res.String())
 	return c.SendStatus(fiber.StatusNoContent)
-}
-
-// removalNote says in the audit record what removing a connection did at
-// the authorization server.
-func removalNote(res app.Removed) string {
-	x := res.Connection
-	s := fmt.Sprintf("removed the connection of %s to server %s", x.Subject, x.Server)
-	switch {
-	case res.Revoked:
-		return s + "; its tokens revoked at " + x.Issuer + " (RFC 7009)"
-	case res.RevokeError != "":
-		return s + "; revoking its tokens failed: " + res.RevokeError
-	case !res.Offered:
-		return s + "; " + x.Issuer + " offers no revocation: its tokens stay valid there until they expire"
-	}
-	return s
 }

@@ -1937,18 +1937,18 @@ func (mr *MockConnectionStoreMockRecorder) GetConnection(arg0, arg1, arg2 interf
 }
 
 // LeaseRefresh mocks base method.
-func (m *MockConnectionStore) LeaseRefresh(arg0 context.Context, arg1, arg2 string, arg3, arg4 time.Time) (bool, error) {
+func (m *MockConnectionStore) LeaseRefresh(arg0 context.Context, arg1, arg2 string, arg3 int64, arg4, arg5 time.Time) (bool, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "LeaseRefresh", arg0, arg1, arg2, arg3, arg4)
+	ret := m.ctrl.Call(m, "LeaseRefresh", arg0, arg1, arg2, arg3, arg4, arg5)
 	ret0, _ := ret[0].(bool)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // LeaseRefresh indicates an expected call of LeaseRefresh.
-func (mr *MockConnectionStoreMockRecorder) LeaseRefresh(arg0, arg1, arg2, arg3, arg4 interface{}) *gomock.Call {
+func (mr *MockConnectionStoreMockRecorder) LeaseRefresh(arg0, arg1, arg2, arg3, arg4, arg5 interface{}) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "LeaseRefresh", reflect.TypeOf((*MockConnectionStore)(nil).LeaseRefresh), arg0, arg1, arg2, arg3, arg4)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "LeaseRefresh", reflect.TypeOf((*MockConnectionStore)(nil).LeaseRefresh), arg0, arg1, arg2, arg3, arg4, arg5)
 }
 
 // ListConnections mocks base method.

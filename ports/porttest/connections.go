@@ -150,9 +150,10 @@ func RunConnectionStore(t *testing.T, newStore Factory[ConnectionStore]) {
 		if err := st.PutConnection(ctx, c); err != nil {
 			t.Fatal(err)
 		}
+		version := int64(1)
 		lease := func(now time.Time) bool {
 			t.Helper()
-			ok, err := st.LeaseRefresh(ctx, "alice", "gh", now, now.Add(30*time.Second))
+			ok, err := st.LeaseRefresh(ctx, "alice", "gh", version, now, now.Add(30*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,10 +173,16 @@ func RunConnectionStore(t *testing.T, newStore Factory[ConnectionStore]) {
 		if err := st.UpdateConnection(ctx, next); err != nil {
 			t.Fatal(err)
 		}
+		// A request that read the connection before that refresh would
+		// refresh again with the refresh token it replaced: refused.
+		if lease(base.Add(32 * time.Second)) {
+			t.Error("a lease on the version before the refresh was granted")
+		}
+		version = 2
 		if !lease(base.Add(32 * time.Second)) {
 			t.Error("a lease after the refresh was written was refused")
 		}
-		if ok, err := st.LeaseRefresh(ctx, "bob", "gh", base, base.Add(time.Minute)); ok || err != nil {
+		if ok, err := st.LeaseRefresh(ctx, "bob", "gh", 1, base, base.Add(time.Minute)); ok || err != nil {
 			t.Errorf("LeaseRefresh(no connection) = %v, %v; want false", ok, err)
 		}
 	})
@@ -249,7 +256,7 @@ func RunSharedConnectionStore(t *testing.T, newStores SharedFactory[ports.Connec
 		errs := make([]error, len(taken))
 		for i := range taken {
 			wg.Go(func() {
-				taken[i], errs[i] = stores[i%len(stores)].LeaseRefresh(ctx, "alice", "gh", now, now.Add(30*time.Second))
+				taken[i], errs[i] = stores[i%len(stores)].LeaseRefresh(ctx, "alice", "gh", 1, now, now.Add(30*time.Second))
 			})
 		}
 		wg.Wait()

@@ -69,14 +69,8 @@ func (c *Console) disconnect(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	outcome := "the connection of " + res.Connection.Subject + " to " + name + " removed"
-	switch {
-	case res.Revoked:
-		outcome += "; its tokens revoked at " + res.Connection.Issuer
-	case res.RevokeError != "":
-		outcome += "; revoking its tokens failed (" + res.RevokeError + ")"
-	case !res.Offered:
-		outcome += "; " + res.Connection.Issuer + " offers no revocation"
+	if c.env.Note != nil {
+		c.env.Note(ctx, res.String())
 	}
-	return c.done(ctx, "/console/connections", outcome)
+	return c.done(ctx, "/console/connections", res.String())
 }

@@ -125,11 +125,11 @@ func (s *Store) DeleteConnection(ctx context.Context, subject, server string) (d
 // LeaseRefresh takes the refresh of a connection when nobody holds it: one
 // conditional update, which PostgreSQL runs one at a time per row, so of
 // instances asking at once one gets it.
-func (s *Store) LeaseRefresh(ctx context.Context, subject, server string, now, until time.Time) (bool, error) {
+func (s *Store) LeaseRefresh(ctx context.Context, subject, server string, version int64, now, until time.Time) (bool, error) {
 	var taken bool
 	err := s.change(ctx, domain.ConnectionChange("take the refresh of", subject, server), func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE connections SET refreshing_until = $1 WHERE subject = $2 AND server = $3 AND refreshing_until <= $4`,
-			nanos(until), text(subject), server, nanos(now))
+		tag, err := tx.Exec(ctx, `UPDATE connections SET refreshing_until = $1 WHERE subject = $2 AND server = $3 AND version = $4 AND refreshing_until <= $5`,
+			nanos(until), text(subject), server, version, nanos(now))
 		if err != nil {
 			return storeErr("take the refresh of a connection", err)
 		}

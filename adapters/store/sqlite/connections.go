@@ -130,11 +130,11 @@ func (s *Store) DeleteConnection(ctx context.Context, subject, server string) (d
 }
 
 // LeaseRefresh takes the refresh of a connection when nobody holds it.
-func (s *Store) LeaseRefresh(ctx context.Context, subject, server string, now, until time.Time) (bool, error) {
+func (s *Store) LeaseRefresh(ctx context.Context, subject, server string, version int64, now, until time.Time) (bool, error) {
 	var taken bool
 	err := s.change(ctx, domain.ConnectionChange("take the refresh of", subject, server), func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE connections SET refreshing_until = ? WHERE subject = ? AND server = ? AND refreshing_until <= ?`,
-			nanos(until), subject, server, nanos(now))
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET refreshing_until = ? WHERE subject = ? AND server = ? AND version = ? AND refreshing_until <= ?`,
+			nanos(until), subject, server, version, nanos(now))
 		if err != nil {
 			return fmt.Errorf("sqlite: take the refresh of a connection: %w", err)
 		}
