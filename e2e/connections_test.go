@@ -370,7 +370,7 @@ func TestConnections(t *testing.T) {
 	t.Run("one instance, in the browser", func(t *testing.T) {
 		data := t.TempDir()
 		s := startService(t, &idp{issuer: op.issuer, servicePort: port}, port, append(oidc, "SERVICE_DATA_DIR="+data)...)
-		s.waitReady(t, 30*time.Second)
+		s.waitReady(t)
 		alice, bob := op.codeFlow(t, port, "alice").AccessToken, op.codeFlow(t, port, "bob").AccessToken
 		registerGH(t, s, alice, op.issuer, up.url)
 		aliceAgent, bobAgent := agentToken(t, s, alice), agentToken(t, s, bob)
@@ -444,8 +444,8 @@ func TestConnections(t *testing.T) {
 			"SERVICE_AGENT_TOKENS_SIGNING_KEY_FILE="+sharedSigningKey(t), "SERVICE_GATEWAY_CONNECTIONS_KEY_FILE="+sharedSigningKey(t))
 		a := startService(t, &idp{issuer: op.issuer, servicePort: pa}, pa, env...)
 		b := startService(t, &idp{issuer: op.issuer, servicePort: pb}, pb, env...)
-		a.waitReady(t, 30*time.Second)
-		b.waitReady(t, 30*time.Second)
+		a.waitReady(t)
+		b.waitReady(t)
 		alice := op.codeFlow(t, port, "alice").AccessToken
 		registerGH(t, a, alice, op.issuer, up.url)
 		agent := agentToken(t, a, alice)

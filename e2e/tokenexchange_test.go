@@ -166,7 +166,7 @@ func TestTokenExchangeKeycloak(t *testing.T) {
 	exchangeScope(t, p, scope, aud)
 	up := startExchangeUpstream(t, p, aud, aud+"-e2e-secret")
 	s := startService(t, p, 0)
-	s.waitReady(t, 30*time.Second)
+	s.waitReady(t)
 	alice := grant(t, p, realmName, clientID, clientSecret, "alice", "alice-pw").AccessToken
 	api(t, s, alice, "POST", "/api/v2/servers", `{"name":"billing","url":"`+s.url+`/mcp/billing","endpoint":"`+up.url+`",`+
 		`"upstream_auth":{"type":"token_exchange","audience":"`+aud+`","scopes":["`+scope+`"]}}`, 201)
