@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,6 +235,41 @@ func TestAgentsNeverWiden(t *testing.T) {
 	}
 }
 
+// TestAgentNames: an agent's name is checked (domain.ValidateAgentName)
+// before anything is read or stored, and stored as given; it changes none
+// of the agent's limits.
+func TestAgentNames(t *testing.T) {
+	sess := domain.Session{ID: "s1", Owner: "uma", Mode: domain.ModeAuto}
+	tests := []struct {
+		name, agent string
+		want        error
+	}{
+		{"none", "", nil},
+		{"named", "notes agent <b>", nil},
+		{"too long", strings.Repeat("n", domain.MaxAgentName+1), domain.ErrInvalidInput},
+		{"control character", "notes\nagent", domain.ErrInvalidInput},
+		{"bidirectional override", "notes\u202eagent", domain.ErrInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.memberships("uma")
+			f.sessions.EXPECT().GetSession(gomock.Any(), "s1").Return(sess, nil).AnyTimes()
+			var stored domain.Agent
+			if tt.want == nil {
+				f.agents.EXPECT().CreateAgent(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, a domain.Agent) error { stored = a; return nil })
+			}
+			a, err := app.NewAgents(f.agents, f.sessionsUC(), now).Create(context.Background(), uma, "s1", app.NewAgent{Name: tt.agent, Tools: []string{"fs.read"}})
+			if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if tt.want == nil && (a.Name != tt.agent || stored.Name != tt.agent || !slices.Equal(stored.Limits.Tools, []string{"fs.read"})) {
+				t.Errorf("answered %+v, stored %+v; want named %q with fs.read", a, stored, tt.agent)
+			}
+		})
+	}
+}
+
 func TestToolCallsDecideAndResolve(t *testing.T) {
 	sess := domain.Session{ID: "s1", Owner: "uma", Project: "p1", Mode: domain.ModeAuto, State: domain.SessionActive}
 	root := domain.Agent{ID: "agt_r", Session: "s1"}
@@ -327,7 +363,7 @@ func TestToolCallsDecideAndResolve(t *testing.T) {
 			f.agents.EXPECT().GetAgent(gomock.Any(), "agt_r").Return(root, nil)
 			f.catalog.EXPECT().GetTool(gomock.Any(), "fs.read").Return(domain.Tool{}, domain.ErrNotFound)
 			hook := mocks.NewMockApprovalNotifier(gomock.NewController(t))
-			hook.EXPECT().Notify(gomock.Any(), domain.Approval{Call: withdrawn, Session: sess, Chain: []string{"agt_r"}})
+			hook.EXPECT().Notify(gomock.Any(), domain.Approval{Call: withdrawn, Session: sess, Chain: []string{"agt_r"}, ChainNames: []string{""}})
 			uc := app.NewToolCalls(f.calls, f.agents, f.catalog, app.NewPolicyRules(f.policies), f.settings, f.sessionsUC(), f.authz, now).WithNotifier(hook)
 			if c, err := uc.Resolve(context.Background(), lea, "s1", "c1", approve); !errors.Is(err, domain.ErrConflict) {
 				t.Errorf("approve %t: got %+v, %v; want ErrConflict", approve, c, err)

@@ -23,11 +23,13 @@ func NewAgents(store ports.AgentStore, sessions *Sessions, clock ports.Clock) *A
 }
 
 // NewAgent is what a caller asks for: a parent (empty for a root agent), a
-// tool list (nil: everything the parent has) and a mode ("": the parent's).
+// tool list (nil: everything the parent has), a mode ("": the parent's)
+// and a name (optional, domain.ValidateAgentName: a label).
 type NewAgent struct {
 	Parent string
 	Tools  []string
 	Mode   string
+	Name   string
 }
 
 // Create adds an agent to a session the caller manages.
@@ -44,6 +46,9 @@ func (s *Agents) Create(ctx context.Context, p domain.Principal, session string,
 func (s *Agents) CreateDelegated(ctx context.Context, session string, in NewAgent, by string) (domain.Agent, error) {
 	req, err := domain.RequestLimits(in.Tools, in.Mode)
 	if err != nil {
+		return domain.Agent{}, err
+	}
+	if err := domain.ValidateAgentName(in.Name); err != nil {
 		return domain.Agent{}, err
 	}
 	var parent *domain.Agent
@@ -63,6 +68,7 @@ func (s *Agents) CreateDelegated(ctx context.Context, session string, in NewAgen
 	if err != nil {
 		return domain.Agent{}, err
 	}
+	a.Name = in.Name
 	if err := s.store.CreateAgent(ctx, a); err != nil {
 		return domain.Agent{}, err
 	}

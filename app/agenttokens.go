@@ -159,26 +159,40 @@ func (s *AgentTokens) chain(ctx context.Context, session, agent string) (domain.
 // agentChain returns agent of session and its delegation chain, the root
 // agent first. A chain that loops or runs deeper than the cap is refused.
 func agentChain(ctx context.Context, agents ports.AgentStore, session, agent string) (domain.Agent, []string, error) {
+	links, err := agentLinks(ctx, agents, session, agent)
+	if err != nil {
+		return domain.Agent{}, nil, err
+	}
+	chain := make([]string, len(links))
+	for i, a := range links {
+		chain[i] = a.ID
+	}
+	return links[len(links)-1], chain, nil
+}
+
+// agentLinks returns the agents from the session's root to agent, as
+// agentChain checks them.
+func agentLinks(ctx context.Context, agents ports.AgentStore, session, agent string) ([]domain.Agent, error) {
 	ag, err := agents.GetAgent(ctx, agent)
 	if err == nil && ag.Session != session {
 		err = fmt.Errorf("agent %s: %w", agent, domain.ErrNotVisible)
 	}
 	if err != nil {
-		return domain.Agent{}, nil, fmt.Errorf("agent of this session: %w", err)
+		return nil, fmt.Errorf("agent of this session: %w", err)
 	}
-	chain := []string{ag.ID}
+	links := []domain.Agent{ag}
 	for cur := ag; cur.Parent != ""; {
-		if len(chain) > domain.MaxAgentDepth || slices.Contains(chain, cur.Parent) {
-			return domain.Agent{}, nil, domain.RefuseToken(domain.ReasonTokenChainLoop, domain.ErrConflict,
+		if len(links) > domain.MaxAgentDepth || slices.ContainsFunc(links, func(a domain.Agent) bool { return a.ID == cur.Parent }) {
+			return nil, domain.RefuseToken(domain.ReasonTokenChainLoop, domain.ErrConflict,
 				"agent %s: its chain of parents loops or is deeper than %d", agent, domain.MaxAgentDepth)
 		}
 		if cur, err = agents.GetAgent(ctx, cur.Parent); err != nil {
-			return domain.Agent{}, nil, fmt.Errorf("parent of agent %s: %w", agent, err)
+			return nil, fmt.Errorf("parent of agent %s: %w", agent, err)
 		}
-		chain = append(chain, cur.ID)
+		links = append(links, cur)
 	}
-	slices.Reverse(chain)
-	return ag, chain, nil
+	slices.Reverse(links)
+	return links, nil
 }
 
 // server finds the audience among the registered servers, by name or URL,

@@ -296,7 +296,7 @@ func (k *APIKeys) CreateServiceAccount(ctx context.Context, name string, role do
 	if !k.authz.Knows(role) {
 		return domain.KeyOwner{}, domain.RefuseToken(domain.ReasonServiceAccountRole, domain.ErrInvalidInput, "role %q is neither built in nor in auth.roles", role)
 	}
-	o := domain.KeyOwner{Subject: domain.ServiceAccountSubject(name), Roles: []domain.Role{role}, Service: true, UpdatedAt: k.clock.Now()}
+	o := domain.KeyOwner{Subject: domain.ServiceAccountSubject(name), Name: name, Roles: []domain.Role{role}, Service: true, UpdatedAt: k.clock.Now()}
 	if err := k.store.CreateKeyOwner(ctx, o); errors.Is(err, domain.ErrConflict) {
 		return domain.KeyOwner{}, domain.RefuseToken(domain.ReasonServiceAccountTaken, domain.ErrConflict, "service account %s exists", name)
 	} else if err != nil {
@@ -354,24 +354,36 @@ func (k *APIKeys) SetOwnerDisabled(ctx context.Context, subject string, disabled
 
 // Observe records the roles of a person who authenticated with anything but
 // a managed key, when it owns keys and they changed (or its keys were
-// suspended): its keys narrow, widen back or return from then on. From
-// memory this costs a map lookup; the store is written only on a change,
-// which it reports (changed) for the request's audit record.
+// suspended): its keys narrow, widen back or return from then on. The
+// name its credential gives is kept with them (a label). From memory this
+// costs a map lookup; the store is written only on a change, which it
+// reports (changed) for the request's audit record when roles or the
+// suspension changed.
 func (k *APIKeys) Observe(ctx context.Context, p domain.Principal) (changed bool, err error) {
 	if p.Key != nil || p.Subject == "" {
 		return false, nil
 	}
 	o, err := k.ownerOf(ctx, p.Subject)
-	if err != nil || o == nil || o.Service || !o.Disabled && slices.Equal(o.Roles, p.Roles) {
+	if err != nil || o == nil || o.Service {
 		return false, err
 	}
-	return true, k.record(ctx, p, k.clock.Now())
+	changed = o.Disabled || !slices.Equal(o.Roles, p.Roles)
+	if !changed && !renamed(o, p) {
+		return false, nil
+	}
+	return changed, k.record(ctx, p, k.clock.Now())
 }
+
+// renamed reports whether p's credential names the person otherwise than
+// its owner record o: a credential that names nobody erases no name.
+func renamed(o *domain.KeyOwner, p domain.Principal) bool { return p.Name != "" && p.Name != o.Name }
 
 // Remember records the roles of a person who made something that derives
 // from it (a session, an agent token), so that Observe keeps them current
-// and its agents are decided with them (OwnerNow). A managed key's caller
-// has its record already; k nil (hybrid mode) records nothing.
+// and its agents are decided with them (OwnerNow), and of a person who
+// resolved a tool call, so that its name is known beside its subject
+// (PersonNames). A managed key's caller has its record already; k nil
+// (hybrid mode) records nothing.
 func (k *APIKeys) Remember(ctx context.Context, p domain.Principal) error {
 	if k == nil || p.Key != nil || p.Subject == "" {
 		return nil
@@ -398,6 +410,40 @@ func (k *APIKeys) OwnerNow(ctx context.Context, subject string) (roles []domain.
 		return nil, true, nil
 	}
 	return o.Roles, true, nil
+}
+
+// maxNamesAsked bounds the subjects one PersonNames call looks up: a page
+// of a list names at most a few per row.
+const maxNamesAsked = 200
+
+// PersonNames returns the names agentauth knows for subjects (from their
+// owner records: the display name last seen, a service account's name),
+// by subject (nil when none is known); a subject without one, or named as
+// its subject, is left out. From memory after the first read of each.
+// Labels only: the subject stays the identity. k nil (hybrid mode): none.
+func (k *APIKeys) PersonNames(ctx context.Context, subjects ...string) (map[string]string, error) {
+	var names map[string]string
+	if k == nil {
+		return nil, nil
+	}
+	asked := map[string]bool{}
+	for _, s := range subjects {
+		if s == "" || asked[s] || len(asked) >= maxNamesAsked {
+			continue
+		}
+		asked[s] = true
+		o, err := k.ownerOf(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if o != nil && o.Name != "" && o.Name != s {
+			if names == nil {
+				names = map[string]string{}
+			}
+			names[s] = o.Name
+		}
+	}
+	return names, nil
 }
 
 // Suspended reports whether subject is suspended: logged out by its
@@ -435,8 +481,9 @@ func (k *APIKeys) ownerOf(ctx context.Context, subject string) (*domain.KeyOwner
 	return rec, nil
 }
 
-// record writes p's roles as its owner record (keys enabled), unless it
-// holds them already.
+// record writes p's roles and name as its owner record (keys enabled),
+// unless it holds them already; a credential that names nobody keeps the
+// name known.
 func (k *APIKeys) record(ctx context.Context, p domain.Principal, now time.Time) error {
 	o, err := k.ownerOf(ctx, p.Subject)
 	if err != nil {
@@ -445,10 +492,13 @@ func (k *APIKeys) record(ctx context.Context, p domain.Principal, now time.Time)
 	if o != nil && o.Service {
 		return fmt.Errorf("%s is a service account's subject: %w", p.Subject, domain.ErrConflict)
 	}
-	if o != nil && !o.Disabled && slices.Equal(o.Roles, p.Roles) {
+	if o != nil && !o.Disabled && slices.Equal(o.Roles, p.Roles) && !renamed(o, p) {
 		return nil
 	}
-	next := domain.KeyOwner{Subject: p.Subject, Roles: slices.Clone(p.Roles), UpdatedAt: now}
+	next := domain.KeyOwner{Subject: p.Subject, Name: p.Name, Roles: slices.Clone(p.Roles), UpdatedAt: now}
+	if o != nil && p.Name == "" {
+		next.Name = o.Name
+	}
 	if k.memory != nil {
 		k.memory.forget(ports.OwnerChangeKey(p.Subject))
 	}
@@ -509,7 +559,7 @@ func (k *APIKeys) Authenticate(ctx context.Context, text string) (domain.Princip
 	if err != nil {
 		return domain.Principal{}, err
 	}
-	r := &rememberedKey{key: key, principal: domain.Principal{Subject: key.Owner, Roles: owner.Roles, Method: domain.MethodManagedKey,
+	r := &rememberedKey{key: key, principal: domain.Principal{Subject: key.Owner, Name: owner.Name, Roles: owner.Roles, Method: domain.MethodManagedKey,
 		RoleSource: "managed key " + key.ID + " (" + key.Name + ")", Key: scope}}
 	r.lastUsed.Store(key.LastUsed.UnixNano())
 	if k.memory != nil {

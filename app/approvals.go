@@ -40,16 +40,25 @@ func (s *ToolCalls) Pending(ctx context.Context, p domain.Principal) ([]domain.A
 	return out, nil
 }
 
-// approval completes a pending call of sess with its chain and tool.
+// approval completes a pending call of sess with its chain, its tool and
+// the names of the agents and people it names.
 func (s *ToolCalls) approval(ctx context.Context, sess domain.Session, c domain.ToolCall) (domain.Approval, error) {
 	a := domain.Approval{Call: c, Session: sess}
 	var loop *domain.TokenRefusal
-	switch _, chain, err := agentChain(ctx, s.agents, sess.ID, c.Agent); {
+	switch links, err := agentLinks(ctx, s.agents, sess.ID, c.Agent); {
 	case err == nil:
-		a.Chain = chain
+		a.Chain, a.ChainNames = make([]string, len(links)), make([]string, len(links))
+		for i, ag := range links {
+			a.Chain[i], a.ChainNames[i] = ag.ID, ag.Name
+		}
 	case !errors.Is(err, domain.ErrNotFound) && !errors.Is(err, domain.ErrNotVisible) && !errors.As(err, &loop):
 		return a, err
 	}
+	names, err := s.owners.PersonNames(ctx, sess.Owner, c.RequestedBy, c.ResolvedBy)
+	if err != nil {
+		return a, err
+	}
+	a.Names = names
 	switch t, err := s.catalog.GetTool(ctx, c.Tool); {
 	case err == nil:
 		a.Tool = &t

@@ -459,19 +459,7 @@ func (c *Connections) use(ctx context.Context, sv domain.Server, conn domain.Con
 			return "", note, err
 		}
 		if taken {
-			tok, note, err := c.refresh(ctx, sv, conn)
-			if !errors.Is(err, errRefreshedMeanwhile) {
-				return tok, note, err
-			}
-			// Refused as used: another request's refresh, which outlived
-			// this one's lease, was written first. Use what it wrote.
-			subject := conn.Subject
-			if conn, err = c.store.GetConnection(ctx, subject, sv.Name); errors.Is(err, domain.ErrNotFound) {
-				return "", note, &NotConnectedError{Server: sv.Name, URL: c.ConnectURL(sv.Name), Why: subject + " has not connected it"}
-			} else if err != nil {
-				return "", note, err
-			}
-			continue
+			return c.refresh(ctx, sv, conn)
 		}
 		// Another request refreshes it: wait for its token. The current
 		// one is not sent meanwhile: authorization servers revoke the
@@ -528,10 +516,6 @@ func (c *Connections) open(ctx context.Context, conn domain.Connection) (string,
 	return tok, nil
 }
 
-// errRefreshedMeanwhile: a refresh was refused after another request's
-// refresh of the same connection was written.
-var errRefreshedMeanwhile = errors.New("refreshed by another request meanwhile")
-
 // refresh renews conn's tokens under the lease this request holds. A
 // refusal marks the connection broken; an authorization server out of
 // reach leaves it, and the access token serves while it holds.
@@ -553,9 +537,7 @@ func (c *Connections) refresh(ctx context.Context, sv domain.Server, conn domain
 	switch {
 	case errors.As(err, &refusal) && refusal.Code == "invalid_grant":
 		next.Status, next.Broken, next.AccessToken, next.RefreshToken = domain.ConnectionBroken, refusal.Code, "", ""
-		if uerr := c.store.UpdateConnection(ctx, next); errors.Is(uerr, domain.ErrConflict) {
-			return "", note, errRefreshedMeanwhile
-		} else if uerr != nil && !errors.Is(uerr, domain.ErrNotFound) {
+		if uerr := c.store.UpdateConnection(ctx, next); uerr != nil && !errors.Is(uerr, domain.ErrNotFound) {
 			return "", note, uerr
 		}
 		return "", note + " broken: refresh refused (" + refusal.Code + ")", &NotConnectedError{Server: sv.Name, URL: c.ConnectURL(sv.Name),

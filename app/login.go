@@ -166,7 +166,7 @@ func (l *Login) start(ctx context.Context, ts ports.TokenSet, returnTo string) (
 }
 
 func (l *Login) principalOf(ts ports.TokenSet) domain.Principal {
-	return domain.Principal{Subject: ts.Subject, Roles: ts.Roles.Roles, Method: l.cfg.Method, RoleSource: ts.Roles.Source}
+	return domain.Principal{Subject: ts.Subject, Name: ts.Username, Roles: ts.Roles.Roles, Method: l.cfg.Method, RoleSource: ts.Roles.Source}
 }
 
 // randomToken is 256 random bits, base64url without padding (43 chars).

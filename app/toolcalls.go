@@ -224,6 +224,9 @@ func (s *ToolCalls) Resolve(ctx context.Context, p domain.Principal, session, id
 			return domain.ToolCall{}, err
 		}
 	}
+	if err := s.owners.Remember(ctx, p); err != nil { // its name, beside its subject
+		return domain.ToolCall{}, err
+	}
 	resolved, err := s.store.ResolveToolCall(ctx, id, status, p.Subject, s.clock.Now().UTC())
 	if err == nil {
 		s.announce(ctx, sess, resolved)

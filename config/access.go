@@ -94,7 +94,7 @@ const RoleKeySubjects = "key:"
 
 // principal is who the key authenticates.
 func (k RoleKey) principal() domain.Principal {
-	return domain.Principal{Subject: RoleKeySubjects + k.Subject, Roles: []domain.Role{domain.Role(strings.ToUpper(k.Role))},
+	return domain.Principal{Subject: RoleKeySubjects + k.Subject, Name: k.Subject, Roles: []domain.Role{domain.Role(strings.ToUpper(k.Role))},
 		Method: domain.MethodAPIKey, RoleSource: "auth.keys"}
 }
 

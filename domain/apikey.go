@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"math/big"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -262,7 +263,10 @@ type APIKey struct {
 // the owner's keys are suspended.
 type KeyOwner struct {
 	Subject string
-	Roles   []Role
+	// Name is the person's display name as last seen with its roles (a
+	// service account's name): a label, never an identity; "" for none.
+	Name  string
+	Roles []Role
 	// Service marks a service account, made by an ADMIN; its roles change
 	// only through the API.
 	Service bool
@@ -343,6 +347,9 @@ func KeyChange(action, id, owner string) string {
 // KeyOwnerChange names the writing of a key owner in an audit intent.
 func KeyOwnerChange(o KeyOwner) string {
 	s := "set api key owner " + o.Subject + " roles [" + JoinRoles(o.Roles) + "]"
+	if o.Name != "" {
+		s += " name " + strconv.Quote(o.Name)
+	}
 	if o.Service {
 		s += " (service account)"
 	}

@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -22,13 +23,26 @@ const MaxAgentDepth = 32
 // Agent acts in a session. A sub-agent has a Parent and Limits no wider
 // than its parent's.
 type Agent struct {
-	ID        string
+	ID string
+	// Name is what its maker called it (ValidateAgentName): a label shown
+	// beside ID, never an identity; "" for none.
+	Name      string
 	Session   string
 	Parent    string // empty for the session's root agent
 	Depth     int
 	Limits    Limits
 	CreatedBy string
 	CreatedAt time.Time
+}
+
+// AgentCreation names the creation of a in an audit intent (its name
+// quoted: text its maker chose).
+func AgentCreation(a Agent) string {
+	s := "create agent " + a.ID + " in session " + a.Session
+	if a.Name != "" {
+		s += " named " + strconv.Quote(a.Name)
+	}
+	return s
 }
 
 // RequestLimits turns what a caller asks for into Limits: a tool list (nil

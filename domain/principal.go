@@ -18,8 +18,12 @@ const (
 // where those roles came from. The zero value is no one and holds no role.
 type Principal struct {
 	Subject string
-	Roles   []Role
-	Method  AuthMethod
+	// Name is how the person is called as its credential says
+	// (PersonNameOf): a label shown beside Subject, never an identity and
+	// never part of a decision; "" when the credential names none.
+	Name   string
+	Roles  []Role
+	Method AuthMethod
 	// RoleSource explains where the roles came from, for /api/v2/me and the
 	// audit log: "api key", "debug key", "id_token", "remote https://…".
 	RoleSource string

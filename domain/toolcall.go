@@ -307,8 +307,13 @@ type Approval struct {
 	Call    ToolCall
 	Session Session
 	// Chain is the agent chain, the root agent first and the calling
-	// agent last; nil when the agent is gone.
-	Chain []string
+	// agent last; nil when the agent is gone. ChainNames are their names,
+	// in the same order ("" for an agent without one).
+	Chain, ChainNames []string
+	// Names are the names agentauth knows of the people the approval
+	// names (the session's owner, who asked, who resolved), by subject:
+	// labels shown beside the subjects, never in their place.
+	Names map[string]string
 	// Tool is the tool as registered (its description); nil when no
 	// server registers it.
 	Tool *Tool

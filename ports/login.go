@@ -12,7 +12,10 @@ import (
 // tokens (secrets: never log them), who they name and the roles extracted
 // from them.
 type TokenSet struct {
-	Subject  string
+	Subject string
+	// Username is how the provider names the person: preferred_username,
+	// else name, else email, as domain.PersonNameOf keeps it. A label
+	// (Principal.Name), never an identity.
 	Username string
 	Roles    domain.RoleExtraction
 

@@ -704,7 +704,9 @@ func (s *Server) deletePolicy(c *fiber.Ctx) error {
 // --- agents ---
 
 type agentJSON struct {
-	ID        string    `json:"id"`
+	ID string `json:"id"`
+	// Name is its maker's label for it; absent when none.
+	Name      string    `json:"name,omitempty"`
 	Session   string    `json:"session"`
 	Parent    string    `json:"parent,omitempty"`
 	Depth     int       `json:"depth"`
@@ -716,7 +718,7 @@ type agentJSON struct {
 }
 
 func toAgentJSON(a domain.Agent) agentJSON {
-	return agentJSON{ID: a.ID, Session: a.Session, Parent: a.Parent, Depth: a.Depth, Tools: a.Limits.Tools,
+	return agentJSON{ID: a.ID, Name: a.Name, Session: a.Session, Parent: a.Parent, Depth: a.Depth, Tools: a.Limits.Tools,
 		ReadOnly: a.Limits.ReadOnly, Approval: a.Limits.Approval, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt}
 }
 
@@ -736,6 +738,7 @@ type createAgentRequest struct {
 	Parent string   `json:"parent"`
 	Tools  []string `json:"tools"`
 	Mode   string   `json:"mode"`
+	Name   string   `json:"name"`
 }
 
 func (s *Server) createAgent(c *fiber.Ctx) error {

@@ -15,7 +15,10 @@ import (
 )
 
 type meResponse struct {
-	Subject     string              `json:"subject"`
+	Subject string `json:"subject"`
+	// Name is how the credential names the caller (a label, never an
+	// identity); absent when it names none.
+	Name        string              `json:"name,omitempty"`
 	Roles       []domain.Role       `json:"roles"`
 	Method      domain.AuthMethod   `json:"method"`
 	RoleSource  string              `json:"role_source"`
@@ -36,6 +39,7 @@ func (s *Server) me(c *fiber.Ctx) error {
 	p := principalOf(c)
 	res := meResponse{
 		Subject:     p.Subject,
+		Name:        p.Name,
 		Roles:       p.Roles,
 		Method:      p.Method,
 		RoleSource:  p.RoleSource,

@@ -421,8 +421,8 @@ func testCatalogAndPolicies(t *testing.T, st AccessStore) {
 
 func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	ctx := ctxFor(t)
-	root := domain.Agent{ID: "a0", Session: "s1", CreatedBy: "uma", CreatedAt: t0}
-	child := domain.Agent{ID: "a1", Session: "s1", Parent: "a0", Depth: 1, CreatedAt: t0.Add(time.Second),
+	root := domain.Agent{ID: "a0", Name: "notes-agent", Session: "s1", CreatedBy: "uma", CreatedAt: t0}
+	child := domain.Agent{ID: "a1", Name: "Zoë's <helper>", Session: "s1", Parent: "a0", Depth: 1, CreatedAt: t0.Add(time.Second),
 		Limits: domain.Limits{Tools: []string{}, ReadOnly: true, Approval: true}}
 	grandchild := domain.Agent{ID: "a2", Session: "s1", Parent: "a1", Depth: 2, CreatedAt: t0.Add(2 * time.Second),
 		Limits: domain.Limits{Tools: []string{"fs.read", "git.log"}}}
@@ -442,11 +442,11 @@ func testAgentsAndToolCalls(t *testing.T, st AccessStore) {
 	// Newest first. nil Tools (every tool) and empty Tools (no tool) must
 	// stay different.
 	if agents[2].Limits.Tools != nil || agents[1].Limits.Tools == nil || len(agents[1].Limits.Tools) != 0 ||
-		!agents[1].Limits.ReadOnly || !agents[1].Limits.Approval || agents[1].Parent != "a0" || agents[1].Depth != 1 ||
+		!agents[1].Limits.ReadOnly || !agents[1].Limits.Approval || agents[1].Parent != "a0" || agents[1].Depth != 1 || agents[1].Name != child.Name || agents[0].Name != "" ||
 		!slices.Equal(agents[0].Limits.Tools, []string{"fs.read", "git.log"}) {
 		t.Errorf("ListAgents(s1) = %+v", agents)
 	}
-	if a, err := st.GetAgent(ctx, "a0"); err != nil || a.CreatedBy != "uma" || !a.CreatedAt.Equal(t0) {
+	if a, err := st.GetAgent(ctx, "a0"); err != nil || a.CreatedBy != "uma" || !a.CreatedAt.Equal(t0) || a.Name != "notes-agent" {
 		t.Errorf("GetAgent = %+v, %v", a, err)
 	}
 	if _, err := st.GetAgent(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {

@@ -137,19 +137,19 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 		if _, err := st.GetKeyOwner(ctx, "alice"); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("GetKeyOwner(unknown) = %v, want ErrNotFound", err)
 		}
-		alice := domain.KeyOwner{Subject: "alice", Roles: []domain.Role{domain.RoleLead, domain.RoleUser}, UpdatedAt: base}
+		alice := domain.KeyOwner{Subject: "alice", Name: "Alice", Roles: []domain.Role{domain.RoleLead, domain.RoleUser}, UpdatedAt: base}
 		if err := st.PutKeyOwner(ctx, alice); err != nil {
 			t.Fatal(err)
 		}
-		alice.Roles, alice.Disabled = []domain.Role{domain.RoleUser}, true
+		alice.Roles, alice.Disabled, alice.Name = []domain.Role{domain.RoleUser}, true, "Alice Liddell <b>ö</b>"
 		if err := st.PutKeyOwner(ctx, alice); err != nil {
 			t.Fatal(err)
 		}
 		got, err := st.GetKeyOwner(ctx, "alice")
-		if err != nil || !slices.Equal(got.Roles, alice.Roles) || !got.Disabled || got.Service || !got.UpdatedAt.Equal(base) {
+		if err != nil || !slices.Equal(got.Roles, alice.Roles) || !got.Disabled || got.Service || !got.UpdatedAt.Equal(base) || got.Name != alice.Name {
 			t.Errorf("GetKeyOwner = %+v, %v; want %+v", got, err, alice)
 		}
-		svc := domain.KeyOwner{Subject: domain.ServiceAccountSubject("ci"), Roles: []domain.Role{"OPS"}, Service: true, UpdatedAt: base}
+		svc := domain.KeyOwner{Subject: domain.ServiceAccountSubject("ci"), Name: "ci", Roles: []domain.Role{"OPS"}, Service: true, UpdatedAt: base}
 		if err := st.CreateKeyOwner(ctx, svc); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 			want    string
 		}{{true, svc.Subject}, {false, "alice"}} {
 			list, err := st.ListKeyOwners(ctx, tc.service, ports.Page{})
-			if err != nil || len(list) != 1 || list[0].Subject != tc.want {
+			if err != nil || len(list) != 1 || list[0].Subject != tc.want || list[0].Name == "" {
 				t.Errorf("ListKeyOwners(%v) = %+v, %v; want %s", tc.service, list, err, tc.want)
 			}
 		}
@@ -193,6 +193,10 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 		if err := st.PutKeyOwner(ctx, domain.KeyOwner{Subject: "alice", Roles: []domain.Role{domain.RoleUser}}); err != nil {
 			t.Fatal(err)
 		}
+		// A new name alone is a change every instance hears of.
+		if err := st.PutKeyOwner(ctx, domain.KeyOwner{Subject: "alice", Name: "Alice", Roles: []domain.Role{domain.RoleUser}}); err != nil {
+			t.Fatal(err)
+		}
 		listeners, err := st.Listeners(ctx)
 		if err != nil || len(listeners) != 1 {
 			t.Fatalf("Listeners = %v, %v; want this store's one listener", listeners, err)
@@ -201,7 +205,7 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 		// (acknowledgements may come after later reports).
 		l := listeners[0]
 		var got []string
-		for len(got) < 4 {
+		for len(got) < 6 {
 			select {
 			case h := <-heard:
 				got = append(got, h)
@@ -217,6 +221,9 @@ func RunAPIKeyStore(t *testing.T, newStore Factory[APIKeyStore]) {
 		}
 		if at := slices.Index(got, ports.KeyChangeKey(k.ID)); at > slices.Index(got, ports.OwnerChangeKey("alice")) {
 			t.Errorf("reports out of order: %q", got)
+		}
+		if n := countOf(got, ports.OwnerChangeKey("alice")); n != 2 {
+			t.Errorf("the watcher reported %q: %d changes of alice's owner record, want 2 (roles, then name)", got, n)
 		}
 	})
 }
@@ -254,4 +261,15 @@ func sameKey(a, b domain.APIKey) bool {
 		slices.Equal(a.Permissions, b.Permissions) && slices.Equal(a.Projects, b.Projects) && slices.Equal(a.Tools, b.Tools) &&
 		a.CreatedBy == b.CreatedBy && a.CreatedAt.Equal(b.CreatedAt) && a.ExpiresAt.Equal(b.ExpiresAt) &&
 		a.RevokedAt.Equal(b.RevokedAt) && a.LastUsed.Equal(b.LastUsed)
+}
+
+// countOf counts the reports r in got.
+func countOf(got []string, r string) int {
+	n := 0
+	for _, g := range got {
+		if g == r {
+			n++
+		}
+	}
+	return n
 }

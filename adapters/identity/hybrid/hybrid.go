@@ -215,6 +215,7 @@ func checkCredential(cred ports.Credential) error {
 // meAnswer is the part of the centre's /api/v2/me this instance uses.
 type meAnswer struct {
 	Subject string    `json:"subject"`
+	Name    string    `json:"name"`
 	Roles   *[]string `json:"roles"`
 	Method  string    `json:"method"`
 	// Key is set when the credential is one of the centre's managed keys:
@@ -292,7 +293,7 @@ func (a *Authenticator) principalOf(me meAnswer) (domain.Principal, error) {
 		// only on loopback (and a further edge asking this one sees it too).
 		method = domain.MethodDebug
 	}
-	p := domain.Principal{Subject: me.Subject, Roles: roles, Method: method, RoleSource: a.source}
+	p := domain.Principal{Subject: me.Subject, Name: domain.PersonNameOf(me.Name), Roles: roles, Method: method, RoleSource: a.source}
 	switch {
 	case me.Key != nil:
 		p.Key = &domain.KeyScope{ID: me.Key.ID, Owner: me.Subject, Permissions: domain.NewPermissionSet(me.Key.Permissions),

@@ -106,7 +106,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred ports.Credential)
 	if err != nil {
 		return domain.Principal{}, fmt.Errorf("keycloak: access_token: %w", err)
 	}
-	p := domain.Principal{Subject: subject, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, Audience: audience(v.claims["aud"]),
+	p := domain.Principal{Subject: subject, Name: personName(v.claims), Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, Audience: audience(v.claims["aud"]),
 		ResourceOnly: v.resourceOnly}
 	if q == a.p {
 		// Back-channel logouts come from the primary issuer only.

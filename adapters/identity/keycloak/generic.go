@@ -125,7 +125,7 @@ func (p *Provider) tokenSetOf(ctx context.Context, tok *oauth2.Token, refresh, n
 	}
 	ts := ports.TokenSet{
 		Subject:      subject,
-		Username:     firstString("preferred_username", id.claims, userinfo, at.claims),
+		Username:     personName(id.claims, userinfo, at.claims),
 		Roles:        p.roles(sources),
 		AccessToken:  tok.AccessToken,
 		RefreshToken: refresh,
@@ -311,6 +311,6 @@ func (p *Provider) introspectedPrincipal(c domain.Claims) (domain.Principal, tim
 	}
 	ex := p.roles([]domain.ClaimSource{{Token: domain.TokenIntrospection, Claims: c}})
 	sid, _ := c["sid"].(string)
-	return domain.Principal{Subject: sub, Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid, Audience: aud,
+	return domain.Principal{Subject: sub, Name: personName(c), Roles: ex.Roles, Method: domain.MethodOIDC, RoleSource: ex.Source, SessionID: sid, Audience: aud,
 		ResourceOnly: resourceOnly}, until, nil
 }

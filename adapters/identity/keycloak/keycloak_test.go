@@ -462,3 +462,39 @@ func TestNewRefusesMissingLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestBearerPersonName: a Bearer token names the person by
+// preferred_username, else name, else email, kept printable and bounded;
+// the subject stays what identifies it.
+func TestBearerPersonName(t *testing.T) {
+	op := newFakeOP(t)
+	a := NewAuthenticator(op.provider(t, nil))
+	tests := []struct {
+		name   string
+		claims map[string]any
+		want   string
+	}{
+		{"preferred_username first", map[string]any{"preferred_username": "alice", "name": "Alice Liddell", "email": "alice@example.com"}, "alice"},
+		{"then name", map[string]any{"name": "Alice Liddell", "email": "alice@example.com"}, "Alice Liddell"},
+		{"then email", map[string]any{"email": "alice@example.com"}, "alice@example.com"},
+		{"none", map[string]any{}, ""},
+		{"not a string", map[string]any{"preferred_username": 42, "name": "Alice"}, "Alice"},
+		{"bidi override and controls left out", map[string]any{"preferred_username": "bob\u202e\x1b[0mtxt.exe"}, "bob[0mtxt.exe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := op.accessClaims()
+			delete(c, "preferred_username")
+			for k, v := range tt.claims {
+				c[k] = v
+			}
+			p, err := a.Authenticate(t.Context(), bearer(op.sign(c, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Name != tt.want || p.Subject != "user-alice" {
+				t.Errorf("principal %q named %q, want user-alice named %q", p.Subject, p.Name, tt.want)
+			}
+		})
+	}
+}

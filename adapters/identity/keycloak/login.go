@@ -167,6 +167,18 @@ func (p *Provider) EndSessionURL(idTokenHint string) string {
 	return d.endSession + sep + q.Encode()
 }
 
+// personName is how the claims name the person (domain.PersonNameOf):
+// preferred_username, else name, else email, each from the first claims
+// holding it.
+func personName(claims ...domain.Claims) string {
+	for _, c := range [...]string{"preferred_username", "name", "email"} {
+		if s := firstString(c, claims...); s != "" {
+			return domain.PersonNameOf(s)
+		}
+	}
+	return ""
+}
+
 func firstString(name string, claims ...domain.Claims) string {
 	for _, c := range claims {
 		if s, ok := c[name].(string); ok && s != "" {

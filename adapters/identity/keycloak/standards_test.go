@@ -312,7 +312,7 @@ func TestIntrospectionURL(t *testing.T) {
 	p = op.provider(t, func(c *Config) {
 		c.Generic, c.IntrospectionURL = true, op.issuer+"/protocol/openid-connect/token/introspect"
 	})
-	if got, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(opaqueToken)); err != nil || got.Subject != "user-alice" {
-		t.Errorf("configured: got %+v, %v; want user-alice", got, err)
+	if got, err := NewAuthenticator(p).Authenticate(t.Context(), bearer(opaqueToken)); err != nil || got.Subject != "user-alice" || got.Name != "alice" {
+		t.Errorf("configured: got %+v, %v; want user-alice named alice (the introspection answer's preferred_username)", got, err)
 	}
 }

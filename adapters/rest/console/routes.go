@@ -245,7 +245,7 @@ func list(v string) []string {
 
 func (c *Console) createAgent(ctx *fiber.Ctx) error {
 	a, err := c.uc.Agents.Create(ctx.UserContext(), c.principal(ctx), ctx.Params("id"), app.NewAgent{
-		Parent: ctx.FormValue("parent"), Tools: list(ctx.FormValue("tools")), Mode: ctx.FormValue("mode")})
+		Parent: ctx.FormValue("parent"), Tools: list(ctx.FormValue("tools")), Mode: ctx.FormValue("mode"), Name: ctx.FormValue("name")})
 	if err != nil {
 		return err
 	}

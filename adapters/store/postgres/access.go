@@ -457,13 +457,13 @@ func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
 		str := string(b)
 		tools = &str
 	}
-	return s.exec(ctx, "create agent "+a.ID+" in session "+a.Session, "agent "+a.ID+" already exists",
-		`INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, a.ID, a.Session, a.Parent, a.Depth, tools,
-		a.Limits.ReadOnly, a.Limits.Approval, a.CreatedBy, nanos(a.CreatedAt))
+	return s.exec(ctx, domain.AgentCreation(a), "agent "+a.ID+" already exists",
+		`INSERT INTO agents (`+agentColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, a.ID, a.Session, a.Parent, a.Depth, tools,
+		a.Limits.ReadOnly, a.Limits.Approval, a.CreatedBy, nanos(a.CreatedAt), a.Name)
 }
 
-const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at`
+const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at, name`
 
 func scanAgent(row pgx.CollectableRow) (domain.Agent, error) {
 	var (
@@ -471,7 +471,7 @@ func scanAgent(row pgx.CollectableRow) (domain.Agent, error) {
 		tools   *string
 		created int64
 	)
-	if err := row.Scan(&a.ID, &a.Session, &a.Parent, &a.Depth, &tools, &a.Limits.ReadOnly, &a.Limits.Approval, &a.CreatedBy, &created); err != nil {
+	if err := row.Scan(&a.ID, &a.Session, &a.Parent, &a.Depth, &tools, &a.Limits.ReadOnly, &a.Limits.Approval, &a.CreatedBy, &created, &a.Name); err != nil {
 		return domain.Agent{}, err
 	}
 	if tools != nil {

@@ -143,7 +143,7 @@ func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error 
 		`UPDATE api_keys SET last_used = GREATEST(last_used, $1) WHERE id = $2`, nanos(at), id)
 }
 
-const keyOwnerColumns = `subject, roles, service, disabled, updated_at`
+const keyOwnerColumns = `subject, roles, service, disabled, updated_at, name`
 
 // GetKeyOwner reads one owner.
 func (s *Store) GetKeyOwner(ctx context.Context, subject string) (domain.KeyOwner, error) {
@@ -187,7 +187,7 @@ func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) (
 			roles   string
 			updated int64
 		)
-		if err := rows.Scan(&o.Subject, &roles, &o.Service, &o.Disabled, &updated); err != nil {
+		if err := rows.Scan(&o.Subject, &roles, &o.Service, &o.Disabled, &updated, &o.Name); err != nil {
 			return nil, storeErr("read key owner", err)
 		}
 		o.Roles, o.UpdatedAt = domain.SplitRoles(roles), fromNanos(updated)
@@ -201,13 +201,13 @@ func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) (
 
 // PutKeyOwner writes an owner; the trigger announces it at commit.
 func (s *Store) PutKeyOwner(ctx context.Context, o domain.KeyOwner) error {
-	return s.exec(ctx, domain.KeyOwnerChange(o), "", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (subject) DO UPDATE SET roles = excluded.roles, service = excluded.service, disabled = excluded.disabled, updated_at = excluded.updated_at`,
-		o.Subject, domain.JoinRoles(o.Roles), o.Service, o.Disabled, nanos(o.UpdatedAt))
+	return s.exec(ctx, domain.KeyOwnerChange(o), "", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (subject) DO UPDATE SET roles = excluded.roles, service = excluded.service, disabled = excluded.disabled, updated_at = excluded.updated_at, name = excluded.name`,
+		o.Subject, domain.JoinRoles(o.Roles), o.Service, o.Disabled, nanos(o.UpdatedAt), o.Name)
 }
 
 // CreateKeyOwner creates an owner whose subject is free.
 func (s *Store) CreateKeyOwner(ctx context.Context, o domain.KeyOwner) error {
-	return s.exec(ctx, domain.KeyOwnerChange(o), "key owner "+o.Subject+" exists", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES ($1, $2, $3, $4, $5)`,
-		o.Subject, domain.JoinRoles(o.Roles), o.Service, o.Disabled, nanos(o.UpdatedAt))
+	return s.exec(ctx, domain.KeyOwnerChange(o), "key owner "+o.Subject+" exists", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		o.Subject, domain.JoinRoles(o.Roles), o.Service, o.Disabled, nanos(o.UpdatedAt), o.Name)
 }

@@ -511,13 +511,13 @@ func (s *Store) CreateAgent(ctx context.Context, a domain.Agent) error {
 		}
 		tools = string(b)
 	}
-	return s.exec(ctx, "create agent "+a.ID+" in session "+a.Session, "agent "+a.ID+" already exists",
-		`INSERT INTO agents (id, session, parent, depth, tools, read_only, approval, created_by, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Session, a.Parent, a.Depth, tools,
-		boolInt(a.Limits.ReadOnly), boolInt(a.Limits.Approval), a.CreatedBy, nanos(a.CreatedAt))
+	return s.exec(ctx, domain.AgentCreation(a), "agent "+a.ID+" already exists",
+		`INSERT INTO agents (`+agentColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Session, a.Parent, a.Depth, tools,
+		boolInt(a.Limits.ReadOnly), boolInt(a.Limits.Approval), a.CreatedBy, nanos(a.CreatedAt), a.Name)
 }
 
-const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at`
+const agentColumns = `id, session, parent, depth, tools, read_only, approval, created_by, created_at, name`
 
 func scanAgent(row scanner) (domain.Agent, error) {
 	var (
@@ -526,7 +526,7 @@ func scanAgent(row scanner) (domain.Agent, error) {
 		ro, approval int
 		created      int64
 	)
-	if err := row.Scan(&a.ID, &a.Session, &a.Parent, &a.Depth, &tools, &ro, &approval, &a.CreatedBy, &created); err != nil {
+	if err := row.Scan(&a.ID, &a.Session, &a.Parent, &a.Depth, &tools, &ro, &approval, &a.CreatedBy, &created, &a.Name); err != nil {
 		return domain.Agent{}, err
 	}
 	if tools.Valid {

@@ -142,7 +142,7 @@ func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error 
 		`UPDATE api_keys SET last_used = max(last_used, ?) WHERE id = ?`, nanos(at), id)
 }
 
-const keyOwnerColumns = `subject, roles, service, disabled, updated_at`
+const keyOwnerColumns = `subject, roles, service, disabled, updated_at, name`
 
 // GetKeyOwner reads one owner.
 func (s *Store) GetKeyOwner(ctx context.Context, subject string) (domain.KeyOwner, error) {
@@ -183,7 +183,7 @@ func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) (
 			service, disabled int
 			updated           int64
 		)
-		if err := rows.Scan(&o.Subject, &roles, &service, &disabled, &updated); err != nil {
+		if err := rows.Scan(&o.Subject, &roles, &service, &disabled, &updated, &o.Name); err != nil {
 			return nil, fmt.Errorf("sqlite: read key owner: %w", err)
 		}
 		o.Roles, o.Service, o.Disabled, o.UpdatedAt = domain.SplitRoles(roles), service != 0, disabled != 0, fromNanos(updated)
@@ -197,9 +197,9 @@ func (s *Store) queryKeyOwners(ctx context.Context, query string, args ...any) (
 
 // PutKeyOwner writes an owner and tells the watcher.
 func (s *Store) PutKeyOwner(ctx context.Context, o domain.KeyOwner) error {
-	err := s.exec(ctx, domain.KeyOwnerChange(o), "", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (subject) DO UPDATE SET roles = excluded.roles, service = excluded.service, disabled = excluded.disabled, updated_at = excluded.updated_at`,
-		o.Subject, domain.JoinRoles(o.Roles), boolInt(o.Service), boolInt(o.Disabled), nanos(o.UpdatedAt))
+	err := s.exec(ctx, domain.KeyOwnerChange(o), "", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (subject) DO UPDATE SET roles = excluded.roles, service = excluded.service, disabled = excluded.disabled, updated_at = excluded.updated_at, name = excluded.name`,
+		o.Subject, domain.JoinRoles(o.Roles), boolInt(o.Service), boolInt(o.Disabled), nanos(o.UpdatedAt), o.Name)
 	if err == nil {
 		s.announce(ports.OwnerChangeKey(o.Subject))
 	}
@@ -208,8 +208,8 @@ func (s *Store) PutKeyOwner(ctx context.Context, o domain.KeyOwner) error {
 
 // CreateKeyOwner creates an owner whose subject is free.
 func (s *Store) CreateKeyOwner(ctx context.Context, o domain.KeyOwner) error {
-	err := s.exec(ctx, domain.KeyOwnerChange(o), "key owner "+o.Subject+" exists", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES (?, ?, ?, ?, ?)`,
-		o.Subject, domain.JoinRoles(o.Roles), boolInt(o.Service), boolInt(o.Disabled), nanos(o.UpdatedAt))
+	err := s.exec(ctx, domain.KeyOwnerChange(o), "key owner "+o.Subject+" exists", `INSERT INTO api_key_owners (`+keyOwnerColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		o.Subject, domain.JoinRoles(o.Roles), boolInt(o.Service), boolInt(o.Disabled), nanos(o.UpdatedAt), o.Name)
 	if err == nil {
 		s.announce(ports.OwnerChangeKey(o.Subject))
 	}

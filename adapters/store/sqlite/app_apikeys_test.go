@@ -451,3 +451,62 @@ func TestBackchannelLogoutSuspendsKeys(t *testing.T) {
 		t.Fatalf("after signing in again: %v", err)
 	}
 }
+
+// TestPersonNames: the name a person's credential gives is kept with its
+// owner record as a label: known beside its subject (PersonNames), carried
+// by its keys' principal, renamed by a later sign-in without counting as a
+// change of roles, never erased by a credential naming nobody, and never
+// part of what its keys may do.
+func TestPersonNames(t *testing.T) {
+	f := newKeyFixture(t, nil)
+	ctx := porttest.Context(t)
+	named := alice
+	named.Name = "Alice <script>alert(1)</script>"
+	k := f.create(t, named, app.KeyRequest{Permissions: []domain.Permission{domain.PermMeRead}})
+	svc, err := f.keys.CreateServiceAccount(ctx, "deploy-bot", "OPS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.keys.Remember(ctx, domain.Principal{Subject: "bob", Roles: []domain.Role{domain.RoleUser}}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := f.keys.PersonNames(ctx, "alice", svc.Subject, "bob", "nobody", "", "alice")
+	if err != nil || len(names) != 2 || names["alice"] != named.Name || names[svc.Subject] != "deploy-bot" {
+		t.Fatalf("PersonNames = %v, %v; want alice and the service account named, bob (no name) and nobody left out", names, err)
+	}
+	p, err := f.keys.Authenticate(ctx, k.Secret)
+	if err != nil || p.Name != named.Name || p.Subject != "alice" {
+		t.Fatalf("key principal %+v, %v; want alice named %q", p, err, named.Name)
+	}
+	before := p.Key.Permissions
+
+	tests := []struct {
+		name, credential, want string
+	}{
+		{"a new name is kept, not a change of roles", "Alice Liddell", "Alice Liddell"},
+		{"the same name writes nothing", "Alice Liddell", "Alice Liddell"},
+		{"a credential naming nobody keeps the name", "", "Alice Liddell"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := alice
+			seen.Name = tt.credential
+			if changed, err := f.keys.Observe(ctx, seen); err != nil || changed {
+				t.Fatalf("Observe = %t, %v; want no change of roles", changed, err)
+			}
+			o, err := f.store.GetKeyOwner(ctx, "alice")
+			if err != nil || o.Name != tt.want || !slices.Equal(o.Roles, alice.Roles) {
+				t.Fatalf("owner record %+v, %v; want named %q with alice's roles", o, err, tt.want)
+			}
+			// Read after the store's report reaches the memory.
+			testwait.Until(t, 30*time.Second, "the key's principal renamed", func() (bool, string) {
+				p, err := f.keys.Authenticate(ctx, k.Secret)
+				return err == nil && p.Name == tt.want, fmt.Sprintf("%+v, %v", p, err)
+			})
+			p, _ := f.keys.Authenticate(ctx, k.Secret)
+			if p.Key.Permissions != before || !slices.Equal(p.Roles, alice.Roles) {
+				t.Errorf("renamed: roles %v permissions %v; want %v and %v as before", p.Roles, p.Key.Permissions, alice.Roles, before)
+			}
+		})
+	}
+}
