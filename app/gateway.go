@@ -19,11 +19,13 @@ type Gateway struct {
 	calls   *ToolCalls
 	catalog ports.CatalogStore
 	clock   ports.Clock
+	// defs are the definitions of the tools servers listed lately.
+	defs *definitionCache
 }
 
 // NewGateway wires the use case.
 func NewGateway(calls *ToolCalls, catalog ports.CatalogStore, clock ports.Clock) *Gateway {
-	return &Gateway{calls: calls, catalog: catalog, clock: clock}
+	return &Gateway{calls: calls, catalog: catalog, clock: clock, defs: newDefinitionCache(definitionCacheEntries, definitionCacheBytes)}
 }
 
 // Server returns a registered server that the gateway can forward to:

@@ -658,11 +658,7 @@ func (s *MCPGateway) callableTools(ctx context.Context, x *exchange, result json
 	if err != nil {
 		return nil, err
 	}
-	defs := make([]string, len(list.Names))
-	for i := range defs {
-		defs[i] = list.Definition(i)
-	}
-	pinned, note, err := s.decide.CheckDefinitions(ctx, x.sv.Name, list.Names, defs)
+	pinned, note, err := s.decide.CheckDefinitions(ctx, x.sv.Name, list.Names, list.Tools())
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,16 +11,18 @@ import (
 	"github.com/agentauth/agentauth/ports"
 )
 
-// CheckDefinitions compares what server lists (each tool's name and
-// definition, canonical JSON: mcpwire.ToolList.Definition) with the pins
-// of its registered tools. A registered tool not pinned yet is pinned
-// with what it lists now (a tool registered by hand: trust on first
-// sight); one listed otherwise than pinned gets its drift recorded (once
+// CheckDefinitions compares what server lists (each tool's name, and the
+// tool as the server sent it: mcpwire.ToolList.Tools) with the pins of its
+// registered tools, by their definitions (canonical JSON:
+// mcpwire.ToolDefinition; kept in memory for the same bytes listed
+// again). A registered tool not pinned yet is pinned with what it lists
+// now (a tool registered by hand: trust on first sight); one listed otherwise than pinned gets its drift recorded (once
 // per definition) and is hidden until an ADMIN accepts it
 // (AcceptDefinition); one nobody registered on server is hidden. It
 // returns which listed tools may be shown, and what it found for the
 // audit record ("" when every tool was as pinned).
-func (s *Gateway) CheckDefinitions(ctx context.Context, server string, names, defs []string) ([]bool, string, error) {
+func (s *Gateway) CheckDefinitions(ctx context.Context, server string, names []string, listed []json.RawMessage) ([]bool, string, error) {
+	defs := s.defs.definitions(listed)
 	tools, err := s.catalog.ListTools(ctx, ports.Page{})
 	if err != nil {
 		return nil, "", err
@@ -32,21 +35,21 @@ func (s *Gateway) CheckDefinitions(ctx context.Context, server string, names, de
 	}
 	var notes []string
 	ok := make([]bool, len(names))
-	for i, listed := range names {
-		name, err := domain.CanonicalToolName(listed)
+	for i, listedName := range names {
+		name, err := domain.CanonicalToolName(listedName)
 		t, found := registered[name]
+		def, digest := defs[i].canonical, defs[i].digest
 		switch {
 		case err != nil || !found:
-			notes = append(notes, "not registered "+bounded(listed, maxNoteTool)+" hidden")
+			notes = append(notes, "not registered "+bounded(listedName, maxNoteTool)+" hidden")
 			continue
-		case defs[i] == "" || len(defs[i]) > domain.MaxToolDefinitionBytes:
+		case def == "":
 			notes = append(notes, name+" declared without a definition agentauth keeps, hidden")
 			continue
 		}
-		digest := domain.DefinitionDigest([]byte(defs[i]))
 		switch {
 		case t.Pin.Digest == "":
-			if err := s.catalog.PinTool(ctx, t.Name, defs[i], digest); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			if err := s.catalog.PinTool(ctx, t.Name, def, digest); err != nil && !errors.Is(err, domain.ErrNotFound) {
 				return nil, "", err
 			}
 			notes = append(notes, name+" pinned at first sight sha256 "+domain.ShortDigest(digest))
@@ -58,7 +61,7 @@ func (s *Gateway) CheckDefinitions(ctx context.Context, server string, names, de
 			}
 		default:
 			if digest != t.Pin.ChangedDigest {
-				if err := s.catalog.RecordToolDrift(ctx, t.Name, defs[i], digest, s.clock.Now().UTC()); err != nil && !errors.Is(err, domain.ErrNotFound) {
+				if err := s.catalog.RecordToolDrift(ctx, t.Name, def, digest, s.clock.Now().UTC()); err != nil && !errors.Is(err, domain.ErrNotFound) {
 					return nil, "", err
 				}
 			}

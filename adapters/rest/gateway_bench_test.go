@@ -2,7 +2,9 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -60,8 +62,9 @@ func bench2026(token string) map[string]string {
 
 // benchGateway serves the gateway in front of upstream with uma's agent
 // allowed fs.read and denied fs.write, with what requests read kept in
-// memory as the service keeps it; it returns an open MCP session.
-func benchGateway(b *testing.B, upstream string) (h *axHarness, token, session string) {
+// memory as the service keeps it, and tools registered on fs too; it
+// returns an open MCP session.
+func benchGateway(b *testing.B, upstream string, tools ...string) (h *axHarness, token, session string) {
 	h = gwStart(b, axOptions{inMemory: true}, 10*time.Second)
 	ctx, now := porttest.Context(b), time.Now().UTC()
 	for _, err := range []error{
@@ -70,6 +73,7 @@ func benchGateway(b *testing.B, upstream string) (h *axHarness, token, session s
 		h.store.CreateServer(ctx, domain.Server{Name: "fs", URL: gwResourceBase + "/mcp/fs", Endpoint: upstream, Credential: "fs-token", CreatedAt: now}),
 		h.store.CreateTool(ctx, domain.Tool{Name: "fs.read", Server: "fs", ReadOnly: true, CreatedAt: now}),
 		h.store.CreateTool(ctx, domain.Tool{Name: "fs.write", Server: "fs", CreatedAt: now}),
+		createTools(ctx, h, now, tools),
 		h.store.CreatePolicy(ctx, domain.PolicyRule{ID: "pol_b", Effect: domain.EffectAllow, Tool: "fs.*", Scope: domain.ScopeRole, Value: "USER", CreatedAt: now}),
 	} {
 		if err != nil {
@@ -98,6 +102,15 @@ func benchGateway(b *testing.B, upstream string) (h *axHarness, token, session s
 	}
 	res.Body.Close()
 	return h, tok.AccessToken, res.Header.Get(mcpwire.HeaderSessionID)
+}
+
+func createTools(ctx context.Context, h *axHarness, now time.Time, names []string) error {
+	for _, name := range names {
+		if err := h.store.CreateTool(ctx, domain.Tool{Name: name, Server: "fs", CreatedAt: now}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cpuTime() time.Duration {
@@ -173,6 +186,59 @@ func BenchmarkMCPGatewayDenied(b *testing.B) {
 	defer up.Close()
 	h, token, session := benchGateway(b, up.URL)
 	runMCP(b, h.url+"/mcp/fs", sessionOf(token, session), strings.Replace(benchCall, "fs.read", "fs.write", 1), `"reason_code":"policy_deny"`)
+}
+
+// listedTools is a tools/list result of n tools fs.t00… as a server
+// declares them: a description, an input schema of three properties,
+// annotations (about 600 bytes each).
+func listedTools(n int) string {
+	tools := make([]string, n)
+	for i := range tools {
+		tools[i] = fmt.Sprintf(`{"name":"fs.t%02d","title":"Tool %d","description":"Writes a note to the notes folder, creating it when it does not exist; the text replaces the note's or is appended (tool %d).",`+
+			`"inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"where"},"text":{"type":"string"},"mode":{"type":"string","enum":["append","replace"]}},"required":["path","text"]},`+
+			`"annotations":{"readOnlyHint":false,"destructiveHint":true},"_meta":{"example.com/rank":%d}}`, i, i, i, i)
+	}
+	return `{"tools":[` + strings.Join(tools, ",") + `]}`
+}
+
+// BenchmarkMCPGatewayToolsList50 is a tools/list through the gateway of a
+// server listing 50 tools, all registered and allowed: each listed tool's
+// definition compared with its pin (app.Gateway.CheckDefinitions) on
+// every list.
+func BenchmarkMCPGatewayToolsList50(b *testing.B) {
+	result := listedTools(50)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &m) != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + result + `}`))
+	}))
+	defer up.Close()
+	names := make([]string, 50)
+	for i := range names {
+		names[i] = fmt.Sprintf("fs.t%02d", i)
+	}
+	h, token, session := benchGateway(b, up.URL, names...)
+	const list = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	// The first list pins the 50 definitions (trust on first sight).
+	if out := benchPost(b, func() *http.Request {
+		r, _ := http.NewRequest("POST", h.url+"/mcp/fs", strings.NewReader(list))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range sessionOf(token, session) {
+			r.Header.Set(k, v)
+		}
+		return r
+	}); !strings.Contains(out, `"fs.t49"`) {
+		b.Fatalf("first tools/list = %s", out)
+	}
+	runMCP(b, h.url+"/mcp/fs", sessionOf(token, session), list, `"fs.t49"`)
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }

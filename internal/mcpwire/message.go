@@ -300,9 +300,9 @@ func (l ToolList) Keep(keep []bool) json.RawMessage {
 // the tool changing.
 var definitionMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
 
-// Definition is the definition of the listed tool i: its definition
-// members as RFC 8785 canonical JSON ("" for a tool that is no object).
-func (l ToolList) Definition(i int) string { return ToolDefinition(l.tools[i]) }
+// Tools are the listed tools, each as the server sent it (in Names'
+// order).
+func (l ToolList) Tools() []json.RawMessage { return l.tools }
 
 // ToolDefinition is the definition of a listed tool (a member of a
 // tools/list result's tools): its definition members as RFC 8785
