@@ -49,6 +49,8 @@ type Application struct {
 	// Connections are people's own credentials upstream; nil without
 	// their settings.
 	Connections *Connections
+	// Names are the labels of people and agents shown beside their ids.
+	Names *Names
 }
 
 // Stores are the store ports the use cases are built on.
@@ -156,5 +158,6 @@ func NewApplication(d Dependencies) Application {
 		Keys:          d.Keys,
 		Login:         d.Login,
 		Connections:   connections,
+		Names:         &Names{people: d.Keys, agents: records},
 	}
 }

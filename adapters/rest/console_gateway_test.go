@@ -13,7 +13,7 @@ import (
 )
 
 // TestConsoleGatewayPage: the console lists gateway calls from the audit
-// log with chain, server, tool, decision, reason and upstream status;
+// log with chain (its agents named), server, tool, decision, reason and upstream status;
 // holders of audit:read see every caller's (and filter by subject), others
 // only their own.
 func TestConsoleGatewayPage(t *testing.T) {
@@ -21,7 +21,7 @@ func TestConsoleGatewayPage(t *testing.T) {
 	h := gwNew(t, 10*time.Second)
 	_, agent, token := gwWorld(t, h, u)
 	bobSession := h.must(t, 201, "bob", "POST", "/api/v2/sessions", `{"title":"b","mode":"auto"}`)["id"].(string)
-	bobAgent := h.must(t, 201, "bob", "POST", "/api/v2/sessions/"+bobSession+"/agents", "")["id"].(string)
+	bobAgent := h.must(t, 201, "bob", "POST", "/api/v2/sessions/"+bobSession+"/agents", `{"name":"deploy <bot>"}`)["id"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	call := func(hd map[string]string, tool string) {
@@ -38,7 +38,8 @@ func TestConsoleGatewayPage(t *testing.T) {
 	call(map[string]string{"Authorization": "Bearer " + axKey("bob"), HeaderGatewaySession: bobSession, HeaderGatewayAgent: bobAgent}, "fs.read")
 
 	uma := "uma → " + agent
-	bob := "bob (api_key) → " + bobAgent
+	// An agent's name is shown beside its id, escaped.
+	bob := `bob (api_key) → <span class="who">deploy &lt;bot&gt;</span> <span class="mut">` + bobAgent + `</span>`
 	tests := []struct {
 		caller, query string
 		want, not     []string

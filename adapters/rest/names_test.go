@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentauth/agentauth/domain"
 	"github.com/agentauth/agentauth/ports"
@@ -65,5 +66,67 @@ func TestAgentNamesAPI(t *testing.T) {
 	}
 	if me := h.must(t, 200, "bob", "GET", "/api/v2/me", ""); me["name"] != nil {
 		t.Errorf("me = %v, want no name for bob", me)
+	}
+}
+
+// TestConsoleShowsNames: the console's pages show the names of the people
+// and agents they name beside their subjects and ids, escaped (a name is
+// text its person chose: <script> in it is shown as text).
+func TestConsoleShowsNames(t *testing.T) {
+	h := namesStart(t)
+	apollo, _ := axTeam(t, h)
+	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"fs","url":"http://127.0.0.1:7/mcp"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"fs.write","server":"fs"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)
+	session := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"s","project":"`+apollo+`","mode":"auto"}`)["id"].(string)
+	root := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"name":"notes <agent>"}`)["id"].(string)
+	child := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"parent":"`+root+`","name":"helper"}`)["id"].(string)
+	decision, _, pending := decide(t, h, "uma", session, child, "fs.write")
+	_, _, approved := decide(t, h, "uma", session, child, "fs.write")
+	if decision != "ask" {
+		t.Fatalf("fs.write: %s, want ask", decision)
+	}
+	h.must(t, 200, "lea", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+approved+"/approve", "")
+	h.must(t, 201, "uma", "POST", "/api/v2/keys", `{"name":"ci","permissions":["me:read"],"expires_at":"`+expiresIn(time.Hour)+`"}`)
+
+	// The console's New agent form names it too.
+	if r := h.do(t, "uma", "POST", "/console/sessions/"+session+"/agents", "name=form+%3Cb%3Eagent"); r.status != 200 { // after the redirect
+		t.Fatalf("console: new agent: %d %s", r.status, r.body)
+	}
+	if r := h.do(t, "uma", "POST", "/console/sessions/"+session+"/agents", "name=two%0Alines"); r.status != 400 {
+		t.Errorf("console: new agent named over two lines: %d, want 400", r.status)
+	}
+
+	uma := `Uma &lt;script&gt;alert(1)&lt;/script&gt;</span> <span class="mut">uma</span>`
+	lea := `Lea Lead</span> <span class="mut">lea</span>`
+	agent := `notes &lt;agent&gt;</span> <code>` + root + `</code>`
+	helper := `helper</span> <code>` + child + `</code>`
+	tests := []struct {
+		page, as string
+		want     []string
+	}{
+		{"/console/", "uma", []string{`<dt>Name</dt><dd>Uma &lt;script&gt;`, `Uma &lt;script&gt;alert(1)&lt;/script&gt; · uma (USER)`}},
+		{"/console/sessions", "uma", []string{uma}},
+		{"/console/sessions/" + session, "uma", []string{uma, lea, agent, helper, `<option value="` + root + `">notes &lt;agent&gt; (` + root + `)</option>`, `form &lt;b&gt;agent</span>`}},
+		{"/console/approvals", "lea", []string{uma, agent, helper, "call-" + pending}},
+		{"/console/keys", "uma", []string{uma}},
+		{"/console/audit?subject=uma", "adm", []string{uma}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.page, func(t *testing.T) {
+			r := h.do(t, tt.as, "GET", tt.page, "")
+			body := string(r.body)
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			if strings.Contains(body, "<script>") {
+				t.Errorf("a name is shown unescaped: %s", body)
+			}
+		})
 	}
 }

@@ -43,11 +43,13 @@ func (c *Console) connections(ctx *fiber.Ctx) error {
 	}
 	mine := map[string]*domain.Connection{}
 	d := connectionsData{Next: list.Next, Connected: ctx.Query("connected")}
+	var people []string
 	for i := range list.Items {
 		x := &list.Items[i]
 		if x.Subject == p.Subject {
 			mine[x.Server] = x
 		}
+		people = append(people, x.Subject)
 	}
 	if c.has(ctx, domain.PermConnectionsAudit) || c.has(ctx, domain.PermConnectionsManage) {
 		d.Everyone = list.Items
@@ -55,7 +57,11 @@ func (c *Console) connections(ctx *fiber.Ctx) error {
 	for _, sv := range servers {
 		d.Servers = append(d.Servers, serverRow{Name: sv.Name, Issuer: sv.UpstreamAuth.Issuer, Scopes: sv.UpstreamAuth.Scopes, Conn: mine[sv.Name]})
 	}
-	return c.render(ctx, fiber.StatusOK, "connections", "Connections", d)
+	n, err := c.names(ctx, people, nil)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, fiber.StatusOK, "connections", "Connections", d, n)
 }
 
 // disconnect removes a connection (revoked upstream where offered): one's

@@ -102,6 +102,17 @@ func New(uc app.Application, env Env) *Console {
 			return strconv.Itoa(len(m))
 		},
 		"roles": func(r []domain.Role) string { return domain.JoinRoles(r) },
+		// who and named label an id (a subject, an agent's id) with its
+		// name, for the "who" template: from a page's names, or given.
+		"who":   func(names map[string]string, id string) label { return label{Name: names[id], ID: id} },
+		"named": func(name, id string) label { return label{Name: name, ID: id} },
+		// nameAt is names[i], "" past its end (an approval's ChainNames).
+		"nameAt": func(names []string, i int) string {
+			if i < len(names) {
+				return names[i]
+			}
+			return ""
+		},
 		// query is a link's query string; typed as a URL, since as a
 		// string html/template escapes it whole after a "?" (its "=" and
 		// "&" too, which made every "next" link lose its cursor). Encode
@@ -170,13 +181,40 @@ type view struct {
 	// Flash is the outcome of the action just done (from ?done=).
 	Flash string
 	Data  any
+	// Names label the people and agents the page shows (renderNamed).
+	Names names
+}
+
+// names are the labels of the people (by subject) and agents (by id) a page
+// shows: text people chose, escaped like any value, always shown beside
+// the id it labels (the "who" template), never in its place.
+type names struct{ People, Agents map[string]string }
+
+// label is an id and its name ("" for none), as the "who" template shows it.
+type label struct{ Name, ID string }
+
+// names looks up the names of people and agents (app.Names).
+func (c *Console) names(ctx *fiber.Ctx, people, agents []string) (names, error) {
+	var n names
+	var err error
+	if n.People, err = c.uc.Names.People(ctx.UserContext(), people...); err != nil {
+		return n, err
+	}
+	n.Agents, err = c.uc.Names.Agents(ctx.UserContext(), agents...)
+	return n, err
 }
 
 // render writes the page name with data as a 200 (or status).
 func (c *Console) render(ctx *fiber.Ctx, status int, name, title string, data any) error {
+	return c.renderNamed(ctx, status, name, title, data, names{})
+}
+
+// renderNamed writes the page name with data, and the names of the people
+// and agents it shows.
+func (c *Console) renderNamed(ctx *fiber.Ctx, status int, name, title string, data any, n names) error {
 	p := c.env.Principal(ctx)
 	v := view{Title: title, Style: template.CSS(style), Current: ctx.Path(), Principal: p, Data: data,
-		Can: map[string]bool{}, Flash: ctx.Query("done")}
+		Can: map[string]bool{}, Flash: ctx.Query("done"), Names: n}
 	if len(p.Roles) > 0 {
 		for _, perm := range c.uc.Authorizer.PermissionsFor(p) {
 			v.Can[string(perm)] = true

@@ -32,6 +32,9 @@ type gatewayData struct {
 type gatewayRow struct {
 	Record domain.AuditRecord
 	Call   domain.GatewayCall
+	// Links are Call.Chain's links (the caller, then its agents), each with
+	// its name.
+	Links []label
 }
 
 // gateway lists recent requests to the MCP gateway from the audit log:
@@ -72,7 +75,40 @@ func (c *Console) gateway(ctx *fiber.Ctx) error {
 		}
 		q.Before, d.Next = page.Next, strconv.FormatInt(page.Next, 10)
 	}
-	return c.render(ctx, fiber.StatusOK, "gateway", "Gateway calls", d)
+	n, err := c.chainNames(ctx, d.Calls)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, fiber.StatusOK, "gateway", "Gateway calls", d, n)
+}
+
+// chainSep separates the links of a gateway call's chain (app's chainOf).
+const chainSep = " → "
+
+// chainNames names the caller and the agents of each row's chain: the
+// caller is the record's subject (its link may add the credential it
+// presented), the other links are agent ids.
+func (c *Console) chainNames(ctx *fiber.Ctx, rows []gatewayRow) (names, error) {
+	var people, agents []string
+	for _, r := range rows {
+		links := strings.Split(r.Call.Chain, chainSep)
+		people, agents = append(people, r.Record.Subject), append(agents, links[1:]...)
+	}
+	n, err := c.names(ctx, people, agents)
+	if err != nil {
+		return n, err
+	}
+	for i := range rows {
+		r := &rows[i]
+		for j, link := range strings.Split(r.Call.Chain, chainSep) {
+			name := n.Agents[link]
+			if j == 0 {
+				name = n.People[r.Record.Subject]
+			}
+			r.Links = append(r.Links, label{Name: name, ID: link})
+		}
+	}
+	return n, nil
 }
 
 // gatewayRow reads a record of a request to /mcp/{server}.

@@ -38,10 +38,16 @@ func (c *Console) renderKeys(ctx *fiber.Ctx, status int, made *app.NewKey) error
 	}
 	now := time.Now()
 	d := keysData{Next: list.Next, Grantable: c.uc.Authorizer.Permissions(p.Roles), Made: made}
+	var owners []string
 	for _, k := range list.Items {
 		d.Keys = append(d.Keys, keyRow{k, keyStatus(k, now)})
+		owners = append(owners, k.Owner)
 	}
-	return c.render(ctx, status, "keys", "API keys", d)
+	n, err := c.names(ctx, owners, nil)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, status, "keys", "API keys", d, n)
 }
 
 func keyStatus(k domain.APIKey, now time.Time) string {

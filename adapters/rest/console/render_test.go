@@ -25,7 +25,7 @@ func testConsole(t testing.TB) *Console {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := domain.Principal{Subject: hostile, Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodDebug, RoleSource: hostile}
+	admin := domain.Principal{Subject: hostile, Name: hostile, Roles: []domain.Role{domain.RoleAdmin}, Method: domain.MethodDebug, RoleSource: hostile}
 	return New(app.Application{Authorizer: authz}, Env{Principal: func(*fiber.Ctx) domain.Principal { return admin }, RequestID: func(*fiber.Ctx) string { return hostile },
 		BasePath: "/base"})
 }
@@ -54,13 +54,14 @@ func pageData(rows int) map[string]any {
 		"me":       meData{Method: domain.MethodDebug, RoleSource: hostile, Permissions: []permissionRow{{domain.PermMeRead, hostile}}},
 		"sessions": sessionsData{sessions, hostile, []domain.Project{{ID: hostile, Name: hostile}}, map[string]string{hostile: hostile}},
 		"session": sessionData{Session: sessions[0], ProjectName: hostile,
-			Agents:    app.Page[domain.Agent]{Items: []domain.Agent{{ID: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}}, Next: hostile},
+			Agents:    app.Page[domain.Agent]{Items: []domain.Agent{{ID: hostile, Name: hostile, Parent: hostile, CreatedBy: hostile, Session: hostile, Limits: domain.Limits{Tools: []string{hostile}}}}, Next: hostile},
 			ToolCalls: app.Page[domain.ToolCall]{Items: []domain.ToolCall{call}, Next: hostile}, Servers: []domain.Server{{Name: hostile}},
 			Minted: &app.Minted{Token: "tok", Grant: domain.AgentGrant{Audience: hostile, Chain: []string{hostile}, Tools: []string{hostile}}}},
-		"approvals": []domain.Approval{{Call: argued, Session: sessions[0], Chain: []string{hostile}, Tool: &domain.Tool{Name: hostile, Description: hostile, SecondApprover: true}},
+		"approvals": []domain.Approval{{Call: argued, Session: sessions[0], Chain: []string{hostile, hostile}, ChainNames: []string{hostile},
+			Names: map[string]string{hostile: hostile}, Tool: &domain.Tool{Name: hostile, Description: hostile, SecondApprover: true}},
 			{Call: call, Session: sessions[0]}},
 		"gateway": gatewayData{All: true, Subject: hostile, Next: hostile, Calls: []gatewayRow{{records[0],
-			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}}}},
+			domain.GatewayCall{Method: hostile, Server: hostile, Chain: hostile, Tool: hostile, Decision: hostile, Reason: hostile, Upstream: 200}, []label{{hostile, hostile}, {"", hostile}}}}},
 		"dashboard": dashboardData{DashboardView: app.DashboardView{Projects: []string{hostile}, RecentDenials: records}, ProjectNames: []string{hostile}, States: []stateCount{{hostile, 1}}},
 		"projects":  app.Page[domain.Project]{Items: []domain.Project{{ID: hostile, Name: hostile, Members: []domain.Member{{Subject: hostile}}}}, Next: hostile},
 		"project": struct {
@@ -105,7 +106,7 @@ func renderPage(t testing.TB, c *Console, name string, data any) (int, string, p
 		if name == "signin" {
 			return c.WriteSignIn(ctx, 401, data.(SignIn))
 		}
-		return c.render(ctx, 200, name, hostile, data)
+		return c.renderNamed(ctx, 200, name, hostile, data, names{People: map[string]string{hostile: hostile}, Agents: map[string]string{hostile: hostile}})
 	})
 	res, err := a.Test(httptest.NewRequest("GET", "/?done="+strings.ReplaceAll(hostile, " ", "%20"), nil), -1)
 	if err != nil {
@@ -118,7 +119,7 @@ func renderPage(t testing.TB, c *Console, name string, data any) (int, string, p
 type pageHeaders struct{ csp, frame string }
 
 // TestEveryPageRendersEscaped renders every template with markup in every
-// text it shows: each renders, nothing is unescaped, a javascript: URL is
+// text it shows (the names of people and agents too): each renders, nothing is unescaped, a javascript: URL is
 // neutralised, and the answer carries the CSP and refuses framing.
 func TestEveryPageRendersEscaped(t *testing.T) {
 	c := testConsole(t)

@@ -138,11 +138,15 @@ func (c *Console) sessions(ctx *fiber.Ctx) error {
 		}
 		projects = page.Items
 	}
-	var ids []string
+	var ids, owners []string
 	for _, ss := range list.Items {
-		ids = append(ids, ss.Project)
+		ids, owners = append(ids, ss.Project), append(owners, ss.Owner)
 	}
-	return c.render(ctx, fiber.StatusOK, "sessions", "Sessions", sessionsData{list.Items, list.Next, projects, c.projectNames(ctx, ids...)})
+	n, err := c.names(ctx, owners, nil)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, fiber.StatusOK, "sessions", "Sessions", sessionsData{list.Items, list.Next, projects, c.projectNames(ctx, ids...)}, n)
 }
 
 type sessionsData struct {
@@ -215,7 +219,24 @@ func (c *Console) session(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.render(ctx, fiber.StatusOK, "session", "Session "+d.Session.Title, d)
+	return c.renderSession(ctx, fiber.StatusOK, d)
+}
+
+// renderSession writes a session's page with the names of the people and
+// agents it shows.
+func (c *Console) renderSession(ctx *fiber.Ctx, status int, d sessionData) error {
+	people, agents := []string{d.Session.Owner}, []string{}
+	for _, a := range d.Agents.Items {
+		people, agents = append(people, a.CreatedBy), append(agents, a.Parent)
+	}
+	for _, tc := range d.ToolCalls.Items {
+		people, agents = append(people, tc.RequestedBy, tc.ResolvedBy), append(agents, tc.Agent)
+	}
+	n, err := c.names(ctx, people, agents)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, status, "session", "Session "+d.Session.Title, d, n)
 }
 
 func (c *Console) closeSession(ctx *fiber.Ctx) error {
@@ -266,7 +287,7 @@ func (c *Console) mintToken(ctx *fiber.Ctx) error {
 		return err
 	}
 	d.Minted = &m
-	return c.render(ctx, fiber.StatusCreated, "session", "Session "+d.Session.Title, d)
+	return c.renderSession(ctx, fiber.StatusCreated, d)
 }
 
 func (c *Console) resolve(approve bool) fiber.Handler {
@@ -743,7 +764,15 @@ func (c *Console) audit(ctx *fiber.Ctx) error {
 	if page.Next > 0 {
 		d.Next = strconv.FormatInt(page.Next, 10)
 	}
-	return c.render(ctx, fiber.StatusOK, "audit", "Audit log", d)
+	subjects := make([]string, len(page.Records))
+	for i, r := range page.Records {
+		subjects[i] = r.Subject
+	}
+	n, err := c.names(ctx, subjects, nil)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, fiber.StatusOK, "audit", "Audit log", d, n)
 }
 
 func (c *Console) record(ctx *fiber.Ctx) error {
@@ -758,7 +787,11 @@ func (c *Console) record(ctx *fiber.Ctx) error {
 	if len(page.Records) == 0 || page.Records[0].Seq != seq {
 		return fmt.Errorf("audit record %d is not in the log (never written, or removed by retention): %w", seq, domain.ErrNotFound)
 	}
-	return c.render(ctx, fiber.StatusOK, "record", "Audit record "+strconv.FormatInt(seq, 10), page.Records[0])
+	n, err := c.names(ctx, []string{page.Records[0].Subject}, nil)
+	if err != nil {
+		return err
+	}
+	return c.renderNamed(ctx, fiber.StatusOK, "record", "Audit record "+strconv.FormatInt(seq, 10), page.Records[0], n)
 }
 
 type verifyData struct {
