@@ -49,6 +49,16 @@ func (n *Names) People(ctx context.Context, subjects ...string) (map[string]stri
 	return names, err
 }
 
+// Lookup returns the names of people (People) and of agents (Agents) at
+// once: what one page or answer shows.
+func (n *Names) Lookup(ctx context.Context, people, agents []string) (personNames, agentNames map[string]string, err error) {
+	if personNames, err = n.People(ctx, people...); err != nil {
+		return nil, nil, err
+	}
+	agentNames, err = n.Agents(ctx, agents...)
+	return personNames, agentNames, err
+}
+
 // agentSubject prefixes the agent that asked for a call by its token.
 const agentSubject = "agent:"
 

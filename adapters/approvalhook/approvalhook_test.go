@@ -97,7 +97,8 @@ func approval(status domain.ToolCallStatus) domain.Approval {
 		c.ResolvedBy, c.ResolvedAt = "lea", c.CreatedAt.Add(time.Minute)
 	}
 	return domain.Approval{Call: c, Session: domain.Session{ID: "ses_1", Title: "deploy [click](https://evil.example)", Owner: "uma", Mode: domain.ModeAuto},
-		Chain: []string{"agt_1", "agt_2"}, Tool: &domain.Tool{Name: "fs.write", Description: "Writes a file."}}
+		Chain: []string{"agt_1", "agt_2"}, ChainNames: []string{"", "notes <agent>"}, Names: map[string]string{"uma": "Uma", "lea": "Lea Lead"},
+		Tool: &domain.Tool{Name: "fs.write", Description: "Writes a file."}}
 }
 
 func start(t *testing.T, set Settings) (*Notifier, func()) {
@@ -153,6 +154,10 @@ func TestNoticeIsSignedAndWhole(t *testing.T) {
 		d.ConsoleURL != "https://agentauth.example/base/console/approvals#call-call_1" {
 		t.Errorf("requested notice = %s", got.raw)
 	}
+	// Names ride beside the ids, never in their place.
+	if strings.Join(d.AgentChainNames, ",") != ",notes <agent>" || d.Session.OwnerName != "Uma" || d.Session.Owner != "uma" || d.RequestedByName != "" || d.ResolvedByName != "" {
+		t.Errorf("requested notice names = %q, owner %q, asker %q, resolver %q", d.AgentChainNames, d.Session.OwnerName, d.RequestedByName, d.ResolvedByName)
+	}
 	if string(d.Arguments) != string(approval(domain.CallPending).Call.Arguments) || domain.ArgumentsHash(d.Arguments) != d.ArgsSHA256 {
 		t.Errorf("arguments = %s, want the very bytes args_sha256 hashes", d.Arguments)
 	}
@@ -172,7 +177,7 @@ func TestNoticeIsSignedAndWhole(t *testing.T) {
 
 	n.Notify(context.Background(), approval(domain.CallApproved))
 	got = r.next(t)
-	if got.id != "msg_call_1_approved" || got.body.Type != "approval.approved" || got.body.Data.ResolvedBy != "lea" || got.body.Data.ResolvedAt == nil ||
+	if got.id != "msg_call_1_approved" || got.body.Type != "approval.approved" || got.body.Data.ResolvedBy != "lea" || got.body.Data.ResolvedByName != "Lea Lead" || got.body.Data.ResolvedAt == nil ||
 		!strings.Contains(got.body.Text, "approved by `\"lea\"`") {
 		t.Errorf("outcome notice = %s", got.raw)
 	}

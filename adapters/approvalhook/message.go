@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,14 +38,22 @@ type data struct {
 	ResolvedBy      string          `json:"resolved_by,omitempty"`
 	ResolvedAt      *time.Time      `json:"resolved_at,omitempty"`
 	ConsoleURL      string          `json:"console_url"`
+	// The names agentauth knows (labels beside the ids, never identities;
+	// absent when none): the chain's agents in its order ("" for one
+	// without), who asked and who resolved.
+	AgentChainNames []string `json:"agent_chain_names,omitempty"`
+	RequestedByName string   `json:"requested_by_name,omitempty"`
+	ResolvedByName  string   `json:"resolved_by_name,omitempty"`
 }
 
 type session struct {
-	ID      string `json:"id"`
-	Title   string `json:"title"`
-	Owner   string `json:"owner"`
-	Project string `json:"project,omitempty"`
-	Mode    string `json:"mode"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Owner string `json:"owner"`
+	// OwnerName names the owner where known.
+	OwnerName string `json:"owner_name,omitempty"`
+	Project   string `json:"project,omitempty"`
+	Mode      string `json:"mode"`
 }
 
 // textArguments bounds the arguments the text quotes; data holds them all.
@@ -62,7 +71,9 @@ func typeOf(s domain.ToolCallStatus) string {
 func (n *Notifier) message(a domain.Approval, now time.Time) message {
 	c := a.Call
 	d := data{Call: c.ID, Status: string(c.Status), Tool: c.Tool, Arguments: c.Arguments, ArgsSHA256: c.ArgsHash,
-		Session:    session{ID: a.Session.ID, Title: a.Session.Title, Owner: a.Session.Owner, Project: a.Session.Project, Mode: string(a.Session.Mode)},
+		Session: session{ID: a.Session.ID, Title: a.Session.Title, Owner: a.Session.Owner, OwnerName: a.Names[a.Session.Owner],
+			Project: a.Session.Project, Mode: string(a.Session.Mode)},
+		RequestedByName: a.Names[c.RequestedBy], ResolvedByName: a.Names[c.ResolvedBy],
 		AgentChain: a.Chain, RequestedBy: c.RequestedBy, RequestedAt: c.CreatedAt.UTC(), Rule: c.Decision.Rule, Reason: c.Decision.Reason,
 		Message: c.Decision.Message, ResolvedBy: c.ResolvedBy, ConsoleURL: strings.TrimSuffix(n.set.ConsoleURL, "/") + "/console/approvals#call-" + c.ID}
 	if d.Arguments == nil {
@@ -70,6 +81,9 @@ func (n *Notifier) message(a domain.Approval, now time.Time) message {
 	}
 	if d.AgentChain == nil {
 		d.AgentChain = []string{c.Agent}
+	}
+	if slices.ContainsFunc(a.ChainNames, func(n string) bool { return n != "" }) {
+		d.AgentChainNames = a.ChainNames
 	}
 	if a.Tool != nil {
 		d.ToolDescription = a.Tool.Description

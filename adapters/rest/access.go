@@ -706,15 +706,17 @@ func (s *Server) deletePolicy(c *fiber.Ctx) error {
 type agentJSON struct {
 	ID string `json:"id"`
 	// Name is its maker's label for it; absent when none.
-	Name      string    `json:"name,omitempty"`
-	Session   string    `json:"session"`
-	Parent    string    `json:"parent,omitempty"`
-	Depth     int       `json:"depth"`
-	Tools     []string  `json:"tools"` // null: every tool
-	ReadOnly  bool      `json:"read_only"`
-	Approval  bool      `json:"approval"`
-	CreatedBy string    `json:"created_by"`
-	CreatedAt time.Time `json:"created_at"`
+	Name      string   `json:"name,omitempty"`
+	Session   string   `json:"session"`
+	Parent    string   `json:"parent,omitempty"`
+	Depth     int      `json:"depth"`
+	Tools     []string `json:"tools"` // null: every tool
+	ReadOnly  bool     `json:"read_only"`
+	Approval  bool     `json:"approval"`
+	CreatedBy string   `json:"created_by"`
+	// CreatedByName names its maker where known (lists).
+	CreatedByName string    `json:"created_by_name,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 func toAgentJSON(a domain.Agent) agentJSON {
@@ -731,7 +733,12 @@ func (s *Server) listAgents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return writePage(c, "agents", page, toAgentJSON)
+	return writeNamedPage(s, c, "agents", page, func(a domain.Agent) ([]string, []string) { return []string{a.CreatedBy}, nil },
+		func(a domain.Agent, n answerNames) agentJSON {
+			j := toAgentJSON(a)
+			j.CreatedByName = n.people[a.CreatedBy]
+			return j
+		})
 }
 
 type createAgentRequest struct {
@@ -774,6 +781,11 @@ type toolCallJSON struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	ResolvedBy  string     `json:"resolved_by,omitempty"`
 	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
+	// AgentName, RequestedByName and ResolvedByName name the agent and
+	// the people where known (lists).
+	AgentName       string `json:"agent_name,omitempty"`
+	RequestedByName string `json:"requested_by_name,omitempty"`
+	ResolvedByName  string `json:"resolved_by_name,omitempty"`
 	// Arguments (RFC 8785 canonical JSON) and ArgsHash, their SHA-256:
 	// what an approval binds to; UsedAt: when the gateway used the
 	// approval. Calls stored before arguments were kept have none.
@@ -810,7 +822,15 @@ func (s *Server) listToolCalls(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return writePage(c, "tool_calls", page, toToolCallJSON)
+	return writeNamedPage(s, c, "tool_calls", page,
+		func(tc domain.ToolCall) ([]string, []string) {
+			return []string{tc.RequestedBy, tc.ResolvedBy}, []string{tc.Agent}
+		},
+		func(tc domain.ToolCall, n answerNames) toolCallJSON {
+			j := toToolCallJSON(tc)
+			j.AgentName, j.RequestedByName, j.ResolvedByName = n.agents[tc.Agent], n.people[tc.RequestedBy], n.people[tc.ResolvedBy]
+			return j
+		})
 }
 
 type createToolCallRequest struct {

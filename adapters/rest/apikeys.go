@@ -67,6 +67,7 @@ type keyJSON struct {
 	Name        string              `json:"name"`
 	Prefix      string              `json:"prefix"`
 	Owner       string              `json:"owner"`
+	OwnerName   string              `json:"owner_name,omitempty"`
 	Status      string              `json:"status"`
 	Permissions []domain.Permission `json:"permissions"`
 	Projects    []string            `json:"projects"`
@@ -142,7 +143,12 @@ func (s *Server) listKeys(c *fiber.Ctx) error {
 		return err
 	}
 	now := time.Now()
-	return writePage(c, "keys", page, func(k domain.APIKey) keyJSON { return toKeyJSON(k, now) })
+	return writeNamedPage(s, c, "keys", page, func(k domain.APIKey) ([]string, []string) { return []string{k.Owner}, nil },
+		func(k domain.APIKey, n answerNames) keyJSON {
+			j := toKeyJSON(k, now)
+			j.OwnerName = n.people[k.Owner]
+			return j
+		})
 }
 
 func (s *Server) revokeKey(c *fiber.Ctx) error {

@@ -76,6 +76,7 @@ func orUnknown(s string) string {
 type connectionJSON struct {
 	ID              string     `json:"id"`
 	Subject         string     `json:"subject"`
+	SubjectName     string     `json:"subject_name,omitempty"`
 	Server          string     `json:"server"`
 	UpstreamSubject string     `json:"upstream_subject"`
 	Issuer          string     `json:"issuer"`
@@ -113,7 +114,12 @@ func (s *Server) listConnections(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return writePage(c, "connections", page, toConnectionJSON)
+	return writeNamedPage(s, c, "connections", page, func(x domain.Connection) ([]string, []string) { return []string{x.Subject}, nil },
+		func(x domain.Connection, n answerNames) connectionJSON {
+			j := toConnectionJSON(x)
+			j.SubjectName = n.people[x.Subject]
+			return j
+		})
 }
 
 // removeConnection removes the caller's connection to a server, or, with

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,22 +74,8 @@ func TestAgentNamesAPI(t *testing.T) {
 // and agents they name beside their subjects and ids, escaped (a name is
 // text its person chose: <script> in it is shown as text).
 func TestConsoleShowsNames(t *testing.T) {
-	h := namesStart(t)
-	apollo, _ := axTeam(t, h)
-	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"fs","url":"http://127.0.0.1:7/mcp"}`)
-	h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"fs.write","server":"fs"}`)
-	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)
-	session := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"s","project":"`+apollo+`","mode":"auto"}`)["id"].(string)
-	root := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"name":"notes <agent>"}`)["id"].(string)
-	child := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"parent":"`+root+`","name":"helper"}`)["id"].(string)
-	decision, _, pending := decide(t, h, "uma", session, child, "fs.write")
-	_, _, approved := decide(t, h, "uma", session, child, "fs.write")
-	if decision != "ask" {
-		t.Fatalf("fs.write: %s, want ask", decision)
-	}
-	h.must(t, 200, "lea", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+approved+"/approve", "")
-	h.must(t, 201, "uma", "POST", "/api/v2/keys", `{"name":"ci","permissions":["me:read"],"expires_at":"`+expiresIn(time.Hour)+`"}`)
-
+	h, w := namesWorld(t)
+	session, root, child, pending := w.session, w.root, w.child, w.pending
 	// The console's New agent form names it too.
 	if r := h.do(t, "uma", "POST", "/console/sessions/"+session+"/agents", "name=form+%3Cb%3Eagent"); r.status != 200 { // after the redirect
 		t.Fatalf("console: new agent: %d %s", r.status, r.body)
@@ -111,6 +98,7 @@ func TestConsoleShowsNames(t *testing.T) {
 		{"/console/approvals", "lea", []string{uma, agent, helper, "call-" + pending}},
 		{"/console/keys", "uma", []string{uma}},
 		{"/console/audit?subject=uma", "adm", []string{uma}},
+		{"/console/connections", "adm", []string{uma}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.page, func(t *testing.T) {
@@ -128,5 +116,100 @@ func TestConsoleShowsNames(t *testing.T) {
 				t.Errorf("a name is shown unescaped: %s", body)
 			}
 		})
+	}
+}
+
+// namesWorld is a session of uma (named umaName) in lea's project with a
+// named agent and its named sub-agent, one call of it pending and one
+// approved by lea (named "Lea Lead"), a key of uma's and her connection to
+// gh.
+type namesFixture struct{ session, root, child, pending, approved string }
+
+func namesWorld(t *testing.T) (*axHarness, namesFixture) {
+	h := namesStart(t)
+	apollo, _ := axTeam(t, h)
+	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"fs","url":"http://127.0.0.1:7/mcp"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/tools", `{"name":"fs.write","server":"fs"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/policies", `{"effect":"ask","tool":"fs.write","scope":"role","value":"USER"}`)
+	session := h.must(t, 201, "uma", "POST", "/api/v2/sessions", `{"title":"s","project":"`+apollo+`","mode":"auto"}`)["id"].(string)
+	root := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"name":"notes <agent>"}`)["id"].(string)
+	child := h.must(t, 201, "uma", "POST", "/api/v2/sessions/"+session+"/agents", `{"parent":"`+root+`","name":"helper"}`)["id"].(string)
+	decision, _, pending := decide(t, h, "uma", session, child, "fs.write")
+	_, _, approved := decide(t, h, "uma", session, child, "fs.write")
+	if decision != "ask" {
+		t.Fatalf("fs.write: %s, want ask", decision)
+	}
+	h.must(t, 200, "lea", "POST", "/api/v2/sessions/"+session+"/tool-calls/"+approved+"/approve", "")
+	h.must(t, 201, "uma", "POST", "/api/v2/keys", `{"name":"ci","permissions":["me:read"],"expires_at":"`+expiresIn(time.Hour)+`"}`)
+	h.must(t, 201, "adm", "POST", "/api/v2/servers", `{"name":"gh","url":"https://gh.example/mcp","endpoint":"https://gh.internal/mcp",`+
+		`"upstream_auth":{"type":"oauth2","issuer":"https://as.example/","client_id":"agentauth","scopes":["repo"]}}`)
+	r := h.do(t, "uma", "GET", "/connect/gh", "")
+	loc, err := url.Parse(r.location)
+	if err != nil || r.status != 302 {
+		t.Fatalf("GET /connect/gh = %d %q", r.status, r.location)
+	}
+	if r := h.do(t, "uma", "GET", "/connect/gh/callback?state="+url.QueryEscape(loc.Query().Get("state"))+"&code=c", ""); r.status != 303 {
+		t.Fatalf("connect callback = %d %s", r.status, r.body)
+	}
+	return h, namesFixture{session, root, child, pending, approved}
+}
+
+// TestNamesInAnswers: list answers (and a session's) add the names agentauth
+// knows beside the ids as *_name fields, leaving every other field as it
+// was; a field is absent where no name is known.
+func TestNamesInAnswers(t *testing.T) {
+	h, w := namesWorld(t)
+	var sessions struct {
+		Sessions []sessionJSON `json:"sessions"`
+	}
+	h.do(t, "uma", "GET", "/api/v2/sessions", "").decode(t, &sessions)
+	if len(sessions.Sessions) != 1 || sessions.Sessions[0].Owner != "uma" || sessions.Sessions[0].OwnerName != umaName {
+		t.Errorf("sessions = %+v, want uma's named %q", sessions.Sessions, umaName)
+	}
+	if one := h.must(t, 200, "lea", "GET", "/api/v2/sessions/"+w.session, ""); one["owner"] != "uma" || one["owner_name"] != umaName {
+		t.Errorf("session = %v", one)
+	}
+	var agents struct {
+		Agents []agentJSON `json:"agents"`
+	}
+	h.do(t, "uma", "GET", "/api/v2/sessions/"+w.session+"/agents", "").decode(t, &agents)
+	for _, a := range agents.Agents {
+		if a.CreatedBy != "uma" || a.CreatedByName != umaName || a.Name == "" {
+			t.Errorf("agent %+v, want named and made by uma named %q", a, umaName)
+		}
+	}
+	var calls struct {
+		Calls []toolCallJSON `json:"tool_calls"`
+	}
+	h.do(t, "uma", "GET", "/api/v2/sessions/"+w.session+"/tool-calls", "").decode(t, &calls)
+	byID := map[string]toolCallJSON{}
+	for _, c := range calls.Calls {
+		byID[c.ID] = c
+	}
+	if c := byID[w.approved]; c.Agent != w.child || c.AgentName != "helper" || c.RequestedBy != "uma" || c.RequestedByName != umaName ||
+		c.ResolvedBy != "lea" || c.ResolvedByName != "Lea Lead" {
+		t.Errorf("approved call = %+v", c)
+	}
+	if c := byID[w.pending]; c.AgentName != "helper" || c.ResolvedBy != "" || c.ResolvedByName != "" {
+		t.Errorf("pending call = %+v", c)
+	}
+	var keys struct {
+		Keys []keyJSON `json:"keys"`
+	}
+	h.do(t, "uma", "GET", "/api/v2/keys", "").decode(t, &keys)
+	if len(keys.Keys) != 1 || keys.Keys[0].Owner != "uma" || keys.Keys[0].OwnerName != umaName {
+		t.Errorf("keys = %+v", keys.Keys)
+	}
+	var conns struct {
+		Connections []connectionJSON `json:"connections"`
+	}
+	h.do(t, "aud", "GET", "/api/v2/connections", "").decode(t, &conns)
+	if len(conns.Connections) != 1 || conns.Connections[0].Subject != "uma" || conns.Connections[0].SubjectName != umaName {
+		t.Errorf("connections = %+v", conns.Connections)
+	}
+	// Nobody named: no field.
+	bob := h.must(t, 201, "bob", "POST", "/api/v2/sessions", `{"title":"b"}`)["id"].(string)
+	if r := h.do(t, "bob", "GET", "/api/v2/sessions/"+bob, ""); strings.Contains(string(r.body), "owner_name") {
+		t.Errorf("bob's session = %s, want no owner_name", r.body)
 	}
 }

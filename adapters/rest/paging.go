@@ -32,3 +32,30 @@ func writePage[T, J any](c *fiber.Ctx, name string, page app.Page[T], conv func(
 	}
 	return c.JSON(fiber.Map{name: out, "next_cursor": next})
 }
+
+// answerNames are the names of the people (by subject) and agents (by id)
+// a list answer shows (app.Names): added as *_name fields beside the ids,
+// absent where none is known. Labels, never identities.
+type answerNames struct{ people, agents map[string]string }
+
+func (s *Server) namesOf(c *fiber.Ctx, people, agents []string) (answerNames, error) {
+	var n answerNames
+	var err error
+	n.people, n.agents, err = s.uc.Names.Lookup(c.UserContext(), people, agents)
+	return n, err
+}
+
+// writeNamedPage is writePage for items that name people and agents: ids
+// lists those an item names, conv turns it into its JSON with their names.
+func writeNamedPage[T, J any](s *Server, c *fiber.Ctx, name string, page app.Page[T], ids func(T) (people, agents []string), conv func(T, answerNames) J) error {
+	var people, agents []string
+	for _, it := range page.Items {
+		p, a := ids(it)
+		people, agents = append(people, p...), append(agents, a...)
+	}
+	n, err := s.namesOf(c, people, agents)
+	if err != nil {
+		return err
+	}
+	return writePage(c, name, page, func(it T) J { return conv(it, n) })
+}

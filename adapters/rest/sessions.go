@@ -21,6 +21,7 @@ func (s *Server) sessionRoutes() []route {
 type sessionJSON struct {
 	ID        string              `json:"id"`
 	Owner     string              `json:"owner"`
+	OwnerName string              `json:"owner_name,omitempty"`
 	Project   string              `json:"project"`
 	Title     string              `json:"title"`
 	Mode      domain.SessionMode  `json:"mode"`
@@ -41,7 +42,12 @@ func (s *Server) listSessions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return writePage(c, "sessions", page, toSessionJSON)
+	return writeNamedPage(s, c, "sessions", page, func(ss domain.Session) ([]string, []string) { return []string{ss.Owner}, nil },
+		func(ss domain.Session, n answerNames) sessionJSON {
+			j := toSessionJSON(ss)
+			j.OwnerName = n.people[ss.Owner]
+			return j
+		})
 }
 
 type createSessionRequest struct {
@@ -68,7 +74,13 @@ func (s *Server) getSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toSessionJSON(sess))
+	n, err := s.namesOf(c, []string{sess.Owner}, nil)
+	if err != nil {
+		return err
+	}
+	j := toSessionJSON(sess)
+	j.OwnerName = n.people[sess.Owner]
+	return c.JSON(j)
 }
 
 func (s *Server) deleteSession(c *fiber.Ctx) error {

@@ -197,10 +197,7 @@ type label struct{ Name, ID string }
 func (c *Console) names(ctx *fiber.Ctx, people, agents []string) (names, error) {
 	var n names
 	var err error
-	if n.People, err = c.uc.Names.People(ctx.UserContext(), people...); err != nil {
-		return n, err
-	}
-	n.Agents, err = c.uc.Names.Agents(ctx.UserContext(), agents...)
+	n.People, n.Agents, err = c.uc.Names.Lookup(ctx.UserContext(), people, agents)
 	return n, err
 }
 
