@@ -81,32 +81,45 @@ func (s *Gateway) ToolDefinition(ctx context.Context, name string) (domain.Tool,
 	return s.catalog.GetTool(ctx, name)
 }
 
+// Accepted is a changed definition accepted: the tool as pinned now, and
+// the digest pinned before.
+type Accepted struct {
+	Tool     domain.Tool
+	Previous string
+}
+
+// String says what the acceptance did, for its audit record.
+func (a Accepted) String() string {
+	return "tool " + a.Tool.Name + " of server " + a.Tool.Server + ": changed definition accepted, sha256 " + a.Previous + " → " + a.Tool.Pin.Digest
+}
+
 // AcceptDefinition pins the changed definition of tool name whose digest
 // is digest (the one the ADMIN reviewed): the tool is shown and callable
 // again. Another digest (the server changed it once more since) is a
 // conflict; the digest pinned already, with nothing changed, is a retry.
-func (s *Gateway) AcceptDefinition(ctx context.Context, name, digest string) (domain.Tool, error) {
+func (s *Gateway) AcceptDefinition(ctx context.Context, name, digest string) (Accepted, error) {
 	t, err := s.ToolDefinition(ctx, name)
 	if err != nil {
-		return domain.Tool{}, err
+		return Accepted{}, err
 	}
 	if !t.Pin.Drifted() && digest == t.Pin.Digest {
-		return t, nil // accepted already (a retry)
+		return Accepted{Tool: t, Previous: t.Pin.Digest}, nil // accepted already (a retry)
 	}
 	if !t.Pin.Drifted() {
-		return domain.Tool{}, fmt.Errorf("tool %s has no changed definition to accept: %w", t.Name, domain.ErrConflict)
+		return Accepted{}, fmt.Errorf("tool %s has no changed definition to accept: %w", t.Name, domain.ErrConflict)
 	}
 	if digest != t.Pin.ChangedDigest {
-		return domain.Tool{}, fmt.Errorf("tool %s's changed definition is sha256 %s, not %s (it changed again: review it anew): %w",
+		return Accepted{}, fmt.Errorf("tool %s's changed definition is sha256 %s, not %s (it changed again: review it anew): %w",
 			t.Name, t.Pin.ChangedDigest, digest, domain.ErrConflict)
 	}
 	if err := s.catalog.AcceptToolDefinition(ctx, t.Name, digest); err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
-			return domain.Tool{}, fmt.Errorf("tool %s's changed definition moved meanwhile: review it anew: %w", t.Name, domain.ErrConflict)
+			return Accepted{}, fmt.Errorf("tool %s's changed definition moved meanwhile: review it anew: %w", t.Name, domain.ErrConflict)
 		}
-		return domain.Tool{}, err
+		return Accepted{}, err
 	}
-	return s.catalog.GetTool(ctx, t.Name)
+	now, err := s.catalog.GetTool(ctx, t.Name)
+	return Accepted{Tool: now, Previous: t.Pin.Digest}, err
 }
 
 // definitionHeld refuses the use of an approval of call when the tool's

@@ -356,16 +356,12 @@ func (s *Server) acceptToolDefinition(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	before, err := s.uc.Gateway.ToolDefinition(c.UserContext(), name)
+	a, err := s.uc.Gateway.AcceptDefinition(c.UserContext(), name, req.SHA256)
 	if err != nil {
 		return err
 	}
-	t, err := s.uc.Gateway.AcceptDefinition(c.UserContext(), name, req.SHA256)
-	if err != nil {
-		return err
-	}
-	note(c, "tool "+t.Name+" of server "+t.Server+": changed definition accepted, sha256 "+before.Pin.Digest+" → "+t.Pin.Digest)
-	return c.JSON(toDefinitionJSON(t))
+	note(c, a.String())
+	return c.JSON(toDefinitionJSON(a.Tool))
 }
 
 // limitJSON is a limit as the API writes it: {"calls":100,"per":"1h","by":"agent"}.

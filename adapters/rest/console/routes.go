@@ -642,11 +642,14 @@ func (c *Console) acceptToolDefinition(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.uc.Gateway.AcceptDefinition(ctx.UserContext(), name, ctx.FormValue("sha256"))
+	a, err := c.uc.Gateway.AcceptDefinition(ctx.UserContext(), name, ctx.FormValue("sha256"))
 	if err != nil {
 		return err
 	}
-	return c.done(ctx, "/console/catalog", "tool "+t.Name+": changed definition accepted, now sha256 "+t.Pin.Digest)
+	if c.env.Note != nil {
+		c.env.Note(ctx, a.String())
+	}
+	return c.done(ctx, "/console/catalog", "tool "+a.Tool.Name+": changed definition accepted, now sha256 "+a.Tool.Pin.Digest)
 }
 
 // changeServer replaces a server's registration with the form's.
