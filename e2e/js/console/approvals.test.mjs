@@ -35,7 +35,10 @@ test('the approver sees the arguments before approving', { skip }, async () => {
   const rule = (await api('POST', '/api/v2/policies', { effect: 'ask', tool, scope: 'role', value: role })).id;
   const session = await api('POST', '/api/v2/sessions', { title: `approvals ${tag}`, mode: 'auto' });
   const root = await api('POST', `/api/v2/sessions/${session.id}/agents`, {});
-  const child = await api('POST', `/api/v2/sessions/${session.id}/agents`, { parent: root.id });
+  // A name is text its maker chose: the page shows it as text, beside the id.
+  const helper = `<img src=x onerror=alert(1)> helper ${tag}`;
+  const child = await api('POST', `/api/v2/sessions/${session.id}/agents`, { parent: root.id, name: helper });
+  assert.equal(child.name, helper);
   const content = Array.from({ length: 30 }, (_, i) => `line ${i + 1} of the new configuration`).join('\n') + '\nLAST LINE: replicas: 0';
   const args = { path: '/srv/app/config.yaml', env: 'prod', content };
   const call = await api('POST', `/api/v2/sessions/${session.id}/tool-calls`, { agent: child.id, tool, arguments: args });
@@ -46,9 +49,10 @@ test('the approver sees the arguments before approving', { skip }, async () => {
   const card = page.locator('section.approval', { has: page.locator(`#call-${call.id}`) });
   await card.waitFor();
   const text = await card.innerText();
-  for (const want of [tool, description, `approvals ${tag}`, session.id, root.id, child.id, me.subject, rule, '/srv/app/config.yaml', 'prod', call.args_sha256]) {
+  for (const want of [tool, description, `approvals ${tag}`, session.id, root.id, child.id, `${helper} ${child.id}`, me.subject, rule, '/srv/app/config.yaml', 'prod', call.args_sha256]) {
     assert.ok(text.includes(want), `the approval shows ${want}:\n${text}`);
   }
+  assert.equal(await card.locator('img').count(), 0, 'the agent\'s name is text, not markup');
   // Each argument is in a row of its own, by name.
   for (const [name, value] of [['path', '/srv/app/config.yaml'], ['env', 'prod']]) {
     const row = card.locator('table.arguments tr', { has: page.locator('th', { hasText: name }) });
